@@ -1,0 +1,57 @@
+# tfm.h - build the tools, examples and tests. `make`, `make test`, `make demo`, `make sanitize`.
+CC       ?= cc
+CXX      ?= c++
+OPT      ?= -O2 -march=native
+OPENMP   ?= $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
+WARN      = -std=c99 -Wall -Wextra -Wpedantic -Werror
+STRICT    = $(WARN) -Wshadow -Wconversion -Wsign-conversion -Wstrict-prototypes \
+            -Wmissing-prototypes -Wdouble-promotion
+CFLAGS   ?=
+CFLAGS_ALL = $(OPT) $(OPENMP) $(WARN) -I. $(CFLAGS)
+LDLIBS    = -lm
+SHARED   ?= ../shared
+
+PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity
+TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
+
+.PHONY: all test sanitize check-compile demo clean
+all: $(PROGRAMS)
+
+build:
+	@mkdir -p build
+
+build/tfm-convert: tools/tfm-convert.c tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+
+build/%: examples/%.c tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+
+build/test_%: tests/test_%.c tests/check.h tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+
+# The header must compile warning-free as strict C99 (gcc and clang), as C++11, and with its
+# build switches; CI also greps the object for mutable globals.
+check-compile: | build
+	@printf '#define TFM_IMPLEMENTATION\n#include "tfm.h"\n' > build/impl.c
+	@cp build/impl.c build/impl.cpp
+	$(CC) $(STRICT) -I. -c build/impl.c -o build/impl.o
+	$(CC) $(STRICT) -DTFM_NO_SIMD -DTFM_NO_MMAP -I. -c build/impl.c -o build/impl_nosimd.o
+	$(CC) $(STRICT) -DTFM_STATIC -I. -c build/impl.c -o build/impl_static.o
+	$(CC) $(STRICT) -fopenmp -I. -c build/impl.c -o build/impl_omp.o
+	-command -v clang >/dev/null && clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o
+	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
+	@! nm build/impl.o | awk '$$2 ~ /^[BbDdCc]$$/ {print "mutable global: " $$3; bad=1} END {exit !bad}'
+
+test: all $(TESTS) check-compile
+	@SHARED=$(SHARED) sh tests/run.sh $(TESTS)
+
+# Address and undefined-behaviour sanitizers over the same test programs.
+sanitize: | build
+	@mkdir -p build/san
+	@for t in $(TESTS); do n=$$(basename $$t); \
+	  $(CC) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(WARN) -I. \
+	    -o build/san/$$n tests/$$n.c $(LDLIBS) || exit 1; done
+	@SHARED=$(SHARED) SAN=1 sh tests/run.sh $(patsubst build/%,build/san/%,$(TESTS))
+
+clean:
+	rm -rf build

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Runs every test program given and the CLI tests, then prints the total "N passed, N failed".
+# Each program prints its own "name: N passed, N failed" line; skips are reported as SKIP lines.
+passed=0; failed=0; log=build/test.log
+: > "$log"
+for t in "$@"; do
+  [ -x "$t" ] || continue
+  echo "== $t"
+  out=$("$t" 2>&1); rc=$?
+  printf '%s\n' "$out" | tee -a "$log" | grep -E 'FAIL|SKIP|maxdiff|passed,' || true
+  line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+  p=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  [ -n "$line" ] || { p=0; f=1; echo "$t printed no summary (exit $rc)"; }
+  [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+  passed=$((passed + p)); failed=$((failed + f))
+done
+if [ -z "$SAN" ] && [ -f tests/test_cli.sh ]; then
+  echo "== tests/test_cli.sh"
+  out=$(sh tests/test_cli.sh 2>&1); rc=$?
+  printf '%s\n' "$out" | grep -E 'FAIL|SKIP|passed,' || true
+  line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+  p=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  [ -n "$line" ] || { p=0; f=1; }
+  [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+  passed=$((passed + p)); failed=$((failed + f))
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
