@@ -14,15 +14,18 @@ for t in "$@"; do
   [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
   passed=$((passed + p)); failed=$((failed + f))
 done
-if [ -z "$SAN" ] && [ -f tests/test_cli.sh ]; then
-  echo "== tests/test_cli.sh"
-  out=$(sh tests/test_cli.sh 2>&1); rc=$?
-  printf '%s\n' "$out" | grep -E 'FAIL|SKIP|passed,' || true
-  line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
-  p=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
-  [ -n "$line" ] || { p=0; f=1; }
-  [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
-  passed=$((passed + p)); failed=$((failed + f))
+if [ -z "$SAN" ]; then
+  for sh in tests/test_*.sh; do
+    [ -f "$sh" ] || continue
+    echo "== $sh"
+    out=$(SHARED="$SHARED" sh "$sh" 2>&1); rc=$?
+    printf '%s\n' "$out" | tee -a "$log" | grep -E 'FAIL|SKIP|passed,' || true
+    line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+    p=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+    [ -n "$line" ] || { p=0; f=1; echo "$sh printed no summary (exit $rc)"; }
+    [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+    passed=$((passed + p)); failed=$((failed + f))
+  done
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
