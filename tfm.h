@@ -574,7 +574,24 @@ typedef struct tfm__tokenizer tfm__tokenizer;
    (core) one transformer step. */
 
 /* >>tokenizer ------------------------------------------------------------------------------------
-   (tokenizer) byte-level BPE. */
+   (tokenizer) byte-level BPE.
+   TEMPORARY PLACEHOLDERS below, replaced by the tokenizer engineer. The public tokenizer
+   functions (tfm_model_tokenize, tfm_model_token_bytes, tfm_model_decode, tfm_utf8_stream_flush)
+   live at the end of this section and reach the model's tokenizer through
+   tfm__model_tokenizer(model), which >>model defines. */
+struct tfm__tokenizer { int placeholder; };
+TFM_PRIVATE tfm_result tfm__tokenizer_create(const unsigned char *blob, size_t blob_bytes,
+                                             const tfm_allocator *a, const tfm_logger *lg,
+                                             tfm__tokenizer **out) {
+    (void)blob; (void)blob_bytes; (void)a;
+    *out = NULL;
+    return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: not implemented yet");
+}
+TFM_PRIVATE void tfm__tokenizer_destroy(tfm__tokenizer *t, const tfm_allocator *a) { (void)t; (void)a; }
+TFM_PRIVATE void tfm__tokenizer_info(const tfm__tokenizer *t, int *n_tokens, int32_t *bos_id,
+                                     int32_t *eos_id) {
+    (void)t; *n_tokens = 0; *bos_id = -1; *eos_id = -1;
+}
 
 /* >>sampler --------------------------------------------------------------------------------------
    (core) sampling. */
