@@ -17,6 +17,23 @@ TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 .PHONY: all test sanitize check-compile demo clean
 all: $(PROGRAMS)
 
+# Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/) converted with the
+# same tool users run: build/models/NAME.tfm (f32) and build/models/NAME-f16.tfm.
+TEST_MODELS = $(patsubst tests/data/models/%/config.json,build/models/%.tfm,$(wildcard tests/data/models/*/config.json))
+TEST_MODELS += $(patsubst %.tfm,%-f16.tfm,$(TEST_MODELS))
+DEMO_MODEL  = $(if $(wildcard models/demo/config.json),build/demo.tfm)
+
+build/models/%-f16.tfm: tests/data/models/%/config.json build/tfm-convert
+	@mkdir -p build/models
+	build/tfm-convert tests/data/models/$* -o $@ --type f16 --quiet
+
+build/models/%.tfm: tests/data/models/%/config.json build/tfm-convert
+	@mkdir -p build/models
+	build/tfm-convert tests/data/models/$* -o $@ --quiet
+
+build/demo.tfm: models/demo/config.json models/demo/model.safetensors build/tfm-convert
+	build/tfm-convert models/demo -o $@
+
 build:
 	@mkdir -p build
 
@@ -42,11 +59,11 @@ check-compile: | build
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
 	@! nm build/impl.o | awk '$$2 ~ /^[BbDdCc]$$/ {print "mutable global: " $$3; bad=1} END {exit !bad}'
 
-test: all $(TESTS) check-compile
+test: all $(TESTS) $(TEST_MODELS) $(DEMO_MODEL) check-compile
 	@SHARED=$(SHARED) sh tests/run.sh $(TESTS)
 
 # Address and undefined-behaviour sanitizers over the same test programs.
-sanitize: | build
+sanitize: all $(TEST_MODELS) $(DEMO_MODEL) | build
 	@mkdir -p build/san
 	@for t in $(TESTS); do n=$$(basename $$t); \
 	  $(CC) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(WARN) -I. \
