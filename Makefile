@@ -70,5 +70,13 @@ sanitize: all $(TEST_MODELS) $(DEMO_MODEL) | build
 	    -o build/san/$$n tests/$$n.c $(LDLIBS) || exit 1; done
 	@SHARED=$(SHARED) SAN=1 sh tests/run.sh $(patsubst build/%,build/san/%,$(TESTS))
 
+# The demo: convert the small model that ships in models/demo (the same path real Hugging Face
+# checkpoints take) and sample from it with a fixed prompt and seed.
+DEMO_PROMPT ?= And God said
+demo: all build/demo.tfm
+	@echo "== build/tfm-generate -m build/demo.tfm -p \"$(DEMO_PROMPT)\" -n 160 --temp 0.8 --top-k 40 --repeat-penalty 1.1 --seed 42"
+	@build/tfm-generate -m build/demo.tfm -p "$(DEMO_PROMPT)" -n 160 --temp 0.8 --top-k 40 \
+	  --repeat-penalty 1.1 --seed 42
+
 clean:
 	rm -rf build
