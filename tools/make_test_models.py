@@ -2,6 +2,7 @@
 """make_test_models.py - writes the tiny GPT-NeoX golden checkpoints in tests/data/models/.
 
     /usr/bin/python3 tools/make_test_models.py [--out tests/data/models] [--check]
+    /usr/bin/python3 tools/make_test_models.py --validate-tokenizer ../shared
 
 For each variant NAME it writes tests/data/models/NAME/ in exact Hugging Face layout:
 config.json, model.safetensors (or two shards + model.safetensors.index.json), tokens.txt (the
@@ -10,6 +11,8 @@ reference tools/ref_gpt_neox.py, run on the checkpoint as written, i.e. after f1
 and for neox_tok a tokenizer.json plus text.txt (tokens.txt is its tokenization).
 Everything is deterministic (fixed numpy seeds; no network, no Hugging Face libraries: the
 safetensors writer and the byte-level BPE below are written here).
+--validate-tokenizer SHARED checks this file's BPE encoder against Hugging Face's own output for
+the real GPT-NeoX-20B tokenizer (SHARED = the read-only shared folder, e.g. ../shared).
 --check re-reads every folder, recomputes the logits and also prints the difference that f16
 weight storage (what tfm-convert --type f16 does to matrices) makes, for the README's bounds.
 """
@@ -446,7 +449,33 @@ def check(out_root):
                  np.abs(want - got).max(), d16))
 
 
+def validate_tokenizer(shared):
+    """Runs this file's BPE encoder with the real GPT-NeoX-20B tokenizer.json over the test
+    vectors made by Hugging Face tokenizers (shared/tokenizers/vectors/gpt-neox.txt)."""
+    with open(os.path.join(shared, "tokenizers/gpt-neox-20b/tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    tok = ByteBPE.__new__(ByteBPE)
+    tok.b2u = bytes_to_unicode()
+    tok.vocab = tj["model"]["vocab"]
+    tok.ranks = {tuple(m.split(" ") if isinstance(m, str) else m): i for i, m in enumerate(tj["model"]["merges"])}
+    tok.added = [(a["content"], a["id"], a["special"]) for a in tj["added_tokens"]]
+    n_ok = n_bad = 0
+    with open(os.path.join(shared, "tokenizers/vectors/gpt-neox.txt"), encoding="utf-8") as f:
+        for line in f:
+            text, _, ids = line.rstrip("\n").rpartition(" => ")
+            want = [int(x) for x in ids.split(",")] if ids else []
+            if tok.encode(text) == want:
+                n_ok += 1
+            else:
+                n_bad += 1
+                print("MISMATCH %r: %s != %s" % (text, tok.encode(text), want))
+    print("GPT-NeoX-20B vectors: %d match, %d differ" % (n_ok, n_bad))
+    return 1 if n_bad else 0
+
+
 def main(argv):
+    if "--validate-tokenizer" in argv:
+        return validate_tokenizer(argv[argv.index("--validate-tokenizer") + 1])
     out_root = "tests/data/models"
     if "--out" in argv:
         out_root = argv[argv.index("--out") + 1]
