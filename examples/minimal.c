@@ -1,0 +1,84 @@
+/* minimal.c - the quick start of tfm.h as a program: open a model, tokenize a prompt,
+   evaluate it, then sample 32 tokens and print them as they come.
+
+   cc -std=c99 -O2 -I. examples/minimal.c -o minimal -lm
+   ./minimal model.tfm "In the beginning"                                                  */
+#define TFM_IMPLEMENTATION
+#include "tfm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define N_GENERATE 32
+#define MAX_PROMPT 256
+
+/* The library never prints: it hands each failure's detail to a logger. */
+static void log_error(void *user, tfm_result result, const char *message) {
+    (void)user;
+    fprintf(stderr, "tfm: %s: %s\n", tfm_result_string(result), message);
+}
+
+int main(int argc, char **argv) {
+    const char *prompt = argc > 2 ? argv[2] : "Hello";
+    if (argc < 2) {
+        fprintf(stderr, "usage: minimal MODEL.tfm [PROMPT]\n");
+        return 1;
+    }
+
+    tfm_model_desc md = {0}; /* all-zero means default; C++: tfm_model_desc md = {}; */
+    md.path = argv[1];
+    md.logger.log = log_error;
+    tfm_model *model;
+    tfm_result r = tfm_model_open(&md, &model);
+    if (r != TFM_OK) { fprintf(stderr, "open: %s\n", tfm_result_string(r)); return 1; }
+    tfm_config cfg = tfm_model_config(model);
+
+    tfm_session_desc sd = {0};
+    tfm_session *s;
+    r = tfm_session_create(model, &sd, &s);
+    if (r != TFM_OK) { fprintf(stderr, "session: %s\n", tfm_result_string(r)); return 1; }
+
+    int32_t ids[MAX_PROMPT];
+    size_t n_ids;
+    r = tfm_model_tokenize(model, prompt, strlen(prompt), ids, MAX_PROMPT, &n_ids);
+    if (r != TFM_OK || n_ids == 0 || n_ids + N_GENERATE > (size_t)tfm_session_n_ctx(s)) {
+        fprintf(stderr, "tokenize: %s (%zu tokens)\n", tfm_result_string(r), n_ids);
+        return 1;
+    }
+    r = tfm_session_eval(s, ids, (int)n_ids, 0, NULL); /* positions 0 .. n_ids-1 */
+    if (r != TFM_OK) { fprintf(stderr, "eval: %s: %s\n", tfm_result_string(r), tfm_session_last_error(s)); return 1; }
+
+    tfm_sampler_desc pd = {0}; /* all-zero: greedy */
+    pd.n_vocab = cfg.n_tokens < cfg.n_vocab ? cfg.n_tokens : cfg.n_vocab; /* no padding ids */
+    pd.temperature = 0.8f;
+    pd.top_k = 40;
+    pd.seed = 42;
+    tfm_sampler *smp;
+    r = tfm_sampler_create(&pd, &smp);
+    if (r != TFM_OK) { fprintf(stderr, "sampler: %s\n", tfm_result_string(r)); return 1; }
+
+    printf("%s", prompt);
+    tfm_utf8_stream stream = {{0}, 0}; /* holds a partial UTF-8 character between tokens */
+    char text[1024]; /* >= 3 * (longest token + 4) */
+    const float *logits = tfm_session_logits(s);
+    int pos = (int)n_ids;
+    for (int i = 0; i < N_GENERATE; i++) {
+        int32_t next;
+        r = tfm_sample(smp, logits, pd.n_vocab, &next);
+        if (r != TFM_OK) { fprintf(stderr, "sample: %s\n", tfm_result_string(r)); return 1; }
+        if (next == cfg.eos_id) break;
+        size_t n_text;
+        r = tfm_model_decode(model, &stream, next, text, sizeof text, &n_text);
+        if (r != TFM_OK) { fprintf(stderr, "decode: %s\n", tfm_result_string(r)); return 1; }
+        fwrite(text, 1, n_text, stdout);
+        fflush(stdout);
+        r = tfm_session_decode(s, next, pos++, &logits); /* the next token's logits */
+        if (r != TFM_OK) { fprintf(stderr, "eval: %s: %s\n", tfm_result_string(r), tfm_session_last_error(s)); return 1; }
+    }
+    printf("%.*s\n", (int)tfm_utf8_stream_flush(&stream, text, sizeof text), text);
+
+    tfm_sampler_destroy(smp);
+    tfm_session_destroy(s);
+    tfm_model_close(model);
+    return 0;
+}
