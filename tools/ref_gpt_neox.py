@@ -21,8 +21,10 @@ Every weight is read as stored (f32, f16 or bf16 safetensors, one file or shards
 float64 exactly, so the reference is computed on the very numbers a converter sees.
 
 Usage: /usr/bin/python3 tools/ref_gpt_neox.py DIR [ids...]   prints the logits of the last
-position (ids default to DIR/tokens.txt). As a module: load(dir) and forward(model, ids).
-Needs only NumPy (math.erf for the exact GELU).
+position (ids default to DIR/tokens.txt).
+       /usr/bin/python3 tools/ref_gpt_neox.py --torch-check DIR...   compares with a second,
+torch-written forward (float64) on each folder's tokens.txt. As a module: load(dir) and forward(model, ids).
+Needs only NumPy (math.erf for the exact GELU); --torch-check also needs torch.
 """
 import json
 import math
@@ -221,6 +223,61 @@ def forward(model, ids):
     return linear(x, head)
 
 
+def forward_torch(model, ids):
+    """A second, differently written forward with torch (float64) modules in the shape of
+    transformers' code (nn.Linear / nn.LayerNorm / F.gelu / masked_fill + softmax), used by
+    --torch-check to catch mistakes in the NumPy primitives above."""
+    import torch
+    import torch.nn.functional as F
+
+    cfg, w = model["cfg"], model["w"]
+    t = {k: torch.from_numpy(np.asarray(a, dtype=np.float64)) for k, a in w.items() if a.dtype != bool}
+    H, D, r, eps = cfg["n_heads"], cfg["d_head"], cfg["rotary_ndims"], cfg["eps"]
+    T = len(ids)
+    ids_t = torch.tensor(ids, dtype=torch.long)
+    inv_freq = 1.0 / (cfg["rope_base"] ** (torch.arange(0, r, 2, dtype=torch.float64) / r))
+    freqs = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    cos, sin = torch.cat((freqs, freqs), -1).cos(), torch.cat((freqs, freqs), -1).sin()
+
+    def rot_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def ln(x, name):
+        return F.layer_norm(x, (x.shape[-1],), t[name + ".weight"], t[name + ".bias"], eps)
+
+    def act(x):
+        return F.gelu(x) if cfg["act"] == "gelu" else F.gelu(x, approximate="tanh")
+
+    h = F.embedding(ids_t, t["gpt_neox.embed_in.weight"])[None]  # [1, T, d_model]
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    for i in range(cfg["n_layers"]):
+        p = "gpt_neox.layers.%d." % i
+        x = ln(h, p + "input_layernorm")
+        qkv = F.linear(x, t[p + "attention.query_key_value.weight"], t[p + "attention.query_key_value.bias"])
+        qkv = qkv.view(1, T, H, 3 * D).permute(0, 2, 1, 3)
+        q, k, v = qkv.chunk(3, dim=-1)
+        q = torch.cat((q[..., :r] * cos + rot_half(q[..., :r]) * sin, q[..., r:]), dim=-1)
+        k = torch.cat((k[..., :r] * cos + rot_half(k[..., :r]) * sin, k[..., r:]), dim=-1)
+        att = torch.matmul(q, k.transpose(-1, -2)) * D ** -0.5
+        att = att.masked_fill(~mask, torch.finfo(att.dtype).min).softmax(dim=-1)
+        a = torch.matmul(att, v).transpose(1, 2).reshape(1, T, H * D)
+        a = F.linear(a, t[p + "attention.dense.weight"], t[p + "attention.dense.bias"])
+
+        def ffn(y):
+            y = F.linear(y, t[p + "mlp.dense_h_to_4h.weight"], t[p + "mlp.dense_h_to_4h.bias"])
+            return F.linear(act(y), t[p + "mlp.dense_4h_to_h.weight"], t[p + "mlp.dense_4h_to_h.bias"])
+
+        if cfg["parallel"]:
+            h = ffn(ln(h, p + "post_attention_layernorm")) + a + h
+        else:
+            a = a + h
+            h = ffn(ln(a, p + "post_attention_layernorm")) + a
+    h = ln(h, "gpt_neox.final_layer_norm")
+    head = t["gpt_neox.embed_in.weight"] if cfg["tied"] else t["embed_out.weight"]
+    return F.linear(h, head)[0].numpy()
+
+
 def read_tokens(folder):
     with open(os.path.join(folder, "tokens.txt")) as f:
         return [int(t) for t in f.read().split()]
@@ -230,6 +287,15 @@ def main(argv):
     if len(argv) < 2:
         sys.stderr.write(__doc__)
         return 2
+    if argv[1] == "--torch-check":
+        worst = 0.0
+        for folder in argv[2:]:
+            model = load(folder)
+            ids = read_tokens(folder)
+            d = float(np.abs(forward(model, ids) - forward_torch(model, ids)).max())
+            print("%s: numpy vs torch float64 maxdiff %.3g" % (folder, d))
+            worst = max(worst, d)
+        return 0 if worst < 1e-9 else 1
     model = load(argv[1])
     ids = [int(t) for t in argv[2:]] or read_tokens(argv[1])
     logits = forward(model, ids)
