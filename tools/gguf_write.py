@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+"""gguf_write.py - write GGUF v3 files the way llama.cpp's convert_hf_to_gguf.py lays them out.
+
+Written for the tfm.h test data (tests/data/arch/). Own code: it only follows the published GGUF
+layout (ggml docs/gguf.md; /work/shared/REFERENCE.md D.1) and the tensor/metadata conventions of
+llama.cpp's converter for three architectures:
+
+  gpt2     Conv1D weights ([in, out] in the checkpoint) transposed to Linear [out, in];
+           c_attn stays fused as blk.N.attn_qkv (q|k|v thirds, as in the checkpoint);
+           output.weight is written as a copy of token_embd.weight (the converter does that);
+           position_embd stays F32 in every file type.
+  llama    q_proj / k_proj rows permuted back from the Hugging Face half-split order to Meta's
+           interleaved RoPE order (reshape [heads, 2, d_head/2, in] -> swap axes 1,2), k with
+           num_key_value_heads; general.architecture "llama" means interleaved ("normal") RoPE.
+           No output.weight when tie_word_embeddings is true.
+  gptneox  query_key_value rewritten from the per-head [heads, 3, d_head] layout to q|k|v thirds
+           (weight rows and bias alike); NeoX (half-split) RoPE; no rope.freq_base key (the
+           converter does not write one for gptneox; llama.cpp's default is 10000).
+
+Common rules copied from the converter's prepare_tensors: 1-D tensors, *_norm.weight, biases and
+position_embd are always F32; every other 2-D ".weight" gets the file type (F32, F16 or Q8_0).
+The F16 conversion is numpy astype(float16) (round to nearest even). Q8_0 is the gguf-py
+reference quantizer: per 32-block d = max|x| / 127 (float32), q = round-half-away(x * (1/d)),
+d stored as fp16; dequantized value = fp16(d) * q.
+
+Dims are written reversed (ne0 = fastest = numpy's last axis). general.alignment = 32 is written
+explicitly; tensor data offsets are multiples of it, each tensor is padded to it (the last too).
+
+Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0]
+(HF_DIR = config.json + model.safetensors written by tools/make_arch_models.py.)
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+
+GGUF_MAGIC = b"GGUF"
+GGUF_VERSION = 3
+ALIGNMENT = 32
+
+# metadata value types
+T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STRING, T_ARRAY, T_U64, T_I64, T_F64 = range(13)
+
+# ggml tensor types
+GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
+QK8_0 = 32
+
+# llama_ftype values (general.file_type)
+FTYPE = {"f32": 0, "f16": 1, "q8_0": 7}
+GGML_QUANT_VERSION = 2
+
+
+# ---------------------------------------------------------------------------------------------
+# quantization
+
+
+def np_roundf(x):
+    """Round half away from zero (C roundf), as gguf-py does."""
+    a = np.abs(x)
+    floored = np.floor(a)
+    b = floored + np.floor(2 * (a - floored))
+    return np.sign(x) * b
+
+
+def quantize_q8_0(w):
+    """w: float32 array, last axis a multiple of 32. Returns (raw bytes, dequantized float32)."""
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    assert w.shape[-1] % QK8_0 == 0, w.shape
+    blocks = w.reshape(-1, QK8_0)
+    d = np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    q = np_roundf(blocks * inv).astype(np.int8)
+    d16 = d.astype(np.float16)
+    raw = np.concatenate([d16.view(np.uint8), q.view(np.uint8)], axis=1)
+    deq = (d16.astype(np.float32) * q.astype(np.float32)).reshape(w.shape)
+    return raw.tobytes(), deq
+
+
+def dequantize_q8_0(raw, shape):
+    n = int(np.prod(shape))
+    a = np.frombuffer(raw, dtype=np.uint8).reshape(n // QK8_0, 2 + QK8_0)
+    d = a[:, :2].copy().view(np.float16).astype(np.float32)
+    q = a[:, 2:].copy().view(np.int8).astype(np.float32)
+    return (d * q).reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# writer
+
+
+class GGUFFile:
+    def __init__(self, arch):
+        self.kv = []       # (key, type, value)
+        self.tensors = []  # (name, numpy shape, ggml type, raw bytes)
+        self.arch = arch
+        self.add("general.architecture", T_STRING, arch)
+
+    def add(self, key, vtype, value):
+        assert all(k != key for k, _, _ in self.kv), key
+        self.kv.append((key, vtype, value))
+
+    def add_tensor(self, name, shape, gtype, raw):
+        assert len(name.encode()) < 64 and 1 <= len(shape) <= 4
+        self.tensors.append((name, tuple(int(s) for s in shape), gtype, raw))
+
+    @staticmethod
+    def _str(s):
+        b = s.encode("utf-8")
+        return struct.pack("<Q", len(b)) + b
+
+    def _value(self, vtype, v):
+        if vtype == T_STRING:
+            return self._str(v)
+        if vtype == T_ARRAY:
+            etype, items = v
+            out = struct.pack("<IQ", etype, len(items))
+            return out + b"".join(self._value(etype, x) for x in items)
+        fmt = {T_U8: "<B", T_I8: "<b", T_U16: "<H", T_I16: "<h", T_U32: "<I", T_I32: "<i",
+               T_F32: "<f", T_BOOL: "<B", T_U64: "<Q", T_I64: "<q", T_F64: "<d"}[vtype]
+        return struct.pack(fmt, int(v) if vtype == T_BOOL else v)
+
+    def to_bytes(self):
+        head = bytearray()
+        head += GGUF_MAGIC + struct.pack("<IQQ", GGUF_VERSION, len(self.tensors), len(self.kv))
+        for key, vtype, v in self.kv:
+            head += self._str(key) + struct.pack("<I", vtype) + self._value(vtype, v)
+        offset = 0
+        data = bytearray()
+        for name, shape, gtype, raw in self.tensors:
+            head += self._str(name) + struct.pack("<I", len(shape))
+            for dim in reversed(shape):  # ne0 first
+                head += struct.pack("<Q", dim)
+            head += struct.pack("<IQ", gtype, offset)
+            data += raw
+            pad = (-len(raw)) % ALIGNMENT
+            data += b"\0" * pad
+            offset += len(raw) + pad
+        head += b"\0" * ((-len(head)) % ALIGNMENT)
+        return bytes(head + data)
+
+    def write(self, path):
+        with open(path, "wb") as f:
+            f.write(self.to_bytes())
+
+
+# ---------------------------------------------------------------------------------------------
+# safetensors reader (for the standalone tool and the cross-checks)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack_from("<Q", blob, 0)
+    header = json.loads(blob[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        assert e["dtype"] == "F32", (name, e["dtype"])
+        b, end = e["data_offsets"]
+        out[name] = np.frombuffer(blob[base + b:base + end], dtype="<f4").reshape(e["shape"]).copy()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Hugging Face -> GGUF mapping (what convert_hf_to_gguf.py does for these three classes)
+
+
+def llama_permute(w, n_head):
+    """HF half-split rows -> Meta interleaved rows, per head (LlamaModel.permute)."""
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def llama_unpermute(w, n_head):
+    """Inverse of llama_permute (Meta -> HF)."""
+    return (w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def neox_qkv_to_thirds(w, n_head):
+    """[heads, 3, d_head, ...] per-head fused layout -> q|k|v thirds (GPTNeoXModel.modify_tensors)."""
+    rest = w.shape[1:]
+    x = w.reshape(n_head, 3, w.shape[0] // n_head // 3, *rest)
+    return np.concatenate([x[:, i].reshape(-1, *rest) for i in range(3)], axis=0)
+
+
+def neox_thirds_to_qkv(w, n_head):
+    rest = w.shape[1:]
+    x = w.reshape(3, n_head, w.shape[0] // n_head // 3, *rest).swapaxes(0, 1)
+    return x.reshape(w.shape)
+
+
+def map_gpt2(cfg, t):
+    """Returns (kv list, [(gguf name, numpy array)]) in checkpoint order."""
+    kv = [("gpt2.block_count", T_U32, cfg["n_layer"]),
+          ("gpt2.context_length", T_U32, cfg.get("n_ctx", cfg["n_positions"])),
+          ("gpt2.embedding_length", T_U32, cfg["n_embd"]),
+          ("gpt2.feed_forward_length", T_U32, 4 * cfg["n_embd"]),
+          ("gpt2.attention.head_count", T_U32, cfg["n_head"]),
+          ("gpt2.attention.layer_norm_epsilon", T_F32, cfg["layer_norm_epsilon"])]
+    assert cfg.get("n_inner") is None  # the converter writes 4*n_embd regardless
+    p = "transformer." if "transformer.wte.weight" in t else ""
+    out = [("token_embd.weight", t[p + "wte.weight"]),
+           ("output.weight", t[p + "wte.weight"]),  # GPT2Model writes the tied head as a copy
+           ("position_embd.weight", t[p + "wpe.weight"])]
+    sub = [("ln_1.weight", "attn_norm.weight", False), ("ln_1.bias", "attn_norm.bias", False),
+           ("attn.c_attn.weight", "attn_qkv.weight", True), ("attn.c_attn.bias", "attn_qkv.bias", False),
+           ("attn.c_proj.weight", "attn_output.weight", True), ("attn.c_proj.bias", "attn_output.bias", False),
+           ("ln_2.weight", "ffn_norm.weight", False), ("ln_2.bias", "ffn_norm.bias", False),
+           ("mlp.c_fc.weight", "ffn_up.weight", True), ("mlp.c_fc.bias", "ffn_up.bias", False),
+           ("mlp.c_proj.weight", "ffn_down.weight", True), ("mlp.c_proj.bias", "ffn_down.bias", False)]
+    for i in range(cfg["n_layer"]):
+        for hf, gg, transpose in sub:
+            a = t["%sh.%d.%s" % (p, i, hf)]
+            out.append(("blk.%d.%s" % (i, gg), np.ascontiguousarray(a.T) if transpose else a))
+    out += [("output_norm.weight", t[p + "ln_f.weight"]), ("output_norm.bias", t[p + "ln_f.bias"])]
+    return kv, out
+
+
+def map_llama(cfg, t):
+    n_head = cfg["num_attention_heads"]
+    n_kv = cfg.get("num_key_value_heads") or n_head
+    d_head = cfg.get("head_dim") or cfg["hidden_size"] // n_head
+    kv = [("llama.block_count", T_U32, cfg["num_hidden_layers"]),
+          ("llama.context_length", T_U32, cfg["max_position_embeddings"]),
+          ("llama.embedding_length", T_U32, cfg["hidden_size"]),
+          ("llama.feed_forward_length", T_U32, cfg["intermediate_size"]),
+          ("llama.attention.head_count", T_U32, n_head),
+          ("llama.attention.head_count_kv", T_U32, n_kv),
+          ("llama.rope.freq_base", T_F32, cfg["rope_theta"]),
+          ("llama.attention.layer_norm_rms_epsilon", T_F32, cfg["rms_norm_eps"]),
+          ("llama.vocab_size", T_U32, cfg["vocab_size"]),
+          ("llama.rope.dimension_count", T_U32, d_head)]
+    assert not cfg.get("attention_bias") and not cfg.get("mlp_bias")
+    out = [("token_embd.weight", t["model.embed_tokens.weight"])]
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        out += [("blk.%d.attn_norm.weight" % i, t[p + "input_layernorm.weight"]),
+                ("blk.%d.attn_q.weight" % i, llama_permute(t[p + "self_attn.q_proj.weight"], n_head)),
+                ("blk.%d.attn_k.weight" % i, llama_permute(t[p + "self_attn.k_proj.weight"], n_kv)),
+                ("blk.%d.attn_v.weight" % i, t[p + "self_attn.v_proj.weight"]),
+                ("blk.%d.attn_output.weight" % i, t[p + "self_attn.o_proj.weight"]),
+                ("blk.%d.ffn_norm.weight" % i, t[p + "post_attention_layernorm.weight"]),
+                ("blk.%d.ffn_gate.weight" % i, t[p + "mlp.gate_proj.weight"]),
+                ("blk.%d.ffn_up.weight" % i, t[p + "mlp.up_proj.weight"]),
+                ("blk.%d.ffn_down.weight" % i, t[p + "mlp.down_proj.weight"])]
+    out.append(("output_norm.weight", t["model.norm.weight"]))
+    if "lm_head.weight" in t:
+        out.append(("output.weight", t["lm_head.weight"]))
+    else:
+        assert cfg.get("tie_word_embeddings")
+    return kv, out
+
+
+def map_gptneox(cfg, t):
+    n_head = cfg["num_attention_heads"]
+    d = cfg["hidden_size"]
+    kv = [("gptneox.context_length", T_U32, cfg["max_position_embeddings"]),
+          ("gptneox.embedding_length", T_U32, d),
+          ("gptneox.block_count", T_U32, cfg["num_hidden_layers"]),
+          ("gptneox.feed_forward_length", T_U32, cfg["intermediate_size"]),
+          ("gptneox.rope.dimension_count", T_U32, int(cfg["rotary_pct"] * (d // n_head))),
+          ("gptneox.attention.head_count", T_U32, n_head),
+          ("gptneox.use_parallel_residual", T_BOOL, bool(cfg.get("use_parallel_residual", True))),
+          ("gptneox.attention.layer_norm_epsilon", T_F32, cfg["layer_norm_eps"])]
+    out = [("token_embd.weight", t["gpt_neox.embed_in.weight"])]
+    for i in range(cfg["num_hidden_layers"]):
+        p = "gpt_neox.layers.%d." % i
+        out += [("blk.%d.attn_norm.weight" % i, t[p + "input_layernorm.weight"]),
+                ("blk.%d.attn_norm.bias" % i, t[p + "input_layernorm.bias"]),
+                ("blk.%d.attn_qkv.weight" % i, neox_qkv_to_thirds(t[p + "attention.query_key_value.weight"], n_head)),
+                ("blk.%d.attn_qkv.bias" % i, neox_qkv_to_thirds(t[p + "attention.query_key_value.bias"], n_head)),
+                ("blk.%d.attn_output.weight" % i, t[p + "attention.dense.weight"]),
+                ("blk.%d.attn_output.bias" % i, t[p + "attention.dense.bias"]),
+                ("blk.%d.ffn_norm.weight" % i, t[p + "post_attention_layernorm.weight"]),
+                ("blk.%d.ffn_norm.bias" % i, t[p + "post_attention_layernorm.bias"]),
+                ("blk.%d.ffn_up.weight" % i, t[p + "mlp.dense_h_to_4h.weight"]),
+                ("blk.%d.ffn_up.bias" % i, t[p + "mlp.dense_h_to_4h.bias"]),
+                ("blk.%d.ffn_down.weight" % i, t[p + "mlp.dense_4h_to_h.weight"]),
+                ("blk.%d.ffn_down.bias" % i, t[p + "mlp.dense_4h_to_h.bias"])]
+    out += [("output_norm.weight", t["gpt_neox.final_layer_norm.weight"]),
+            ("output_norm.bias", t["gpt_neox.final_layer_norm.bias"]),
+            ("output.weight", t["embed_out.weight"])]
+    return kv, out
+
+
+MAPPERS = {"gpt2": ("gpt2", map_gpt2), "llama": ("llama", map_llama), "gpt_neox": ("gptneox", map_gptneox)}
+
+
+def keeps_f32(name, arr):
+    """The converter's always-F32 rule (prepare_tensors)."""
+    return (arr.ndim <= 1 or name.endswith("_norm.weight") or not name.endswith(".weight")
+            or name == "position_embd.weight")
+
+
+def convert(cfg, tensors, ftype="f32", name="tiny"):
+    """Build a GGUFFile from a config dict and HF tensors. Returns (GGUFFile, stored) where stored
+    maps each GGUF tensor name to the float32 values a reader gets back (after F16 rounding or
+    Q8_0 dequantization), in GGUF layout (numpy shape, i.e. dims not reversed)."""
+    arch, mapper = MAPPERS[cfg["model_type"]]
+    kv, tlist = mapper(cfg, tensors)
+    g = GGUFFile(arch)
+    g.add("general.type", T_STRING, "model")
+    g.add("general.name", T_STRING, name)
+    for k, ty, v in kv:
+        g.add(k, ty, v)
+    g.add("general.file_type", T_U32, FTYPE[ftype])
+    g.add("general.quantization_version", T_U32, GGML_QUANT_VERSION)
+    g.add("general.alignment", T_U32, ALIGNMENT)
+    stored = {}
+    for tname, arr in tlist:
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
+        if keeps_f32(tname, arr) or ftype == "f32":
+            g.add_tensor(tname, arr.shape, GGML_F32, arr.astype("<f4").tobytes())
+            stored[tname] = arr
+        elif ftype == "f16" or arr.shape[-1] % QK8_0 != 0:  # Q8_0 falls back to F16 like gguf-py
+            h = arr.astype("<f2")
+            g.add_tensor(tname, arr.shape, GGML_F16, h.tobytes())
+            stored[tname] = h.astype(np.float32)
+        else:
+            raw, deq = quantize_q8_0(arr)
+            g.add_tensor(tname, arr.shape, GGML_Q8_0, raw)
+            stored[tname] = deq
+    return g, stored
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__)
+        return 2
+    ftype = "f32"
+    if "--type" in argv:
+        ftype = argv[argv.index("--type") + 1]
+    with open(argv[1] + "/config.json") as f:
+        cfg = json.load(f)
+    g, _ = convert(cfg, read_safetensors(argv[1] + "/model.safetensors"), ftype,
+                   name=argv[1].rstrip("/").split("/")[-1])
+    g.write(argv[2])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
