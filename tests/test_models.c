@@ -109,6 +109,19 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
     return m;
 }
 
+/* On a failure, keep tfm.h's logits for tools/ref_gpt_neox.py --diagnose. */
+static void dump_logits(const char *name, const char *label, const float *logits, size_t n) {
+    char path[256];
+    FILE *f;
+    snprintf(path, sizeof path, BUILD_DIR "%s.got.f32", label);
+    f = fopen(path, "wb");
+    if (!f) return;
+    if (fwrite(logits, sizeof(float), n, f) == n)
+        fprintf(stderr, "    wrote %s; /usr/bin/python3 tools/ref_gpt_neox.py --diagnose %s%s %s\n", path,
+                DATA_DIR, name, path);
+    fclose(f);
+}
+
 static void log_to_stderr(void *user, tfm_result r, const char *msg) {
     fprintf(stderr, "    [%s] %s: %s\n", (const char *)user, tfm_result_string(r), msg);
 }
@@ -281,6 +294,7 @@ static void run_file(const model_case *mc, const golden *g, const char *suffix, 
     d_dec = decode_diff(model, g, mc->n_vocab, label);
     printf("    %-16s maxdiff eval %.3g  decode %.3g  (bound %.3g)\n", label, d_eval, d_dec, bound);
     CHECK_MSG(d_eval <= bound, "%s: eval maxdiff %g > %g", label, d_eval, bound);
+    if (one && !(d_eval <= bound)) dump_logits(mc->name, label, one, n_all);
     CHECK_MSG(d_dec <= bound, "%s: decode maxdiff %g > %g", label, d_dec, bound);
 
     sd.n_threads = 2;

@@ -23,7 +23,11 @@ float64 exactly, so the reference is computed on the very numbers a converter se
 Usage: /usr/bin/python3 tools/ref_gpt_neox.py DIR [ids...]   prints the logits of the last
 position (ids default to DIR/tokens.txt).
        /usr/bin/python3 tools/ref_gpt_neox.py --torch-check DIR...   compares with a second,
-torch-written forward (float64) on each folder's tokens.txt. As a module: load(dir) and forward(model, ids).
+torch-written forward (float64) on each folder's tokens.txt.
+       /usr/bin/python3 tools/ref_gpt_neox.py --diagnose DIR GOT.f32   ranks the reference and
+variants with one typical mistake each (qkv as thirds, interleaved RoPE, wrong rotary dims or
+base, GELU form, residual form, dropped biases, tied head) by distance to logits GOT.f32
+(float32 [n_tokens, vocab], as test_models writes build/models/NAME.got.f32 on a failure). As a module: load(dir) and forward(model, ids).
 Needs only NumPy (math.erf for the exact GELU); --torch-check also needs torch.
 """
 import json
@@ -168,10 +172,16 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
-def apply_rope(x, cos, sin, r):
-    """x [n_heads, T, d_head]: rotate the first r dims of every head, pass the rest through."""
+def apply_rope(x, cos, sin, r, interleaved=False):
+    """x [n_heads, T, d_head]: rotate the first r dims of every head, pass the rest through.
+    interleaved (GPT-J pairs (2j, 2j+1)) is wrong for GPT-NeoX; it exists for --diagnose."""
     rot, keep = x[..., :r], x[..., r:]
-    rot = rot * cos[None] + rotate_half(rot) * sin[None]
+    if interleaved:
+        c, s = cos[None, :, :r // 2], sin[None, :, :r // 2]
+        even, odd = rot[..., 0::2], rot[..., 1::2]
+        rot = np.stack([even * c - odd * s, even * s + odd * c], axis=-1).reshape(rot.shape)
+    else:
+        rot = rot * cos[None] + rotate_half(rot) * sin[None]
     return np.concatenate([rot, keep], axis=-1)
 
 
@@ -181,8 +191,8 @@ def attention(cfg, w, p, x, cos, sin):
     qkv = linear(x, w[p + "attention.query_key_value.weight"], w[p + "attention.query_key_value.bias"])
     qkv = qkv.reshape(T, H, 3 * D).transpose(1, 0, 2)  # [H, T, 3D]: per head q | k | v
     q, k, v = qkv[..., :D], qkv[..., D:2 * D], qkv[..., 2 * D:]
-    q = apply_rope(q, cos, sin, r)
-    k = apply_rope(k, cos, sin, r)
+    q = apply_rope(q, cos, sin, r, cfg.get("rope_interleaved", False))
+    k = apply_rope(k, cos, sin, r, cfg.get("rope_interleaved", False))
     scores = q @ k.transpose(0, 2, 1) / math.sqrt(D)  # [H, T, T]
     causal = np.triu(np.ones((T, T), dtype=bool), k=1)
     scores = np.where(causal[None], -np.inf, scores)
@@ -278,6 +288,59 @@ def forward_torch(model, ids):
     return F.linear(h, head)[0].numpy()
 
 
+def mutants(model):
+    """(label, model) pairs: the reference itself, and the reference with one plausible mistake of
+    a converter or a forward pass each. --diagnose ranks them by distance to tfm.h's logits."""
+    cfg, w = model["cfg"], model["w"]
+    H, D = cfg["n_heads"], cfg["d_head"]
+
+    def with_cfg(**kw):
+        c = dict(cfg)
+        c.update(kw)
+        return {"cfg": c, "w": w}
+
+    def with_w(fn):
+        return {"cfg": cfg, "w": {k: fn(k, a) for k, a in w.items()}}
+
+    def thirds(k, a):  # what reading the fused qkv as contiguous q|k|v thirds amounts to
+        if "query_key_value" not in k:
+            return a
+        return a.reshape((3, H, D) + a.shape[1:]).transpose((1, 0, 2) + tuple(range(3, a.ndim + 2))).reshape(a.shape)
+
+    out = [("reference (as stored)", model),
+           ("matrices rounded to f16", with_w(lambda k, a: a.astype(np.float16).astype(np.float64) if a.ndim == 2 else a)),
+           ("qkv read as q|k|v thirds", with_w(thirds)),
+           ("RoPE interleaved pairs", with_cfg(rope_interleaved=True)),
+           ("no RoPE", with_cfg(rotary_ndims=0)),
+           ("RoPE on all d_head dims", with_cfg(rotary_ndims=D)),
+           ("rotary_pct default 0.25", with_cfg(rotary_ndims=int(D * 0.25))),
+           ("RoPE base 10000", with_cfg(rope_base=10000.0)),
+           ("layer_norm_eps 1e-5", with_cfg(eps=1e-5)),
+           ("other GELU form", with_cfg(act="gelu_new" if cfg["act"] == "gelu" else "gelu")),
+           ("other residual form", with_cfg(parallel=not cfg["parallel"])),
+           ("qkv bias dropped", with_w(lambda k, a: 0 * a if k.endswith("query_key_value.bias") else a)),
+           ("MLP biases dropped", with_w(lambda k, a: 0 * a if ".mlp." in k and k.endswith("bias") else a))]
+    if "embed_out.weight" in w:
+        out.append(("head tied to embed_in", with_cfg(tied=True)))
+    return out
+
+
+def diagnose(folder, got_path):
+    model = load(folder)
+    ids = read_tokens(folder)
+    got = np.fromfile(got_path, dtype="<f4").astype(np.float64)
+    got = got.reshape(len(ids), -1)
+    rows = []
+    for label, m in mutants(model):
+        ref = forward(m, ids)
+        d = np.abs(ref - got)
+        first_bad = int(np.argmax(d.max(axis=1) > 1e-3)) if (d > 1e-3).any() else -1
+        rows.append((d.max(), label, first_bad))
+    for d, label, first_bad in sorted(rows):
+        print("  maxdiff %10.3g  %-28s first position off by >1e-3: %s" % (d, label, first_bad if first_bad >= 0 else "-"))
+    return 0
+
+
 def read_tokens(folder):
     with open(os.path.join(folder, "tokens.txt")) as f:
         return [int(t) for t in f.read().split()]
@@ -287,6 +350,8 @@ def main(argv):
     if len(argv) < 2:
         sys.stderr.write(__doc__)
         return 2
+    if argv[1] == "--diagnose":
+        return diagnose(argv[2], argv[3])
     if argv[1] == "--torch-check":
         worst = 0.0
         for folder in argv[2:]:
