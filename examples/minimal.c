@@ -20,9 +20,9 @@ static void log_error(void *user, tfm_result result, const char *message) {
 
 int main(int argc, char **argv) {
     const char *prompt = argc > 2 ? argv[2] : "Hello";
-    if (argc < 2) {
-        fprintf(stderr, "usage: minimal MODEL.tfm [PROMPT]\n");
-        return 1;
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fprintf(argc < 2 ? stderr : stdout, "usage: minimal MODEL.tfm [PROMPT]\n");
+        return argc < 2;
     }
 
     tfm_model_desc md = {0}; /* all-zero means default; C++: tfm_model_desc md = {}; */

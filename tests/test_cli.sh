@@ -1,0 +1,309 @@
+#!/bin/sh
+# tests/test_cli.sh - the command-line programs (build/tfm-generate, tfm-tokenize, tfm-perplexity)
+# and examples/minimal.c, run as a user runs them: help, every class of bad argument, corrupt
+# model files, determinism across thread counts, the --dump-logits layout against the golden
+# logits, tokenizer ids against the Hugging Face test vectors, and the perplexity windowing
+# recomputed here from dumped logits. Run from the project root after `make` (make test does).
+# Prints "N passed, N failed" and exits non-zero on any failure.
+cd "$(dirname "$0")/.." || exit 1
+SHARED=${SHARED:-../shared}
+GEN=build/tfm-generate TOK=build/tfm-tokenize PPL=build/tfm-perplexity CONV=build/tfm-convert
+DATA=tests/data/models
+M=build/models/neox_tok.tfm  # 2 layers, n_vocab 320 padded past a 300-token tokenizer, n_ctx 64
+MP=build/models/neox_par.tfm # no tokenizer, n_vocab 160, n_ctx 64
+W=build/test_cli
+rm -rf "$W" && mkdir -p "$W" || exit 1
+passed=0 failed=0
+
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# check DESC CMD...: CMD succeeds.
+check() { d=$1; shift; if "$@"; then pass; else fail "$d"; fi; }
+# run_ok DESC CMD...: exit status 0; stdout in $W/out, stderr in $W/err.
+run_ok() {
+  d=$1; shift
+  "$@" >"$W/out" 2>"$W/err"; rc=$?
+  if [ "$rc" -eq 0 ]; then pass; else fail "$d: exit $rc: $(head -c 300 "$W/err")"; fi
+  return "$rc"
+}
+# run_err DESC CMD...: exit status exactly 1 (not a crash: >128) and a message on stderr.
+run_err() {
+  d=$1; shift
+  "$@" >"$W/out" 2>"$W/err"; rc=$?
+  if [ "$rc" -eq 1 ] && [ -s "$W/err" ]; then pass
+  else fail "$d: expected exit 1 with a message, got exit $rc: $(head -c 300 "$W/err")"; fi
+}
+# Float32 files as one number per line.
+floats() { od -An -v -tf4 -w4 "$1" | awk '{print $1}'; }
+# max |a - b| / (1 + |b|) over two float32 files of equal length
+maxdiff() {
+  floats "$1" >"$W/fa"; floats "$2" >"$W/fb"
+  paste "$W/fa" "$W/fb" | awk '{d = $1 - $2; if (d < 0) d = -d; b = $2 < 0 ? -$2 : $2;
+    d /= 1 + b; if (d > m) m = d} END {printf "%.3g\n", m + 0}'
+}
+# mean cross-entropy (nats) of ids[j+1] under logits row j, j = 0..n-2: LOGITS N_VOCAB "IDS"
+ref_ce_sum() {
+  floats "$1" | awk -v V="$2" -v ids="$3" '
+    BEGIN {n = split(ids, t, " ")} {x[NR - 1] = $1}
+    END {for (j = 0; j < n - 1; j++) {m = -1e30
+           for (c = 0; c < V; c++) if (x[j*V + c] > m) m = x[j*V + c]
+           s = 0; for (c = 0; c < V; c++) s += exp(x[j*V + c] - m)
+           ce += log(s) + m - x[j*V + t[j + 2]]}
+         printf "%.9f %d\n", ce, n - 1}'
+}
+# |a - b| <= tol
+close_to() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= t)}'; }
+fsize() { wc -c <"$1" | tr -d ' '; }
+
+for b in $GEN $TOK $PPL; do
+  [ -x "$b" ] || { echo "FAIL: $b is missing (run make first)"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+# --- help: exit 0 and a usage text on stdout ---------------------------------------------------
+for b in $GEN $TOK $PPL; do
+  for h in --help -h; do
+    run_ok "$b $h" "$b" "$h" && check "$b $h prints usage" grep -q '^usage: ' "$W/out"
+  done
+  run_err "$b without arguments" "$b"
+  run_err "$b unknown flag" "$b" --bogus
+done
+run_ok "tfm-generate --help" $GEN --help
+for f in '-n N' '--temp T' '--top-k K' '--top-p P' '--min-p P' '--repeat-penalty R' '--seed N' \
+         '-t N' '--dump-logits FILE' '--tokens LIST'; do
+  check "tfm-generate --help lists $f" grep -q -e "$f" "$W/out"
+done
+check "tfm-generate --help documents the defaults" grep -q 'default 0.8' "$W/out"
+
+# --- minimal.c compiles as strict C99 -------------------------------------------------------------
+CCBIN=${CC:-cc}
+run_ok "examples/minimal.c compiles" \
+  "$CCBIN" -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I. examples/minimal.c -o build/minimal -lm
+run_err "minimal without a model" build/minimal
+
+if [ ! -f "$M" ] || [ ! -f "$MP" ]; then
+  echo "SKIP: $M or $MP missing (make test converts tests/data/models); model tests skipped"
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]; exit
+fi
+PROMPT_PAR=$(cat $DATA/neox_par/tokens.txt)
+TOKS_PAR=$(echo $PROMPT_PAR | tr ' ' ',')
+N_PAR=$(echo $PROMPT_PAR | wc -w)
+
+# --- bad arguments: exit 1 with a message ---------------------------------------------------------
+G="$GEN -m $M -t 1"
+run_err "generate: missing -m"            $GEN -p hi
+run_err "generate: missing model file"    $GEN -m "$W/nonexistent.tfm" -p hi
+run_err "generate: model is a directory"  $GEN -m build -p hi
+run_err "generate: -m without value"      $GEN -m
+run_err "generate: -n without value"      $G -p hi -n
+run_err "generate: -p and --tokens"       $G -p hi --tokens 1,2
+run_err "generate: neither -p nor tokens" $G
+run_err "generate: -n -1"                 $G -p hi -n -1
+run_err "generate: -n abc"                $G -p hi -n abc
+run_err "generate: -n 12x"                $G -p hi -n 12x
+run_err "generate: -n empty"              $G -p hi -n ''
+run_err "generate: --temp -0.5"           $G -p hi --temp -0.5
+run_err "generate: --temp x"              $G -p hi --temp x
+run_err "generate: --temp nan"            $G -p hi --temp nan
+run_err "generate: --top-k -1"            $G -p hi --top-k -1
+run_err "generate: --top-k 2.5"           $G -p hi --top-k 2.5
+run_err "generate: --top-p 0"             $G -p hi --top-p 0
+run_err "generate: --top-p 1.5"           $G -p hi --top-p 1.5
+run_err "generate: --top-p -0.1"          $G -p hi --top-p -0.1
+run_err "generate: --min-p 2"             $G -p hi --min-p 2
+run_err "generate: --repeat-penalty -1"   $G -p hi --repeat-penalty -1
+run_err "generate: --seed -3"             $G -p hi --seed -3
+run_err "generate: --seed 1e3"            $G -p hi --seed 1e3
+run_err "generate: -t 0"                  $G -p hi -t 0
+run_err "generate: token id = n_vocab"    $G --tokens 1,320
+run_err "generate: token id negative"     $G --tokens 1,-1
+run_err "generate: token id huge"         $G --tokens 99999999999999999999
+run_err "generate: token list not numeric" $G --tokens 1,x,2
+run_err "generate: -p without tokenizer"  $GEN -m $MP -p hi
+run_err "generate: prompt past the context" $GEN -m $MP -t 1 -n 1 \
+  --tokens "$(seq 1 65 | tr '\n' ',')"
+run_err "generate: --dump-logits unwritable" $G -p hi -n 1 --dump-logits "$W/no/such/dir/x.f32"
+
+# --- corrupt model files through tfm-generate -----------------------------------------------------
+# put FILE OFFSET OCTAL-BYTES: overwrite bytes in place.
+put() { printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null; }
+# flip FILE OFFSET: invert every bit of one byte.
+flip() {
+  v=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+  put "$1" "$2" "\\$(printf '%03o' $((255 - v)))"
+}
+SIZE=$(fsize $MP)
+corrupt_run() { run_err "corrupt model: $1" $GEN -m "$W/bad.tfm" --tokens 1,2 -n 1 -t 1; }
+cp $MP "$W/bad.tfm"; put "$W/bad.tfm" 0 'XFMODEL\000'; corrupt_run "bad magic"
+for n in 0 1 7 8 100 255 256 300 383 384 1000 $((SIZE / 2)) $((SIZE - 64)) $((SIZE - 1)); do
+  head -c "$n" $MP >"$W/bad.tfm"; corrupt_run "truncated to $n of $SIZE bytes"
+done
+# header fields (see the FILE FORMAT in tfm.h): version, header_bytes, n_vocab, n_layers,
+# n_heads, n_kv_heads, d_model, d_ff, n_tensors, a reserved byte
+for off in 8 12 20 28 32 36 40 48 84 88 200 255; do
+  cp $MP "$W/bad.tfm"; flip "$W/bad.tfm" $off; corrupt_run "flipped header byte $off"
+done
+# first directory entry (at 256): name, dtype, rank, shape
+for off in 256 320 324 328; do
+  cp $MP "$W/bad.tfm"; flip "$W/bad.tfm" $off; corrupt_run "flipped directory byte $off"
+done
+cp $MP "$W/bad.tfm"; put "$W/bad.tfm" 360 '\000\000\000\000\001\000\000\000'
+corrupt_run "tensor data_offset past the end"
+cp $MP "$W/bad.tfm"; put "$W/bad.tfm" 368 '\377\377\377\377\377\377\377\377'
+corrupt_run "tensor data_bytes overflowing"
+cp $M "$W/bad.tfm"; put "$W/bad.tfm" 96 '\000\000\000\000\001\000\000\000'
+corrupt_run "tokenizer_offset past the end"
+cp $M "$W/bad.tfm"; put "$W/bad.tfm" 104 '\000\000\000\001\000\000\000\000'
+corrupt_run "tokenizer_bytes past the end"
+
+# --- generation -----------------------------------------------------------------------------------
+run_ok "greedy -t 1" $GEN -m $M -p "The fox" -n 20 --temp 0 -t 1 && cp "$W/out" "$W/greedy1"
+run_ok "greedy -t 2" $GEN -m $M -p "The fox" -n 20 --temp 0 -t 2 && cp "$W/out" "$W/greedy2"
+check "greedy output identical with -t 1 and -t 2" cmp -s "$W/greedy1" "$W/greedy2"
+check "output starts with the prompt" grep -q '^The fox' "$W/greedy1"
+check "output continues the prompt" [ "$(wc -c <"$W/greedy1")" -gt 8 ]
+check "stderr reports tokens/s" grep -q 'tokens/s' "$W/err"
+run_ok "greedy -t 2, no tokenizer" $GEN -m $MP --tokens "$TOKS_PAR" -n 12 --temp 0 -t 2 &&
+  cp "$W/out" "$W/ids2"
+run_ok "greedy -t 1, no tokenizer" $GEN -m $MP --tokens "$TOKS_PAR" -n 12 --temp 0 -t 1 &&
+  cp "$W/out" "$W/ids1"
+check "greedy ids identical with -t 1 and -t 2" cmp -s "$W/ids1" "$W/ids2"
+check "no tokenizer: prompt + 12 generated ids printed" [ "$(wc -w <"$W/ids1")" -eq $((N_PAR + 12)) ]
+check "no tokenizer: the prompt ids are echoed first" \
+  [ "$(tr -s ' \n' ' ' <"$W/ids1" | cut -d' ' -f1-$N_PAR)" = "$PROMPT_PAR" ]
+check "no tokenizer: every id < n_vocab" awk '{for (i = 1; i <= NF; i++) if ($i !~ /^[0-9]+$/ || $i >= 160) exit 1}' "$W/ids1"
+run_ok "sampling, seed 7" $GEN -m $M -p "the dog" -n 24 --temp 0.9 --top-k 20 --top-p 0.9 --min-p 0.01 \
+  --repeat-penalty 1.1 --seed 7 -t 1 && cp "$W/out" "$W/seed_a"
+run_ok "sampling, seed 7 again" $GEN -m $M -p "the dog" -n 24 --temp 0.9 --top-k 20 --top-p 0.9 \
+  --min-p 0.01 --repeat-penalty 1.1 --seed 7 -t 2 && cp "$W/out" "$W/seed_b"
+check "same seed, same text" cmp -s "$W/seed_a" "$W/seed_b"
+# n_vocab 320 is padded past the 300 tokens the tokenizer knows (ids 300..319 have no text)
+run_ok "hot sampling from a padded vocab" $GEN -m $M --tokens 53,258 -n 40 --temp 5 --seed 3 -t 1
+run_ok "prompt filling the context exactly" $GEN -m $MP -t 1 -n 5 --temp 0 \
+  --tokens "$(seq 1 64 | tr '\n' ',')"
+check "context full: no generated ids" [ "$(wc -w <"$W/out")" -eq 64 ]
+check "context full: said on stderr" grep -qi 'context' "$W/err"
+run_ok "generation runs into the context" $GEN -m $MP -t 1 -n 50 --temp 0 --tokens "$TOKS_PAR"
+check "context full: stops at n_ctx 64" [ "$(wc -w <"$W/out")" -eq 64 ]
+
+# --- --dump-logits --------------------------------------------------------------------------------
+run_ok "dump, -n 0" $GEN -m $MP --tokens "$TOKS_PAR" -n 0 -t 1 --dump-logits "$W/p0.f32"
+check "-n 0: prompt logits only ($N_PAR x 160 x 4 bytes)" [ "$(fsize "$W/p0.f32")" -eq $((N_PAR * 160 * 4)) ]
+check "-n 0: nothing generated" [ "$(wc -w <"$W/out")" -eq "$N_PAR" ]
+d=$(maxdiff "$W/p0.f32" $DATA/neox_par/logits.f32)
+check "dumped prompt logits match the golden logits (rel diff $d)" close_to "$d" 0 1e-3
+run_ok "dump, -n 5" $GEN -m $MP --tokens "$TOKS_PAR" -n 5 --temp 0 -t 2 --dump-logits "$W/p5.f32"
+check "-n 5: (prompt + 5) x n_vocab x 4 bytes" [ "$(fsize "$W/p5.f32")" -eq $(((N_PAR + 5) * 160 * 4)) ]
+check "-n 5: prompt rows equal the -n 0 dump" cmp -s -n $((N_PAR * 160 * 4)) "$W/p0.f32" "$W/p5.f32"
+# The rows of the generated tokens must be those of the whole sequence evaluated as a prompt.
+SEQ=$(tr -s ' \n' ',' <"$W/out" | sed 's/,$//')
+run_ok "dump the generated sequence as a prompt" $GEN -m $MP --tokens "$SEQ" -n 0 -t 1 --dump-logits "$W/seq.f32"
+d=$(maxdiff "$W/p5.f32" "$W/seq.f32")
+check "generated rows match the whole sequence's logits (rel diff $d)" close_to "$d" 0 1e-4
+run_ok "dump with a tokenizer, -n 0" $GEN -m $M --tokens "$(tr ' ' ',' <$DATA/neox_tok/tokens.txt)" \
+  -n 0 -t 1 --dump-logits "$W/tok0.f32"
+check "tokenizer model: 35 x 320 x 4 bytes" [ "$(fsize "$W/tok0.f32")" -eq $((35 * 320 * 4)) ]
+
+# --- tfm-tokenize ---------------------------------------------------------------------------------
+run_ok "tokenize the neox_tok text" $TOK -m $M -f $DATA/neox_tok/text.txt
+check "neox_tok ids equal tokens.txt" [ "$(cat "$W/out")" = "$(cat $DATA/neox_tok/tokens.txt)" ]
+run_ok "decode tokens.txt" $TOK -m $M --decode -f $DATA/neox_tok/tokens.txt
+run_ok "decode, comma separated" $TOK -m $M --decode "$(tr ' ' ',' <$DATA/neox_tok/tokens.txt)"
+run_ok "tokenize, add special" $TOK -m $M --add-special "The fox"
+check "--add-special wraps in bos 0 ... eos 0" grep -q '^0 .* 0$' "$W/out"
+run_err "tokenize: no tokenizer"      $TOK -m $MP hello
+run_err "tokenize: no input"          $TOK -m $M
+run_err "tokenize: missing file"      $TOK -m $M -f "$W/nonexistent.txt"
+run_err "tokenize: -f without value"  $TOK -m $M -f
+run_err "tokenize: missing model"     $TOK -m "$W/nonexistent.tfm" hello
+run_err "decode: id = n_tokens"       $TOK -m $M --decode "1 300"
+run_err "decode: negative id"         $TOK -m $M --decode "1 -2"
+run_err "decode: not an id"           $TOK -m $M --decode "1 2x 3"
+
+# tokenizer test vectors of Hugging Face tokenizers, through vocab-only files
+vectors() { # NAME SRC VECTORS: every 4th line of the vectors; ids and the --decode round trip
+  if [ ! -e "$2" ] || [ ! -f "$3" ]; then echo "SKIP: $2 or $3 missing (SHARED=$SHARED)"; return; fi
+  run_ok "tfm-convert --vocab-only $1" $CONV --vocab-only "$2" -o "build/$1-vocab.tfm" || return
+  i=0 bad_ids=0 bad_rt=0
+  while IFS= read -r line; do
+    i=$((i + 1)); [ $((i % 4)) -eq 1 ] || continue
+    text=${line% => *} want=$(echo "${line##* => }" | tr ',' ' ')
+    printf '%s' "$text" >"$W/text"
+    got=$($TOK -m "build/$1-vocab.tfm" -f "$W/text" 2>"$W/err") || { bad_ids=$((bad_ids + 1)); continue; }
+    [ "$got" = "$want" ] || { bad_ids=$((bad_ids + 1)); echo "    $1 line $i: '$text' gave $got, want $want"; }
+    $TOK -m "build/$1-vocab.tfm" --decode "$want" >"$W/decoded" 2>"$W/err" &&
+      cmp -s "$W/text" "$W/decoded" || { bad_rt=$((bad_rt + 1)); echo "    $1 line $i: decode differs"; }
+  done <"$3"
+  check "$1: ids equal the Hugging Face vectors ($bad_ids of 25 differ)" [ "$bad_ids" -eq 0 ]
+  check "$1: --decode round-trips ($bad_rt of 25 differ)" [ "$bad_rt" -eq 0 ]
+}
+vectors gpt2 "$SHARED/tokenizers/gpt2" "$SHARED/tokenizers/vectors/gpt-2.txt"
+vectors neox "$SHARED/tokenizers/gpt-neox-20b" "$SHARED/tokenizers/vectors/gpt-neox.txt"
+if [ -f build/gpt2-vocab.tfm ]; then
+  run_ok "tokenize TEXT argument" $TOK -m build/gpt2-vocab.tfm "Hello World!"
+  check "gpt2: Hello World! = 15496 2159 0" [ "$(cat "$W/out")" = "15496 2159 0" ]
+  run_ok "decode ids over lines" $TOK -m build/gpt2-vocab.tfm --decode "$(printf '15496,\n2159 \n0')"
+  check "gpt2: decode = Hello World!" [ "$(cat "$W/out")" = "Hello World!" ]
+  run_err "generate: vocab-only file" $GEN -m build/gpt2-vocab.tfm -p hi
+  run_err "perplexity: vocab-only file" $PPL -m build/gpt2-vocab.tfm -f $DATA/neox_tok/text.txt
+fi
+
+# --- tfm-perplexity -------------------------------------------------------------------------------
+TXT=$DATA/neox_tok/text.txt
+IDS=$(cat $DATA/neox_tok/tokens.txt)
+run_ok "perplexity, default window" $PPL -m $M -f $TXT -t 1
+check "perplexity prints tokens: 35" grep -qx 'tokens: 35' "$W/out"
+check "perplexity prints windows: 1" grep -qx 'windows: 1' "$W/out"
+check "perplexity prints cross-entropy with 6 decimals" \
+  grep -Eqx 'cross-entropy: [0-9]+\.[0-9]{6} nats/token' "$W/out"
+check "perplexity prints perplexity" grep -Eqx 'perplexity: [0-9.]+' "$W/out"
+ce=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
+ppl=$(sed -n 's/^perplexity: //p' "$W/out")
+check "perplexity = exp(cross-entropy)" awk -v c="$ce" -v p="$ppl" 'BEGIN {exit !(p / exp(c) > 0.9999 && p / exp(c) < 1.0001)}'
+set -- $(ref_ce_sum $DATA/neox_tok/logits.f32 320 "$IDS")
+want=$(awk -v s="$1" -v n="$2" 'BEGIN {printf "%.6f", s / n}')
+check "one window: cross-entropy $ce = golden-logits value $want" close_to "$ce" "$want" 2e-4
+# --ctx 8: windows of 8, 8, 8, 8, 3 tokens, each from position 0; recomputed from dumped logits
+run_ok "perplexity, --ctx 8" $PPL -m $M -f $TXT --ctx 8 -t 2
+check "--ctx 8: windows: 5" grep -qx 'windows: 5' "$W/out"
+ce8=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
+sum=0 cnt=0 w=0
+while [ $w -lt 5 ]; do
+  win=$(echo $IDS | cut -d' ' -f$((w * 8 + 1))-$((w * 8 + 8)))
+  $GEN -m $M --tokens "$(echo $win | tr ' ' ',')" -n 0 -t 1 --dump-logits "$W/win.f32" >/dev/null 2>&1
+  set -- $(ref_ce_sum "$W/win.f32" 320 "$win")
+  sum=$(awk -v a="$sum" -v b="$1" 'BEGIN {printf "%.9f", a + b}'); cnt=$((cnt + $2)); w=$((w + 1))
+done
+want=$(awk -v s="$sum" -v n="$cnt" 'BEGIN {printf "%.6f", s / n}')
+check "--ctx 8: $cnt predictions scored (30)" [ "$cnt" -eq 30 ]
+check "--ctx 8: cross-entropy $ce8 = per-window recomputation $want" close_to "$ce8" "$want" 2e-5
+run_ok "perplexity, --ctx 34 (last window of 1 token scores nothing)" $PPL -m $M -f $TXT --ctx 34 -t 1
+check "--ctx 34: windows: 2" grep -qx 'windows: 2' "$W/out"
+run_err "perplexity: --ctx 1"          $PPL -m $M -f $TXT --ctx 1
+run_err "perplexity: --ctx past n_ctx" $PPL -m $M -f $TXT --ctx 65
+run_err "perplexity: --ctx abc"        $PPL -m $M -f $TXT --ctx abc
+run_err "perplexity: -t -1"            $PPL -m $M -f $TXT -t -1
+run_err "perplexity: missing -f"       $PPL -m $M
+run_err "perplexity: missing file"     $PPL -m $M -f "$W/nonexistent.txt"
+printf 'x' >"$W/one.txt"
+run_err "perplexity: a one-token file" $PPL -m $M -f "$W/one.txt"
+run_err "perplexity: no tokenizer"     $PPL -m $MP -f $TXT
+
+# --- minimal.c ------------------------------------------------------------------------------------
+if [ -x build/minimal ]; then
+  run_ok "minimal on $M" build/minimal $M "The fox"
+  check "minimal prints the prompt and a continuation" grep -q '^The fox.' "$W/out"
+  run_err "minimal on a missing model" build/minimal "$W/nonexistent.tfm"
+fi
+
+# --- the demo model, when it has been built -------------------------------------------------------
+if [ -f build/demo.tfm ]; then
+  run_ok "demo: generate" $GEN -m build/demo.tfm -p "In the beginning" -n 16 --seed 1 -t 2
+  check "demo: output continues the prompt" grep -q '^In the beginning' "$W/out"
+  run_ok "demo: minimal" build/minimal build/demo.tfm "And God said"
+else
+  echo "SKIP: build/demo.tfm missing (make demo); demo model not tested"
+fi
+
+echo "test_cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
