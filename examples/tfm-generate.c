@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROMPT_BATCH 64 /* prompt positions evaluated per tfm_session_eval call */
+#define DUMP_BATCH 64 /* prompt positions per tfm_session_eval call when dumping logits */
 
 static const char *const usage =
     "usage: tfm-generate -m MODEL.tfm (-p PROMPT | --tokens ID,ID,...) [options]\n"
@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
     float *dump_buf = NULL;
     if (dump_path) {
         if (!(dump = fopen(dump_path, "wb"))) die("cannot write '%s': %s", dump_path, strerror(errno));
-        if (!(dump_buf = malloc((size_t)PROMPT_BATCH * (size_t)cfg.n_vocab * sizeof *dump_buf)))
+        if (!(dump_buf = malloc((size_t)DUMP_BATCH * (size_t)cfg.n_vocab * sizeof *dump_buf)))
             die("out of memory");
     }
 
@@ -255,10 +255,11 @@ int main(int argc, char **argv) {
     if (prompt) { fputs(prompt, stdout); fflush(stdout); }
     else for (i = 0; i < n_prompt; i++) emit(model, &cfg, &stream, prompt_ids[i], &text, &text_cap);
 
-    /* Evaluate the prompt in batches; logits_all only when they are dumped. */
+    /* Evaluate the prompt in one call, or in batches whose logits_all are dumped. */
+    int batch = dump ? DUMP_BATCH : n_prompt;
     double t0 = now_seconds();
-    for (i = 0; i < n_prompt; i += PROMPT_BATCH) {
-        int n = n_prompt - i < PROMPT_BATCH ? n_prompt - i : PROMPT_BATCH;
+    for (i = 0; i < n_prompt; i += batch) {
+        int n = n_prompt - i < batch ? n_prompt - i : batch;
         check_session(tfm_session_eval(session, prompt_ids + i, n, i, dump_buf), session, "prompt");
         write_logits(dump, dump_path, dump_buf, (size_t)n * (size_t)cfg.n_vocab);
     }
