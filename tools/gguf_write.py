@@ -23,7 +23,8 @@ The F16 conversion is numpy astype(float16) (round to nearest even). Q8_0 is the
 reference quantizer: per 32-block d = max|x| / 127 (float32), q = round-half-away(x * (1/d)),
 d stored as fp16; dequantized value = fp16(d) * q.
 
-Dims are written reversed (ne0 = fastest = numpy's last axis). general.alignment = 32 is written
+Tensor order follows the sorted Hugging Face names (safetensors keys() order, which the converter
+walks). Dims are written reversed (ne0 = fastest = numpy's last axis). general.alignment = 32 is written
 explicitly; tensor data offsets are multiples of it, each tensor is padded to it (the last too).
 
 Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0]
@@ -195,7 +196,7 @@ def neox_thirds_to_qkv(w, n_head):
 
 
 def map_gpt2(cfg, t):
-    """Returns (kv list, [(gguf name, numpy array)]) in checkpoint order."""
+    """Returns (kv list, [(gguf name, numpy array, source HF name)])."""
     kv = [("gpt2.block_count", T_U32, cfg["n_layer"]),
           ("gpt2.context_length", T_U32, cfg.get("n_ctx", cfg["n_positions"])),
           ("gpt2.embedding_length", T_U32, cfg["n_embd"]),
@@ -204,9 +205,10 @@ def map_gpt2(cfg, t):
           ("gpt2.attention.layer_norm_epsilon", T_F32, cfg["layer_norm_epsilon"])]
     assert cfg.get("n_inner") is None  # the converter writes 4*n_embd regardless
     p = "transformer." if "transformer.wte.weight" in t else ""
-    out = [("token_embd.weight", t[p + "wte.weight"]),
-           ("output.weight", t[p + "wte.weight"]),  # GPT2Model writes the tied head as a copy
-           ("position_embd.weight", t[p + "wpe.weight"])]
+    out = [("token_embd.weight", t[p + "wte.weight"], p + "wte.weight"),
+           # GPT2Model writes the tied head as a copy, right after token_embd
+           ("output.weight", t[p + "wte.weight"], p + "wte.weight"),
+           ("position_embd.weight", t[p + "wpe.weight"], p + "wpe.weight")]
     sub = [("ln_1.weight", "attn_norm.weight", False), ("ln_1.bias", "attn_norm.bias", False),
            ("attn.c_attn.weight", "attn_qkv.weight", True), ("attn.c_attn.bias", "attn_qkv.bias", False),
            ("attn.c_proj.weight", "attn_output.weight", True), ("attn.c_proj.bias", "attn_output.bias", False),
@@ -215,9 +217,10 @@ def map_gpt2(cfg, t):
            ("mlp.c_proj.weight", "ffn_down.weight", True), ("mlp.c_proj.bias", "ffn_down.bias", False)]
     for i in range(cfg["n_layer"]):
         for hf, gg, transpose in sub:
-            a = t["%sh.%d.%s" % (p, i, hf)]
-            out.append(("blk.%d.%s" % (i, gg), np.ascontiguousarray(a.T) if transpose else a))
-    out += [("output_norm.weight", t[p + "ln_f.weight"]), ("output_norm.bias", t[p + "ln_f.bias"])]
+            src = "%sh.%d.%s" % (p, i, hf)
+            out.append(("blk.%d.%s" % (i, gg), np.ascontiguousarray(t[src].T) if transpose else t[src], src))
+    out += [("output_norm.weight", t[p + "ln_f.weight"], p + "ln_f.weight"),
+            ("output_norm.bias", t[p + "ln_f.bias"], p + "ln_f.bias")]
     return kv, out
 
 
@@ -236,21 +239,23 @@ def map_llama(cfg, t):
           ("llama.vocab_size", T_U32, cfg["vocab_size"]),
           ("llama.rope.dimension_count", T_U32, d_head)]
     assert not cfg.get("attention_bias") and not cfg.get("mlp_bias")
-    out = [("token_embd.weight", t["model.embed_tokens.weight"])]
+    out = [("token_embd.weight", t["model.embed_tokens.weight"], "model.embed_tokens.weight")]
+    sub = [("input_layernorm.weight", "attn_norm.weight", None),
+           ("self_attn.q_proj.weight", "attn_q.weight", n_head),
+           ("self_attn.k_proj.weight", "attn_k.weight", n_kv),
+           ("self_attn.v_proj.weight", "attn_v.weight", None),
+           ("self_attn.o_proj.weight", "attn_output.weight", None),
+           ("post_attention_layernorm.weight", "ffn_norm.weight", None),
+           ("mlp.gate_proj.weight", "ffn_gate.weight", None),
+           ("mlp.up_proj.weight", "ffn_up.weight", None),
+           ("mlp.down_proj.weight", "ffn_down.weight", None)]
     for i in range(cfg["num_hidden_layers"]):
-        p = "model.layers.%d." % i
-        out += [("blk.%d.attn_norm.weight" % i, t[p + "input_layernorm.weight"]),
-                ("blk.%d.attn_q.weight" % i, llama_permute(t[p + "self_attn.q_proj.weight"], n_head)),
-                ("blk.%d.attn_k.weight" % i, llama_permute(t[p + "self_attn.k_proj.weight"], n_kv)),
-                ("blk.%d.attn_v.weight" % i, t[p + "self_attn.v_proj.weight"]),
-                ("blk.%d.attn_output.weight" % i, t[p + "self_attn.o_proj.weight"]),
-                ("blk.%d.ffn_norm.weight" % i, t[p + "post_attention_layernorm.weight"]),
-                ("blk.%d.ffn_gate.weight" % i, t[p + "mlp.gate_proj.weight"]),
-                ("blk.%d.ffn_up.weight" % i, t[p + "mlp.up_proj.weight"]),
-                ("blk.%d.ffn_down.weight" % i, t[p + "mlp.down_proj.weight"])]
-    out.append(("output_norm.weight", t["model.norm.weight"]))
+        for hf, gg, heads in sub:
+            src = "model.layers.%d.%s" % (i, hf)
+            out.append(("blk.%d.%s" % (i, gg), t[src] if heads is None else llama_permute(t[src], heads), src))
+    out.append(("output_norm.weight", t["model.norm.weight"], "model.norm.weight"))
     if "lm_head.weight" in t:
-        out.append(("output.weight", t["lm_head.weight"]))
+        out.append(("output.weight", t["lm_head.weight"], "lm_head.weight"))
     else:
         assert cfg.get("tie_word_embeddings")
     return kv, out
@@ -267,24 +272,19 @@ def map_gptneox(cfg, t):
           ("gptneox.attention.head_count", T_U32, n_head),
           ("gptneox.use_parallel_residual", T_BOOL, bool(cfg.get("use_parallel_residual", True))),
           ("gptneox.attention.layer_norm_epsilon", T_F32, cfg["layer_norm_eps"])]
-    out = [("token_embd.weight", t["gpt_neox.embed_in.weight"])]
+    out = [("token_embd.weight", t["gpt_neox.embed_in.weight"], "gpt_neox.embed_in.weight")]
+    sub = [("input_layernorm", "attn_norm"), ("attention.query_key_value", "attn_qkv"),
+           ("attention.dense", "attn_output"), ("post_attention_layernorm", "ffn_norm"),
+           ("mlp.dense_h_to_4h", "ffn_up"), ("mlp.dense_4h_to_h", "ffn_down")]
     for i in range(cfg["num_hidden_layers"]):
-        p = "gpt_neox.layers.%d." % i
-        out += [("blk.%d.attn_norm.weight" % i, t[p + "input_layernorm.weight"]),
-                ("blk.%d.attn_norm.bias" % i, t[p + "input_layernorm.bias"]),
-                ("blk.%d.attn_qkv.weight" % i, neox_qkv_to_thirds(t[p + "attention.query_key_value.weight"], n_head)),
-                ("blk.%d.attn_qkv.bias" % i, neox_qkv_to_thirds(t[p + "attention.query_key_value.bias"], n_head)),
-                ("blk.%d.attn_output.weight" % i, t[p + "attention.dense.weight"]),
-                ("blk.%d.attn_output.bias" % i, t[p + "attention.dense.bias"]),
-                ("blk.%d.ffn_norm.weight" % i, t[p + "post_attention_layernorm.weight"]),
-                ("blk.%d.ffn_norm.bias" % i, t[p + "post_attention_layernorm.bias"]),
-                ("blk.%d.ffn_up.weight" % i, t[p + "mlp.dense_h_to_4h.weight"]),
-                ("blk.%d.ffn_up.bias" % i, t[p + "mlp.dense_h_to_4h.bias"]),
-                ("blk.%d.ffn_down.weight" % i, t[p + "mlp.dense_4h_to_h.weight"]),
-                ("blk.%d.ffn_down.bias" % i, t[p + "mlp.dense_4h_to_h.bias"])]
-    out += [("output_norm.weight", t["gpt_neox.final_layer_norm.weight"]),
-            ("output_norm.bias", t["gpt_neox.final_layer_norm.bias"]),
-            ("output.weight", t["embed_out.weight"])]
+        for hf, gg in sub:
+            for s in ("weight", "bias"):
+                src = "gpt_neox.layers.%d.%s.%s" % (i, hf, s)
+                a = neox_qkv_to_thirds(t[src], n_head) if gg == "attn_qkv" else t[src]
+                out.append(("blk.%d.%s.%s" % (i, gg, s), a, src))
+    out += [("output_norm.weight", t["gpt_neox.final_layer_norm.weight"], "gpt_neox.final_layer_norm.weight"),
+            ("output_norm.bias", t["gpt_neox.final_layer_norm.bias"], "gpt_neox.final_layer_norm.bias"),
+            ("output.weight", t["embed_out.weight"], "embed_out.weight")]
     return kv, out
 
 
@@ -303,6 +303,10 @@ def convert(cfg, tensors, ftype="f32", name="tiny"):
     Q8_0 dequantization), in GGUF layout (numpy shape, i.e. dims not reversed)."""
     arch, mapper = MAPPERS[cfg["model_type"]]
     kv, tlist = mapper(cfg, tensors)
+    # Tensor order: the converter walks safetensors keys() (sorted names) and emits each
+    # tensor's outputs in turn, so GGUF order follows the sorted source names (stable sort keeps
+    # gpt2's output.weight right after token_embd.weight).
+    tlist = sorted(tlist, key=lambda e: e[2])
     g = GGUFFile(arch)
     g.add("general.type", T_STRING, "model")
     g.add("general.name", T_STRING, name)
@@ -312,7 +316,7 @@ def convert(cfg, tensors, ftype="f32", name="tiny"):
     g.add("general.quantization_version", T_U32, GGML_QUANT_VERSION)
     g.add("general.alignment", T_U32, ALIGNMENT)
     stored = {}
-    for tname, arr in tlist:
+    for tname, arr, _ in tlist:
         arr = np.ascontiguousarray(arr, dtype=np.float32)
         if keeps_f32(tname, arr) or ftype == "f32":
             g.add_tensor(tname, arr.shape, GGML_F32, arr.astype("<f4").tobytes())
