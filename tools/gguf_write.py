@@ -235,9 +235,12 @@ def map_llama(cfg, t):
           ("llama.attention.head_count", T_U32, n_head),
           ("llama.attention.head_count_kv", T_U32, n_kv),
           ("llama.rope.freq_base", T_F32, cfg["rope_theta"]),
-          ("llama.attention.layer_norm_rms_epsilon", T_F32, cfg["rms_norm_eps"]),
-          ("llama.vocab_size", T_U32, cfg["vocab_size"]),
-          ("llama.rope.dimension_count", T_U32, d_head)]
+          ("llama.attention.layer_norm_rms_epsilon", T_F32, cfg["rms_norm_eps"])]
+    if cfg.get("head_dim") is not None:  # the base class writes these when config has head_dim
+        kv += [("llama.attention.key_length", T_U32, cfg["head_dim"]),
+               ("llama.attention.value_length", T_U32, cfg["head_dim"])]
+    kv += [("llama.vocab_size", T_U32, cfg["vocab_size"]),
+           ("llama.rope.dimension_count", T_U32, d_head)]
     assert not cfg.get("attention_bias") and not cfg.get("mlp_bias")
     out = [("token_embd.weight", t["model.embed_tokens.weight"], "model.embed_tokens.weight")]
     sub = [("input_layernorm.weight", "attn_norm.weight", None),

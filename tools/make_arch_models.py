@@ -5,6 +5,7 @@ gpt_neox (tools/gguf_write.py). Output: tests/data/arch/NAME/ (see tests/data/ar
 
     /usr/bin/python3 tools/make_arch_models.py [OUT_ROOT]     (default tests/data/arch)
     /usr/bin/python3 tools/make_arch_models.py --check [ROOT] (re-read every folder, recompute)
+    /usr/bin/python3 tools/make_arch_models.py --torch-check [ROOT] (second forward, torch ops)
 
 Every reference forward below is written from the architecture's transformers modeling file
 (module by module, with the checkpoint's own tensor names and layouts), in float64 on the float32
@@ -450,7 +451,7 @@ def cfg_gpt2(vocab, d=32, ctx=64):
 
 
 def cfg_llama(tied, theta):
-    return {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    c = {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
             "bos_token_id": 1, "eos_token_id": 2, "head_dim": 8, "hidden_act": "silu", "hidden_size": 32,
             "initializer_range": 0.02, "intermediate_size": 64, "max_position_embeddings": 64,
             "mlp_bias": False, "model_type": "llama", "num_attention_heads": 4,
@@ -458,6 +459,9 @@ def cfg_llama(tied, theta):
             "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": theta,
             "tie_word_embeddings": tied, "torch_dtype": "float32", "transformers_version": "4.44.0",
             "use_cache": True, "vocab_size": 112 if tied else 120}
+    if tied:
+        del c["head_dim"]  # older configs have no head_dim key: hidden_size / heads
+    return c
 
 
 def cfg_phi():
@@ -629,9 +633,198 @@ def check(root):
         print("%-14s %d tokens, vocab %d, recomputed |diff| %.1e" % (name, len(ids), cfg["vocab_size"], d))
     return ok
 
+# ---------------------------------------------------------------------------------------------
+# --torch-check: a second forward per architecture built from torch modules and tensor ops in the
+# shape conventions of the transformers files ([batch, heads, seq, head_dim] via view/transpose,
+# repeat_kv via expand, Conv1D via addmm, nn.LayerNorm, F.gelu(approximate="tanh"), ...),
+# float64. Agreement with the NumPy references checks the reshape/layout reading twice.
+
+
+def torch_forward(cfg, t, ids):
+    import torch
+    import torch.nn.functional as F
+    torch.set_grad_enabled(False)
+    P = {k: torch.from_numpy(v.astype(np.float64)) for k, v in t.items()}
+    mt = cfg["model_type"]
+    x_ids = torch.tensor([ids])
+    T = len(ids)
+    position_ids = torch.arange(T)[None, :]
+
+    def linear(x, name, bias=True):
+        return F.linear(x, P[name + ".weight"], P[name + ".bias"] if bias else None)
+
+    def layernorm(x, name, eps):
+        return F.layer_norm(x, (x.shape[-1],), P[name + ".weight"], P[name + ".bias"], eps)
+
+    def rmsnorm(x, name, eps):
+        var = x.pow(2).mean(-1, keepdim=True)
+        return P[name + ".weight"] * (x * torch.rsqrt(var + eps))
+
+    def rotate_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def hf_rope(q, k, dim, base):  # q, k [b, h, T, dim]
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).double() / dim))
+        freqs = position_ids[0].double()[:, None] * inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+    def partial(q, k, rot, base):
+        qr, qp = q[..., :rot], q[..., rot:]
+        kr, kp = k[..., :rot], k[..., rot:]
+        qr, kr = hf_rope(qr, kr, rot, base)
+        return torch.cat((qr, qp), -1), torch.cat((kr, kp), -1)
+
+    def repeat_kv(h, n_rep):
+        b, nkv, s, d = h.shape
+        if n_rep == 1:
+            return h
+        return h[:, :, None, :, :].expand(b, nkv, n_rep, s, d).reshape(b, nkv * n_rep, s, d)
+
+    def sdpa(q, k, v):  # [b, h, T, d]
+        k = repeat_kv(k, q.shape[1] // k.shape[1])
+        v = repeat_kv(v, q.shape[1] // v.shape[1])
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(q.shape[-1])
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+        w = w.masked_fill(causal, float("-inf"))
+        w = F.softmax(w, dim=-1)
+        o = torch.matmul(w, v)  # [b, h, T, d]
+        return o.transpose(1, 2).reshape(1, T, -1)
+
+    def heads(x, n, d):  # [b, T, n*d] -> [b, n, T, d]
+        return x.view(1, T, n, d).transpose(1, 2)
+
+    if mt == "gpt2":
+        p = "transformer." if "transformer.wte.weight" in t else ""
+        C, H = cfg["n_embd"], cfg["n_head"]
+        eps = cfg["layer_norm_epsilon"]
+
+        def conv1d(x, name):
+            return torch.addmm(P[name + ".bias"], x.view(-1, x.shape[-1]), P[name + ".weight"]).view(1, T, -1)
+        h = F.embedding(x_ids, P[p + "wte.weight"]) + F.embedding(position_ids, P[p + "wpe.weight"])
+        for i in range(cfg["n_layer"]):
+            L = "%sh.%d." % (p, i)
+            q, k, v = conv1d(layernorm(h, L + "ln_1", eps), L + "attn.c_attn").split(C, dim=2)
+            h = h + conv1d(sdpa(heads(q, H, C // H), heads(k, H, C // H), heads(v, H, C // H)), L + "attn.c_proj")
+            m = F.gelu(conv1d(layernorm(h, L + "ln_2", eps), L + "mlp.c_fc"), approximate="tanh")
+            h = h + conv1d(m, L + "mlp.c_proj")
+        h = layernorm(h, p + "ln_f", eps)
+        return F.linear(h, P[p + "wte.weight"])[0].numpy()
+    if mt == "gptj":
+        C, H, R = cfg["n_embd"], cfg["n_head"], cfg["rotary_dim"]
+        D = C // H
+        eps = cfg["layer_norm_epsilon"]
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, R, 2, dtype=torch.int64).double() / R))
+        sinusoid = torch.einsum("i , j -> i j", torch.arange(T).double(), inv_freq)
+        sin, cos = torch.sin(sinusoid), torch.cos(sinusoid)
+
+        def every_two(x):
+            x1, x2 = x[:, :, :, ::2], x[:, :, :, 1::2]
+            return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+        def apply(x):  # x [b, T, h, R]
+            s = torch.repeat_interleave(sin[None, :, None, :], 2, 3)
+            c = torch.repeat_interleave(cos[None, :, None, :], 2, 3)
+            return (x * c) + (every_two(x) * s)
+        h = F.embedding(x_ids, P["transformer.wte.weight"])
+        for i in range(cfg["n_layer"]):
+            L = "transformer.h.%d." % i
+            a = layernorm(h, L + "ln_1", eps)
+            q = linear(a, L + "attn.q_proj", False).view(1, T, H, D)
+            k = linear(a, L + "attn.k_proj", False).view(1, T, H, D)
+            v = linear(a, L + "attn.v_proj", False).view(1, T, H, D)
+            q = torch.cat([apply(q[..., :R]), q[..., R:]], -1).permute(0, 2, 1, 3)
+            k = torch.cat([apply(k[..., :R]), k[..., R:]], -1).permute(0, 2, 1, 3)
+            attn = linear(sdpa(q, k, v.permute(0, 2, 1, 3)), L + "attn.out_proj", False)
+            mlp = linear(F.gelu(linear(a, L + "mlp.fc_in"), approximate="tanh"), L + "mlp.fc_out")
+            h = h + attn + mlp
+        return linear(layernorm(h, "transformer.ln_f", eps), "lm_head")[0].numpy()
+    if mt == "gpt_neox":
+        C, H = cfg["hidden_size"], cfg["num_attention_heads"]
+        D = C // H
+        rot = int(D * cfg["rotary_pct"])
+        eps = cfg["layer_norm_eps"]
+        h = F.embedding(x_ids, P["gpt_neox.embed_in.weight"])
+        for i in range(cfg["num_hidden_layers"]):
+            L = "gpt_neox.layers.%d." % i
+            qkv = linear(layernorm(h, L + "input_layernorm", eps), L + "attention.query_key_value")
+            qkv = qkv.view(1, T, H, 3 * D).transpose(1, 2)
+            q, k, v = qkv.chunk(3, dim=-1)
+            q, k = partial(q, k, rot, cfg["rotary_emb_base"])
+            attn = linear(sdpa(q, k, v), L + "attention.dense")
+            mlp = linear(F.gelu(linear(layernorm(h, L + "post_attention_layernorm", eps),
+                                       L + "mlp.dense_h_to_4h")), L + "mlp.dense_4h_to_h")
+            h = h + attn + mlp
+        h = layernorm(h, "gpt_neox.final_layer_norm", eps)
+        return F.linear(h, P["embed_out.weight"])[0].numpy()
+    # llama, phi, starcoder2: model.layers.N.self_attn.{q,k,v}_proj
+    C, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    Hkv = cfg.get("num_key_value_heads") or H
+    D = C // H
+    h = F.embedding(x_ids, P["model.embed_tokens.weight"])
+    for i in range(cfg["num_hidden_layers"]):
+        L = "model.layers.%d." % i
+        if mt == "llama":
+            a = rmsnorm(h, L + "input_layernorm", cfg["rms_norm_eps"])
+            bias, rot, base = False, D, cfg["rope_theta"]
+        elif mt == "phi":
+            a = layernorm(h, L + "input_layernorm", cfg["layer_norm_eps"])
+            bias, rot, base = True, int(D * cfg["partial_rotary_factor"]), cfg["rope_theta"]
+        else:
+            a = layernorm(h, L + "input_layernorm", cfg["norm_epsilon"])
+            bias, rot, base = True, D, cfg["rope_theta"]
+        q = heads(linear(a, L + "self_attn.q_proj", bias), H, D)
+        k = heads(linear(a, L + "self_attn.k_proj", bias), Hkv, D)
+        v = heads(linear(a, L + "self_attn.v_proj", bias), Hkv, D)
+        q, k = partial(q, k, rot, base)
+        o = sdpa(q, k, v)
+        if mt == "phi":
+            attn = linear(o, L + "self_attn.dense")
+            mlp = linear(F.gelu(linear(a, L + "mlp.fc1"), approximate="tanh"), L + "mlp.fc2")
+            h = h + attn + mlp
+        elif mt == "llama":
+            h = h + linear(o, L + "self_attn.o_proj", False)
+            a = rmsnorm(h, L + "post_attention_layernorm", cfg["rms_norm_eps"])
+            h = h + linear(F.silu(linear(a, L + "mlp.gate_proj", False)) * linear(a, L + "mlp.up_proj", False),
+                           L + "mlp.down_proj", False)
+        else:
+            h = h + linear(o, L + "self_attn.o_proj")
+            a = layernorm(h, L + "post_attention_layernorm", cfg["norm_epsilon"])
+            h = h + linear(F.gelu(linear(a, L + "mlp.c_fc"), approximate="tanh"), L + "mlp.c_proj")
+    if mt == "llama":
+        h = rmsnorm(h, "model.norm", cfg["rms_norm_eps"])
+        head = P["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else P["lm_head.weight"]
+        return F.linear(h, head)[0].numpy()
+    if mt == "phi":
+        return linear(layernorm(h, "model.final_layernorm", cfg["layer_norm_eps"]), "lm_head")[0].numpy()
+    h = layernorm(h, "model.norm", cfg["norm_epsilon"])
+    return F.linear(h, P["model.embed_tokens.weight"])[0].numpy()
+
+
+def torch_check(root):
+    ok = True
+    for name, _, _, _, _ in VARIANTS:
+        folder = os.path.join(root, name)
+        with open(os.path.join(folder, "config.json")) as f:
+            cfg = json.load(f)
+        with open(os.path.join(folder, "tokens.txt")) as f:
+            ids = [int(x) for x in f.read().split()]
+        t = gguf_write.read_safetensors(os.path.join(folder, "model.safetensors"))
+        a = FORWARD[cfg["model_type"]](cfg, t, ids)
+        b = torch_forward(cfg, t, ids)
+        d = np.abs(a - b).max()
+        ok &= d < 1e-9
+        print("%-14s numpy vs torch float64 |diff| %.1e" % (name, d))
+    return ok
+
 
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
+    if len(argv) > 1 and argv[1] == "--torch-check":
+        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "tests", "data", "arch")
+        return 0 if torch_check(root) else 1
     if len(argv) > 1 and argv[1] == "--check":
         root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "tests", "data", "arch")
         return 0 if check(root) else 1
