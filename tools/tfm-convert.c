@@ -1,0 +1,1923 @@
+/* tfm-convert - Hugging Face checkpoint (config.json + safetensors + tokenizer) to .tfm.
+
+   USAGE
+       tfm-convert MODEL_DIR -o out.tfm [--type f32|f16] [--quiet] [--check]
+       tfm-convert --vocab-only SRC -o vocab.tfm   SRC: tokenizer.json, or a dir holding it or
+                                                   vocab.json + merges.txt
+       tfm-convert --help
+
+   Writes exactly the format documented at the top of tfm.h (header, tensor directory,
+   tokenizer blob, 64-byte aligned tensor data, every field little-endian and written byte by
+   byte). Tensor data is streamed tensor by tensor; the output goes to OUT.tmp, renamed to OUT
+   only when everything succeeded. Every failure is one "tfm-convert: error: ..." line and
+   exit status 1.
+
+   ADDING AN ARCHITECTURE (see >>arch): one tc_arch entry = a config reader (HF keys to the
+   .tfm header fields), a tensor table (HF name -> .tfm name, expected shape in symbolic dims,
+   a row-gather op for fused or transposed layouts) and a list of buffers to skip. The
+   checkpoint reader, the writer and the tokenizer are shared by every architecture.
+
+   Policy: a checkpoint tensor that no table entry uses (and that is not a known buffer) is an
+   ERROR, so a half-understood checkpoint never turns silently into a wrong model.
+
+   SECTIONS: >>util >>f16 >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check
+   >>main */
+#define TFM_IMPLEMENTATION
+#include "tfm.h"
+#include "tools/json.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* >>util -----------------------------------------------------------------------------------------
+   Messages, whole-file reads, paths, little-endian writes. */
+
+#define TC_MAX_JSON_BYTES ((size_t)512 << 20)     /* config / tokenizer / index files */
+#define TC_MAX_ST_HEADER_BYTES 100000000u         /* as the reference safetensors reader */
+#define TC_MAX_RANK 8
+#define TC_CHUNK_BYTES ((size_t)4 << 20)          /* tensor data is streamed in chunks */
+#define TC_PROGRESS_MIN_BYTES ((uint64_t)32 << 20) /* smaller outputs print no progress */
+#define TC_ALIGN 64                               /* .tfm tensor and blob alignment */
+#define TC_HEADER_BYTES 256
+#define TC_DIR_ENTRY_BYTES 128
+#define TC_NAME_BYTES 64
+#define TC_BLOB_HEADER_BYTES 64
+
+static void tc_error(const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "tfm-convert: error: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+}
+
+static void tc_warn(const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "tfm-convert: warning: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+}
+
+static char *tc_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = (char *)malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* dir + "/" + name, malloc'ed. */
+static char *tc_path(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = (char *)malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+static int tc_file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fclose(f);
+    return 1;
+}
+
+/* Size of an open file; leaves the position at the start. */
+static int tc_file_bytes(FILE *f, const char *path, uint64_t *out) {
+    long end;
+    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        tc_error("%s: cannot determine the file size", path);
+        return 0;
+    }
+    *out = (uint64_t)end;
+    return 1;
+}
+
+static int tc_seek(FILE *f, uint64_t offset, const char *path) {
+    if (offset > (uint64_t)LONG_MAX || fseek(f, (long)offset, SEEK_SET) != 0) {
+        tc_error("%s: cannot seek to byte %llu", path, (unsigned long long)offset);
+        return 0;
+    }
+    return 1;
+}
+
+static int tc_read_at(FILE *f, const char *path, uint64_t offset, void *dst, size_t bytes) {
+    if (!tc_seek(f, offset, path)) return 0;
+    if (fread(dst, 1, bytes, f) != bytes) {
+        tc_error("%s: short read of %lu bytes at byte %llu (truncated file?)", path,
+                 (unsigned long)bytes, (unsigned long long)offset);
+        return 0;
+    }
+    return 1;
+}
+
+/* Reads a whole file (NUL-terminated) of at most max_bytes. */
+static int tc_read_file(const char *path, size_t max_bytes, char **out, size_t *out_bytes) {
+    FILE *f = fopen(path, "rb");
+    uint64_t n;
+    char *buf;
+    *out = NULL;
+    if (!f) {
+        tc_error("cannot open %s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (!tc_file_bytes(f, path, &n)) { fclose(f); return 0; }
+    if (n > max_bytes) {
+        tc_error("%s: %llu bytes, more than the %lu allowed", path, (unsigned long long)n,
+                 (unsigned long)max_bytes);
+        fclose(f);
+        return 0;
+    }
+    buf = (char *)malloc((size_t)n + 1);
+    if (!buf) { tc_error("out of memory reading %s", path); fclose(f); return 0; }
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        tc_error("%s: read failed", path);
+        free(buf);
+        fclose(f);
+        return 0;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *out = buf;
+    *out_bytes = (size_t)n;
+    return 1;
+}
+
+static int tc_read_json(const char *path, json_doc *doc) {
+    char *text, err[160];
+    size_t n;
+    int ok;
+    if (!tc_read_file(path, TC_MAX_JSON_BYTES, &text, &n)) return 0;
+    ok = json_parse(text, n, doc, err, sizeof err);
+    free(text);
+    if (!ok) tc_error("%s: %s", path, err);
+    return ok;
+}
+
+static void tc_put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+}
+
+static void tc_put_u64(unsigned char *p, uint64_t v) {
+    tc_put_u32(p, (uint32_t)v);
+    tc_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+static void tc_put_f32(unsigned char *p, float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    tc_put_u32(p, u);
+}
+
+static uint64_t tc_align64(uint64_t n) { return (n + (TC_ALIGN - 1)) & ~(uint64_t)(TC_ALIGN - 1); }
+
+/* a * b for sizes from files; 0 on overflow. */
+static int tc_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a != 0 && b > UINT64_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+static void tc_shape_str(char *buf, size_t cap, int rank, const uint64_t *shape) {
+    size_t o = 0;
+    int i;
+    o += (size_t)snprintf(buf + o, cap - o, "[");
+    for (i = 0; i < rank && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%llu", i ? ", " : "", (unsigned long long)shape[i]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+/* >>f16 ------------------------------------------------------------------------------------------
+   Exact dtype conversions. f32 -> f16 rounds to nearest even, with subnormals, overflow to
+   infinity, and NaN kept quiet with its sign and top payload bits; bf16 -> f32 is exact. */
+
+static uint16_t tc_f32_to_f16(float f) {
+    uint32_t x, sign, exp, mant, h, rem;
+    int e;
+    memcpy(&x, &f, sizeof x);
+    sign = (x >> 16) & 0x8000u;
+    exp = (x >> 23) & 0xffu;
+    mant = x & 0x7fffffu;
+    if (exp == 0xffu) /* inf or NaN */
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0u));
+    e = (int)exp - 127 + 15;
+    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) { /* f16 subnormal (or zero): mant * 2^-24 */
+        int shift = 14 - e;
+        uint32_t m = mant | 0x800000u, half;
+        if (exp == 0 || shift > 24) return (uint16_t)sign; /* f32 subnormals are far below */
+        h = m >> shift;
+        rem = m & ((1u << shift) - 1u);
+        half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1u))) h++;
+        return (uint16_t)(sign | h);
+    }
+    h = ((uint32_t)e << 10) | (mant >> 13);
+    rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry may reach inf: correct */
+    return (uint16_t)(sign | h);
+}
+
+static float tc_bf16_to_f32(uint16_t b) {
+    uint32_t x = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* >>safetensors ----------------------------------------------------------------------------------
+   A checkpoint is one model.safetensors or the shards named by model.safetensors.index.json.
+   Each header is validated in full before any data is read: size, JSON, dtype and shape
+   against the byte range, ranges inside the file, no overlaps and no holes. */
+
+typedef enum tc_dtype { TC_F32, TC_F16, TC_BF16, TC_OTHER } tc_dtype;
+
+typedef struct tc_tensor {
+    const char *name;     /* in the shard's header JSON strings */
+    tc_dtype dtype;
+    const char *dtype_name;
+    int rank;
+    uint64_t shape[TC_MAX_RANK];
+    int shard;
+    uint64_t offset;      /* absolute file offset */
+    uint64_t bytes;
+    int used;
+} tc_tensor;
+
+typedef struct tc_shard {
+    char *path;
+    FILE *file;
+    json_doc header;
+} tc_shard;
+
+typedef struct tc_checkpoint {
+    tc_shard *shards;
+    int n_shards;
+    tc_tensor *tensors;   /* sorted by name once loaded */
+    size_t n_tensors, cap_tensors;
+} tc_checkpoint;
+
+static const struct { const char *name; unsigned bits; } tc_st_dtypes[] = {
+    {"F32", 32}, {"F16", 16}, {"BF16", 16}, {"F64", 64}, {"I64", 64}, {"U64", 64}, {"I32", 32},
+    {"U32", 32}, {"I16", 16}, {"U16", 16}, {"I8", 8}, {"U8", 8}, {"BOOL", 8}, {"C64", 64},
+    {"F8_E4M3", 8}, {"F8_E5M2", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"F8_E8M0", 8},
+};
+
+static void tc_checkpoint_free(tc_checkpoint *c) {
+    int i;
+    for (i = 0; i < c->n_shards; i++) {
+        if (c->shards[i].file) fclose(c->shards[i].file);
+        free(c->shards[i].path);
+        json_free(&c->shards[i].header);
+    }
+    free(c->shards);
+    free(c->tensors);
+    memset(c, 0, sizeof *c);
+}
+
+static int tc_cmp_tensor_name(const void *a, const void *b) {
+    return strcmp(((const tc_tensor *)a)->name, ((const tc_tensor *)b)->name);
+}
+
+static int tc_cmp_tensor_offset(const void *a, const void *b) {
+    const tc_tensor *x = *(const tc_tensor *const *)a, *y = *(const tc_tensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
+}
+
+static tc_tensor *tc_find_tensor(const tc_checkpoint *c, const char *name) {
+    tc_tensor key;
+    key.name = name;
+    return (tc_tensor *)bsearch(&key, c->tensors, c->n_tensors, sizeof key, tc_cmp_tensor_name);
+}
+
+/* One header entry {"dtype", "shape", "data_offsets"} into t; data_bytes = the buffer size. */
+static int tc_st_entry(const json_doc *d, const json_node *e, const char *path, uint64_t data_start,
+                       uint64_t data_bytes, tc_tensor *t) {
+    const json_node *dt = json_get(d, e, "dtype"), *sh = json_get(d, e, "shape");
+    const json_node *offs = json_get(d, e, "data_offsets"), *v;
+    uint64_t n = 1, begin, end, need = 0;
+    unsigned bits = 0;
+    size_t i;
+    if (e->type != JSON_OBJECT || !dt || dt->type != JSON_STRING || !sh || sh->type != JSON_ARRAY ||
+        !offs || offs->type != JSON_ARRAY || offs->n_children != 2) {
+        tc_error("%s: tensor %s: header entry needs dtype, shape and data_offsets [begin, end]",
+                 path, t->name);
+        return 0;
+    }
+    for (i = 0; i < sizeof tc_st_dtypes / sizeof tc_st_dtypes[0]; i++)
+        if (strcmp(json_str(d, dt), tc_st_dtypes[i].name) == 0) bits = tc_st_dtypes[i].bits;
+    if (!bits) {
+        tc_error("%s: tensor %s: unknown or unsupported dtype %s", path, t->name, json_str(d, dt));
+        return 0;
+    }
+    t->dtype_name = json_str(d, dt);
+    t->dtype = strcmp(t->dtype_name, "F32") == 0 ? TC_F32 : strcmp(t->dtype_name, "F16") == 0 ? TC_F16
+             : strcmp(t->dtype_name, "BF16") == 0 ? TC_BF16 : TC_OTHER;
+    if (sh->n_children > TC_MAX_RANK) {
+        tc_error("%s: tensor %s: rank %u is too large", path, t->name, sh->n_children);
+        return 0;
+    }
+    t->rank = (int)sh->n_children;
+    for (i = 0, v = json_first(d, sh); v; v = json_next(d, v), i++) {
+        if (v->type != JSON_NUMBER || !v->is_uint || !tc_mul_u64(n, v->u, &n)) {
+            tc_error("%s: tensor %s: bad shape", path, t->name);
+            return 0;
+        }
+        t->shape[i] = v->u;
+    }
+    v = json_first(d, offs);
+    if (v->type != JSON_NUMBER || !v->is_uint || json_next(d, v)->type != JSON_NUMBER ||
+        !json_next(d, v)->is_uint) {
+        tc_error("%s: tensor %s: data_offsets must be two non-negative integers", path, t->name);
+        return 0;
+    }
+    begin = v->u;
+    end = json_next(d, v)->u;
+    if (begin > end || end > data_bytes) {
+        tc_error("%s: tensor %s: data_offsets [%llu, %llu] outside the %llu data bytes (truncated file?)",
+                 path, t->name, (unsigned long long)begin, (unsigned long long)end,
+                 (unsigned long long)data_bytes);
+        return 0;
+    }
+    if (!tc_mul_u64(n, bits / 8u, &need) || need != end - begin) {
+        tc_error("%s: tensor %s: %llu bytes for dtype %s and %llu elements, data_offsets give %llu",
+                 path, t->name, (unsigned long long)need, t->dtype_name, (unsigned long long)n,
+                 (unsigned long long)(end - begin));
+        return 0;
+    }
+    t->offset = data_start + begin;
+    t->bytes = end - begin;
+    return 1;
+}
+
+static int tc_add_tensor(tc_checkpoint *c, tc_tensor *t) {
+    if (c->n_tensors == c->cap_tensors) {
+        size_t cap = c->cap_tensors ? c->cap_tensors * 2 : 64;
+        tc_tensor *g = (tc_tensor *)realloc(c->tensors, cap * sizeof *g);
+        if (!g) { tc_error("out of memory"); return 0; }
+        c->tensors = g;
+        c->cap_tensors = cap;
+    }
+    c->tensors[c->n_tensors++] = *t;
+    return 1;
+}
+
+/* Data ranges of one shard must tile [0, data_bytes) exactly. */
+static int tc_st_check_tiling(tc_checkpoint *c, size_t first, uint64_t data_start,
+                              uint64_t data_bytes, const char *path) {
+    size_t n = c->n_tensors - first, i;
+    const tc_tensor **order;
+    uint64_t at = data_start;
+    if (n == 0) return data_bytes == 0 || (tc_error("%s: data bytes but no tensors", path), 0);
+    order = (const tc_tensor **)malloc(n * sizeof *order);
+    if (!order) { tc_error("out of memory"); return 0; }
+    for (i = 0; i < n; i++) order[i] = &c->tensors[first + i];
+    qsort(order, n, sizeof *order, tc_cmp_tensor_offset);
+    for (i = 0; i < n; i++) {
+        if (order[i]->offset != at) {
+            tc_error("%s: tensor %s: data %s (byte %llu, expected %llu)", path, order[i]->name,
+                     order[i]->offset < at ? "overlaps the previous tensor" : "leaves a hole",
+                     (unsigned long long)order[i]->offset, (unsigned long long)at);
+            free(order);
+            return 0;
+        }
+        at += order[i]->bytes;
+    }
+    free(order);
+    if (at != data_start + data_bytes) {
+        tc_error("%s: %llu bytes after the last tensor", path,
+                 (unsigned long long)(data_start + data_bytes - at));
+        return 0;
+    }
+    return 1;
+}
+
+static int tc_st_open(tc_checkpoint *c, const char *path) {
+    tc_shard *s;
+    unsigned char len8[8];
+    uint64_t file_bytes, header_bytes, data_bytes;
+    char *text, err[160];
+    const json_node *root, *m;
+    size_t first = c->n_tensors;
+    tc_shard *g = (tc_shard *)realloc(c->shards, (size_t)(c->n_shards + 1) * sizeof *g);
+    if (!g) { tc_error("out of memory"); return 0; }
+    c->shards = g;
+    s = &c->shards[c->n_shards++];
+    memset(s, 0, sizeof *s);
+    s->path = tc_strdup(path);
+    if (!s->path) { tc_error("out of memory"); return 0; }
+    s->file = fopen(path, "rb");
+    if (!s->file) { tc_error("cannot open %s: %s", path, strerror(errno)); return 0; }
+    if (!tc_file_bytes(s->file, path, &file_bytes)) return 0;
+    if (file_bytes < 8 || fread(len8, 1, 8, s->file) != 8) {
+        tc_error("%s: too short for a safetensors file (%llu bytes)", path, (unsigned long long)file_bytes);
+        return 0;
+    }
+    header_bytes = (uint64_t)len8[0] | ((uint64_t)len8[1] << 8) | ((uint64_t)len8[2] << 16) |
+                   ((uint64_t)len8[3] << 24) | ((uint64_t)len8[4] << 32) | ((uint64_t)len8[5] << 40) |
+                   ((uint64_t)len8[6] << 48) | ((uint64_t)len8[7] << 56);
+    if (header_bytes < 2 || header_bytes > TC_MAX_ST_HEADER_BYTES || header_bytes > file_bytes - 8) {
+        tc_error("%s: bad safetensors header size %llu (file has %llu bytes; truncated?)", path,
+                 (unsigned long long)header_bytes, (unsigned long long)file_bytes);
+        return 0;
+    }
+    text = (char *)malloc((size_t)header_bytes + 1);
+    if (!text) { tc_error("out of memory"); return 0; }
+    if (fread(text, 1, (size_t)header_bytes, s->file) != (size_t)header_bytes) {
+        tc_error("%s: short read of the header", path);
+        free(text);
+        return 0;
+    }
+    if (text[0] != '{') {
+        tc_error("%s: the safetensors header does not start with '{'", path);
+        free(text);
+        return 0;
+    }
+    if (!json_parse(text, (size_t)header_bytes, &s->header, err, sizeof err)) {
+        tc_error("%s: header: %s", path, err);
+        free(text);
+        return 0;
+    }
+    free(text);
+    root = json_at(&s->header, 0);
+    data_bytes = file_bytes - 8 - header_bytes;
+    for (m = json_first(&s->header, root); m; m = json_next(&s->header, m)) {
+        tc_tensor t;
+        memset(&t, 0, sizeof t);
+        t.name = json_key_str(&s->header, m);
+        if (strcmp(t.name, "__metadata__") == 0) continue;
+        if (strlen(t.name) != m->key_bytes) {
+            tc_error("%s: a tensor name contains a NUL byte", path);
+            return 0;
+        }
+        t.shard = c->n_shards - 1;
+        if (!tc_st_entry(&s->header, m, path, 8 + header_bytes, data_bytes, &t)) return 0;
+        if (!tc_add_tensor(c, &t)) return 0;
+    }
+    return tc_st_check_tiling(c, first, 8 + header_bytes, data_bytes, path);
+}
+
+/* Sorts by name and rejects duplicates (across shards too). */
+static int tc_checkpoint_index(tc_checkpoint *c) {
+    size_t i;
+    qsort(c->tensors, c->n_tensors, sizeof *c->tensors, tc_cmp_tensor_name);
+    for (i = 1; i < c->n_tensors; i++)
+        if (strcmp(c->tensors[i - 1].name, c->tensors[i].name) == 0) {
+            tc_error("tensor %s appears twice in the checkpoint", c->tensors[i].name);
+            return 0;
+        }
+    return 1;
+}
+
+static int tc_load_sharded(tc_checkpoint *c, const char *dir, const char *index_path) {
+    json_doc idx;
+    const json_node *wm, *e;
+    int ok = 0, i;
+    if (!tc_read_json(index_path, &idx)) return 0;
+    wm = json_get(&idx, json_at(&idx, 0), "weight_map");
+    if (!wm || wm->type != JSON_OBJECT || wm->n_children == 0) {
+        tc_error("%s: no weight_map object", index_path);
+        goto done;
+    }
+    for (e = json_first(&idx, wm); e; e = json_next(&idx, e)) { /* open each shard once */
+        const char *file = json_str(&idx, e);
+        char *path;
+        int seen = 0;
+        if (e->type != JSON_STRING || e->str_bytes == 0 || strchr(file, '/') || strchr(file, '\\') ||
+            strlen(file) != e->str_bytes) {
+            tc_error("%s: weight_map entry %s must be a plain file name", index_path, json_key_str(&idx, e));
+            goto done;
+        }
+        path = tc_path(dir, file);
+        if (!path) { tc_error("out of memory"); goto done; }
+        for (i = 0; i < c->n_shards; i++) seen |= strcmp(c->shards[i].path, path) == 0;
+        if (!seen && !tc_st_open(c, path)) { free(path); goto done; }
+        free(path);
+    }
+    if (!tc_checkpoint_index(c)) goto done;
+    for (e = json_first(&idx, wm); e; e = json_next(&idx, e)) { /* the map must be right */
+        const tc_tensor *t = tc_find_tensor(c, json_key_str(&idx, e));
+        const char *file = json_str(&idx, e), *sp;
+        if (!t) {
+            tc_error("%s: tensor %s is not in %s", index_path, json_key_str(&idx, e), file);
+            goto done;
+        }
+        sp = c->shards[t->shard].path;
+        if (strlen(sp) < e->str_bytes || strcmp(sp + strlen(sp) - e->str_bytes, file) != 0) {
+            tc_error("%s: tensor %s is listed in %s but found in %s", index_path, t->name, file, sp);
+            goto done;
+        }
+    }
+    ok = 1;
+done:
+    json_free(&idx);
+    return ok;
+}
+
+static int tc_checkpoint_load(tc_checkpoint *c, const char *dir) {
+    char *single = tc_path(dir, "model.safetensors");
+    char *index = tc_path(dir, "model.safetensors.index.json");
+    int ok = 0;
+    memset(c, 0, sizeof *c);
+    if (!single || !index) { tc_error("out of memory"); goto done; }
+    if (tc_file_exists(single)) ok = tc_st_open(c, single) && tc_checkpoint_index(c);
+    else if (tc_file_exists(index)) ok = tc_load_sharded(c, dir, index);
+    else tc_error("%s: no model.safetensors or model.safetensors.index.json "
+                  "(pytorch_model.bin is not read; re-save the model with safetensors)", dir);
+done:
+    free(single);
+    free(index);
+    return ok;
+}
+
+/* >>config ---------------------------------------------------------------------------------------
+   Typed reads of config.json keys. A key that is absent or null takes the default; a key with
+   the wrong type is an error naming it. */
+
+typedef struct tc_hparams { /* the .tfm header fields */
+    uint32_t arch, n_vocab, n_ctx, n_layers, n_heads, n_kv_heads, d_model, d_head, d_ff, rope_dim;
+    float rope_theta, norm_eps;
+    uint32_t norm, act, ffn, residual, pos;
+    int tied_output; /* no output.w: the head reuses tok_embd */
+    int attn_bias;   /* attention projections carry biases */
+} tc_hparams;
+
+typedef struct tc_cfg {
+    const json_doc *doc;
+    const json_node *obj;
+    const char *path;
+} tc_cfg;
+
+static const json_node *tc_cfg_node(const tc_cfg *c, const char *key) {
+    const json_node *n = json_get(c->doc, c->obj, key);
+    return n && n->type != JSON_NULL ? n : NULL;
+}
+
+static int tc_cfg_uint(const tc_cfg *c, const char *key, int required, uint32_t def, uint32_t *out) {
+    const json_node *n = tc_cfg_node(c, key);
+    if (!n) {
+        if (required) tc_error("%s: missing \"%s\"", c->path, key);
+        *out = def;
+        return !required;
+    }
+    if (n->type != JSON_NUMBER || !n->is_uint || n->u > 0x7fffffffu) {
+        tc_error("%s: \"%s\" must be a non-negative integer", c->path, key);
+        return 0;
+    }
+    *out = (uint32_t)n->u;
+    return 1;
+}
+
+static int tc_cfg_float(const tc_cfg *c, const char *key, double def, double *out) {
+    const json_node *n = tc_cfg_node(c, key);
+    if (!n) { *out = def; return 1; }
+    if (n->type != JSON_NUMBER) {
+        tc_error("%s: \"%s\" must be a number", c->path, key);
+        return 0;
+    }
+    *out = n->num;
+    return 1;
+}
+
+static int tc_cfg_bool(const tc_cfg *c, const char *key, int def, int *out) {
+    const json_node *n = tc_cfg_node(c, key);
+    if (!n) { *out = def; return 1; }
+    if (n->type != JSON_TRUE && n->type != JSON_FALSE) {
+        tc_error("%s: \"%s\" must be true or false", c->path, key);
+        return 0;
+    }
+    *out = n->type == JSON_TRUE;
+    return 1;
+}
+
+static int tc_cfg_string(const tc_cfg *c, const char *key, const char *def, const char **out) {
+    const json_node *n = tc_cfg_node(c, key);
+    if (!n) { *out = def; return 1; }
+    if (n->type != JSON_STRING) {
+        tc_error("%s: \"%s\" must be a string", c->path, key);
+        return 0;
+    }
+    *out = json_str(c->doc, n);
+    return 1;
+}
+
+/* The first of: sub-object member, then each legacy top-level key, then the default. */
+static int tc_cfg_float_chain(const tc_cfg *c, const tc_cfg *sub, const char *sub_key,
+                              const char *const *keys, double def, double *out) {
+    if (sub && tc_cfg_node(sub, sub_key)) return tc_cfg_float(sub, sub_key, def, out);
+    for (; *keys; keys++)
+        if (tc_cfg_node(c, *keys)) return tc_cfg_float(c, *keys, def, out);
+    *out = def;
+    return 1;
+}
+
+/* Hugging Face hidden_act / activation_function values. */
+static int tc_parse_act(const tc_cfg *c, const char *key, const char *name, uint32_t *act) {
+    if (strcmp(name, "gelu") == 0) *act = TFM_ACT_GELU_ERF;
+    else if (strcmp(name, "gelu_new") == 0 || strcmp(name, "gelu_fast") == 0 ||
+             strcmp(name, "gelu_pytorch_tanh") == 0) *act = TFM_ACT_GELU_TANH;
+    else if (strcmp(name, "silu") == 0 || strcmp(name, "swish") == 0) *act = TFM_ACT_SILU;
+    else {
+        tc_error("%s: \"%s\": \"%s\" is not supported (gelu, gelu_new, gelu_fast, "
+                 "gelu_pytorch_tanh, silu)", c->path, key, name);
+        return 0;
+    }
+    return 1;
+}
+
+/* RoPE as Hugging Face describes it today (rope_parameters) or in legacy keys; rope_dim =
+   int(d_head * fraction), which must be even. Scaled RoPE variants are refused. */
+static int tc_cfg_rope(const tc_cfg *c, const char *const *theta_keys, const char *const *pct_keys,
+                       double def_theta, double def_pct, tc_hparams *hp) {
+    const json_node *rp = tc_cfg_node(c, "rope_parameters");
+    tc_cfg sub;
+    const char *rope_type = NULL;
+    double theta, pct, dims;
+    if (tc_cfg_node(c, "rope_scaling")) {
+        tc_error("%s: \"rope_scaling\" is set; scaled RoPE is not supported", c->path);
+        return 0;
+    }
+    if (rp && rp->type != JSON_OBJECT) {
+        tc_error("%s: \"rope_parameters\" must be an object", c->path);
+        return 0;
+    }
+    sub.doc = c->doc;
+    sub.obj = rp;
+    sub.path = c->path;
+    if (rp && !tc_cfg_string(&sub, "rope_type", "default", &rope_type)) return 0;
+    if (rope_type && strcmp(rope_type, "default") != 0) {
+        tc_error("%s: rope_parameters.rope_type \"%s\" is not supported (only \"default\")", c->path,
+                 rope_type);
+        return 0;
+    }
+    if (!tc_cfg_float_chain(c, rp ? &sub : NULL, "rope_theta", theta_keys, def_theta, &theta) ||
+        !tc_cfg_float_chain(c, rp ? &sub : NULL, "partial_rotary_factor", pct_keys, def_pct, &pct))
+        return 0;
+    if (!(theta > 0.0 && theta < 1e30) || !(pct > 0.0 && pct <= 1.0)) {
+        tc_error("%s: rope theta %g / rotary fraction %g out of range", c->path, theta, pct);
+        return 0;
+    }
+    dims = (double)hp->d_head * pct;
+    hp->rope_dim = (uint32_t)dims; /* Python int(): truncation */
+    if (hp->rope_dim == 0 || hp->rope_dim % 2 != 0) {
+        tc_error("%s: rotary dims int(%u * %g) = %u must be even and > 0", c->path, hp->d_head, pct,
+                 hp->rope_dim);
+        return 0;
+    }
+    hp->rope_theta = (float)theta;
+    return 1;
+}
+
+/* Limits tfm.h enforces when it opens the file; checked here so errors appear early. */
+static int tc_validate_hparams(const tc_hparams *hp, const char *path) {
+    const char *bad = NULL;
+    if (hp->n_layers < 1 || hp->n_layers > TFM_MAX_LAYERS) bad = "layer count";
+    else if (hp->n_vocab < 1 || hp->n_vocab > TFM_MAX_VOCAB) bad = "vocab_size";
+    else if (hp->n_ctx < 1 || hp->n_ctx > TFM_MAX_CTX) bad = "context length";
+    else if (hp->d_model < 1 || hp->d_model > TFM_MAX_DIM) bad = "hidden size";
+    else if (hp->d_ff < 1 || hp->d_ff > TFM_MAX_DIM) bad = "intermediate size";
+    else if (hp->n_heads < 1 || hp->n_kv_heads < 1 || hp->n_heads % hp->n_kv_heads) bad = "head counts";
+    else if (hp->d_head < 1 || (uint64_t)hp->n_heads * hp->d_head > TFM_MAX_DIM) bad = "head size";
+    else if (hp->rope_dim > hp->d_head || hp->rope_dim % 2) bad = "rotary dims";
+    else if (!(hp->norm_eps > 0.0f && hp->norm_eps < 1.0f)) bad = "norm epsilon";
+    if (bad) tc_error("%s: %s out of the supported range", path, bad);
+    return bad == NULL;
+}
+
+/* >>arch -----------------------------------------------------------------------------------------
+   Per-architecture tables: how config.json keys become header fields, and how checkpoint
+   tensors become .tfm tensors. Shapes are written in symbolic dims resolved from tc_hparams. */
+
+typedef enum tc_dim {
+    TC_DIM_NONE = 0,
+    TC_DIM_VOCAB,   /* n_vocab */
+    TC_DIM_CTX,     /* n_ctx */
+    TC_DIM_MODEL,   /* d_model */
+    TC_DIM_FF,      /* d_ff */
+    TC_DIM_Q,       /* n_heads * d_head */
+    TC_DIM_KV,      /* n_kv_heads * d_head */
+    TC_DIM_QKV      /* (n_heads + 2 * n_kv_heads) * d_head: a fused q|k|v projection */
+} tc_dim;
+
+typedef enum tc_op {
+    TC_OP_COPY = 0,      /* one .tfm tensor, same layout */
+    TC_OP_SPLIT_QKV_HEADS /* fused rows viewed as [n_heads, 3, d_head, ...] (GPT-NeoX): three
+                             tensors q, k, v, each [n_heads * d_head, ...] */
+} tc_op;
+
+#define TC_LAYER 1u        /* names contain %d: one entry per layer */
+#define TC_IF_ATTN_BIAS 2u /* present iff hparams.attn_bias */
+#define TC_IF_UNTIED 4u    /* present iff the output head is not tied */
+
+typedef struct tc_tensor_map {
+    const char *hf;        /* checkpoint name (printf format with %d for the layer) */
+    const char *tfm[3];    /* output name(s); three for the split ops */
+    unsigned flags;
+    tc_op op;
+    tc_dim shape[2];       /* expected checkpoint shape; rank = number of non-NONE dims */
+} tc_tensor_map;
+
+typedef struct tc_arch {
+    const char *model_type;
+    int (*read_config)(const tc_cfg *cfg, tc_hparams *hp);
+    const tc_tensor_map *tensors;
+    size_t n_tensors;
+    const char *const *skip_suffixes; /* buffers in older checkpoints, not weights */
+} tc_arch;
+
+/* --- gpt_neox (Pythia, GPT-NeoX-20B) --- */
+
+static int tc_neox_config(const tc_cfg *c, tc_hparams *hp) {
+    static const char *const theta_keys[] = {"rotary_emb_base", "rope_theta", NULL};
+    static const char *const pct_keys[] = {"rotary_pct", "partial_rotary_factor", NULL};
+    const char *act;
+    double eps;
+    int parallel;
+    if (!tc_cfg_uint(c, "hidden_size", 1, 0, &hp->d_model) ||
+        !tc_cfg_uint(c, "num_attention_heads", 1, 0, &hp->n_heads) ||
+        !tc_cfg_uint(c, "num_hidden_layers", 1, 0, &hp->n_layers) ||
+        !tc_cfg_uint(c, "intermediate_size", 1, 0, &hp->d_ff) ||
+        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
+        !tc_cfg_uint(c, "max_position_embeddings", 1, 0, &hp->n_ctx) ||
+        !tc_cfg_float(c, "layer_norm_eps", 1e-5, &eps) ||
+        !tc_cfg_string(c, "hidden_act", "gelu", &act) ||
+        !tc_cfg_bool(c, "use_parallel_residual", 1, &parallel) ||
+        !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output) ||
+        !tc_cfg_bool(c, "attention_bias", 1, &hp->attn_bias))
+        return 0;
+    if (hp->n_heads == 0 || hp->d_model % hp->n_heads != 0) {
+        tc_error("%s: hidden_size %u is not a multiple of num_attention_heads %u", c->path,
+                 hp->d_model, hp->n_heads);
+        return 0;
+    }
+    if (!tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
+    hp->arch = TFM_ARCH_GPT_NEOX;
+    hp->n_kv_heads = hp->n_heads;
+    hp->d_head = hp->d_model / hp->n_heads;
+    hp->norm_eps = (float)eps;
+    hp->norm = TFM_NORM_LAYERNORM;
+    hp->ffn = TFM_FFN_PLAIN;
+    hp->pos = TFM_POS_ROPE_HALF;
+    hp->residual = parallel ? TFM_RESIDUAL_PARALLEL : TFM_RESIDUAL_SEQUENTIAL;
+    return tc_cfg_rope(c, theta_keys, pct_keys, 10000.0, 0.25, hp);
+}
+
+#define TC_NEOX_L "gpt_neox.layers.%d."
+static const tc_tensor_map tc_neox_tensors[] = {
+    {"gpt_neox.embed_in.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {TC_NEOX_L "input_layernorm.weight", {"blk.%d.ln1.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_NEOX_L "input_layernorm.bias", {"blk.%d.ln1.b"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_NEOX_L "attention.query_key_value.weight", {"blk.%d.wq", "blk.%d.wk", "blk.%d.wv"},
+     TC_LAYER, TC_OP_SPLIT_QKV_HEADS, {TC_DIM_QKV, TC_DIM_MODEL}},
+    {TC_NEOX_L "attention.query_key_value.bias", {"blk.%d.bq", "blk.%d.bk", "blk.%d.bv"},
+     TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_SPLIT_QKV_HEADS, {TC_DIM_QKV}},
+    {TC_NEOX_L "attention.dense.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
+    {TC_NEOX_L "attention.dense.bias", {"blk.%d.bo"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY,
+     {TC_DIM_MODEL}},
+    {TC_NEOX_L "post_attention_layernorm.weight", {"blk.%d.ln2.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_NEOX_L "post_attention_layernorm.bias", {"blk.%d.ln2.b"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_NEOX_L "mlp.dense_h_to_4h.weight", {"blk.%d.w_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {TC_NEOX_L "mlp.dense_h_to_4h.bias", {"blk.%d.b_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF}},
+    {TC_NEOX_L "mlp.dense_4h_to_h.weight", {"blk.%d.w_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {TC_NEOX_L "mlp.dense_4h_to_h.bias", {"blk.%d.b_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"gpt_neox.final_layer_norm.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"gpt_neox.final_layer_norm.bias", {"lnf.b"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"embed_out.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+};
+
+static const char *const tc_neox_skip[] = {
+    ".attention.bias", ".attention.masked_bias", ".attention.rotary_emb.inv_freq", NULL
+};
+
+static const tc_arch tc_archs[] = {
+    {"gpt_neox", tc_neox_config, tc_neox_tensors, sizeof tc_neox_tensors / sizeof tc_neox_tensors[0],
+     tc_neox_skip},
+};
+
+static const tc_arch *tc_find_arch(const char *model_type) {
+    size_t i;
+    for (i = 0; i < sizeof tc_archs / sizeof tc_archs[0]; i++)
+        if (strcmp(tc_archs[i].model_type, model_type) == 0) return &tc_archs[i];
+    return NULL;
+}
+
+/* >>plan -----------------------------------------------------------------------------------------
+   Resolve the tables against the checkpoint: every output tensor with its source, its row
+   gather and its place in the file. Output row r of a tensor reads source row
+   (r / group) * stride + offset + r % group; a plain copy is one group. */
+
+typedef struct tc_out {
+    char name[TC_NAME_BYTES];
+    uint32_t dtype;               /* tfm_dtype */
+    int rank;
+    uint64_t shape[2];
+    const tc_tensor *src;
+    uint64_t rows, row_elems;     /* the tensor as rows x row_elems (a vector: n x 1) */
+    uint64_t group, stride, offset;
+    uint64_t data_offset, data_bytes;
+} tc_out;
+
+typedef struct tc_plan {
+    tc_out *outs;
+    size_t n_outs, cap_outs;
+} tc_plan;
+
+static uint64_t tc_dim_value(const tc_hparams *hp, tc_dim d) {
+    switch (d) {
+    case TC_DIM_VOCAB: return hp->n_vocab;
+    case TC_DIM_CTX: return hp->n_ctx;
+    case TC_DIM_MODEL: return hp->d_model;
+    case TC_DIM_FF: return hp->d_ff;
+    case TC_DIM_Q: return (uint64_t)hp->n_heads * hp->d_head;
+    case TC_DIM_KV: return (uint64_t)hp->n_kv_heads * hp->d_head;
+    case TC_DIM_QKV: return (uint64_t)(hp->n_heads + 2u * hp->n_kv_heads) * hp->d_head;
+    case TC_DIM_NONE: break;
+    }
+    return 0;
+}
+
+static tc_out *tc_plan_add(tc_plan *p) {
+    if (p->n_outs == p->cap_outs) {
+        size_t cap = p->cap_outs ? p->cap_outs * 2 : 64;
+        tc_out *g = (tc_out *)realloc(p->outs, cap * sizeof *g);
+        if (!g) { tc_error("out of memory"); return NULL; }
+        p->outs = g;
+        p->cap_outs = cap;
+    }
+    memset(&p->outs[p->n_outs], 0, sizeof p->outs[0]);
+    return &p->outs[p->n_outs++];
+}
+
+static int tc_is_skipped(const tc_arch *a, const char *name) {
+    const char *const *s;
+    size_t n = strlen(name);
+    for (s = a->skip_suffixes; s && *s; s++) {
+        size_t k = strlen(*s);
+        if (n >= k && strcmp(name + n - k, *s) == 0) return 1;
+    }
+    return 0;
+}
+
+/* One table entry for one layer (layer < 0: global). */
+static int tc_plan_entry(tc_plan *p, const tc_tensor_map *m, int layer, const tc_hparams *hp,
+                         const tc_checkpoint *c, uint32_t out_dtype) {
+    char hf[256], want[96], got[96];
+    uint64_t shape[2] = {0, 0};
+    int rank = 0, i, n_parts = m->op == TC_OP_SPLIT_QKV_HEADS ? 3 : 1;
+    int present = !((m->flags & TC_IF_ATTN_BIAS) && !hp->attn_bias) &&
+                  !((m->flags & TC_IF_UNTIED) && hp->tied_output);
+    tc_tensor *t;
+    snprintf(hf, sizeof hf, m->hf, layer);
+    while (rank < 2 && m->shape[rank] != TC_DIM_NONE) {
+        shape[rank] = tc_dim_value(hp, m->shape[rank]);
+        rank++;
+    }
+    t = tc_find_tensor(c, hf);
+    if (!present) {
+        if (t && (m->flags & TC_IF_UNTIED)) { /* Hugging Face ignores it too when tied */
+            tc_warn("%s ignored: tie_word_embeddings is true", hf);
+            t->used = 1;
+        }
+        return 1;
+    }
+    tc_shape_str(want, sizeof want, rank, shape);
+    if (!t) {
+        tc_error("missing tensor %s (expected shape %s)", hf, want);
+        return 0;
+    }
+    tc_shape_str(got, sizeof got, t->rank, t->shape);
+    if (t->rank != rank || t->shape[0] != shape[0] || (rank == 2 && t->shape[1] != shape[1])) {
+        tc_error("tensor %s: shape %s in the checkpoint, expected %s", hf, got, want);
+        return 0;
+    }
+    if (t->dtype == TC_OTHER) {
+        tc_error("tensor %s: dtype %s is not supported (F32, F16, BF16)", hf, t->dtype_name);
+        return 0;
+    }
+    t->used = 1;
+    for (i = 0; i < n_parts; i++) {
+        tc_out *o = tc_plan_add(p);
+        uint64_t rows = shape[0] / (uint64_t)n_parts;
+        if (!o) return 0;
+        snprintf(o->name, sizeof o->name, m->tfm[i], layer);
+        o->src = t;
+        o->rank = rank;
+        o->shape[0] = rows;
+        o->shape[1] = rank == 2 ? shape[1] : 0;
+        o->dtype = rank == 2 ? out_dtype : TFM_DTYPE_F32; /* vectors are always f32 */
+        o->rows = rows;
+        o->row_elems = rank == 2 ? shape[1] : 1;
+        if (m->op == TC_OP_SPLIT_QKV_HEADS) { /* [n_heads, 3, d_head, ...] */
+            o->group = hp->d_head;
+            o->stride = 3u * (uint64_t)hp->d_head;
+            o->offset = (uint64_t)i * hp->d_head;
+        } else {
+            o->group = rows;
+            o->stride = 0;
+            o->offset = 0;
+        }
+    }
+    return 1;
+}
+
+/* The whole model: global entries in table order, the per-layer entries as one block per
+   layer at the place of the first per-layer entry. Then every unused tensor is an error. */
+static int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpoint *c,
+                         uint32_t out_dtype) {
+    size_t i, j, n_unused = 0;
+    int layers_done = 0, l;
+    for (i = 0; i < a->n_tensors; i++) {
+        if (!(a->tensors[i].flags & TC_LAYER)) {
+            if (!tc_plan_entry(p, &a->tensors[i], -1, hp, c, out_dtype)) return 0;
+            continue;
+        }
+        if (layers_done) continue;
+        layers_done = 1;
+        for (l = 0; l < (int)hp->n_layers; l++)
+            for (j = i; j < a->n_tensors; j++)
+                if ((a->tensors[j].flags & TC_LAYER) &&
+                    !tc_plan_entry(p, &a->tensors[j], l, hp, c, out_dtype))
+                    return 0;
+    }
+    for (i = 0; i < c->n_tensors; i++) {
+        if (c->tensors[i].used || tc_is_skipped(a, c->tensors[i].name)) continue;
+        if (n_unused++ < 5) tc_error("tensor %s in the checkpoint is not used by the %s converter",
+                                     c->tensors[i].name, a->model_type);
+    }
+    if (n_unused) {
+        tc_error("%lu unused checkpoint tensor(s) (more layers than num_hidden_layers, or an "
+                 "unsupported variant)", (unsigned long)n_unused);
+        return 0;
+    }
+    return 1;
+}
+
+/* >>tokenizer ------------------------------------------------------------------------------------
+   Byte-level BPE from tokenizer.json or vocab.json + merges.txt into the tfm.h tokenizer blob.
+   Vocab and merge strings are spelled in the GPT-2 byte-to-unicode alphabet; the blob stores
+   raw bytes. Added tokens are stored as written (raw), with TFM_TOKATTR_ADDED and, when
+   special, TFM_TOKATTR_SPECIAL. */
+
+#define TC_ALPHABET_CPS 0x144 /* code points of the byte alphabet: 0 .. U+0143 */
+
+typedef struct tc_tok {
+    uint32_t n_tokens;
+    uint32_t *text_off, *text_len; /* raw text of each id in arena */
+    unsigned char *has_text;
+    unsigned char *attrs;
+    char *arena;
+    size_t arena_bytes, arena_cap;
+    uint32_t *merges;              /* [n_merges][3] */
+    size_t n_merges, cap_merges;
+    uint32_t flags, pretok;
+    int32_t bos_id, eos_id, unk_id, pad_id;
+    const char **h_key;            /* alphabet spelling -> id (keys borrowed from the source) */
+    uint32_t *h_len;
+    int32_t *h_id;
+    size_t h_cap;
+    char *concat;                  /* scratch for merged spellings */
+    size_t concat_cap;
+    unsigned char cp_valid[TC_ALPHABET_CPS], cp_byte[TC_ALPHABET_CPS];
+} tc_tok;
+
+static void tc_tok_free(tc_tok *t) {
+    free(t->text_off);
+    free(t->text_len);
+    free(t->has_text);
+    free(t->attrs);
+    free(t->arena);
+    free(t->merges);
+    free((void *)t->h_key);
+    free(t->h_len);
+    free(t->h_id);
+    free(t->concat);
+    memset(t, 0, sizeof *t);
+}
+
+/* bytes 33-126, 161-172, 174-255 are their own code point; the other 68 take U+0100.. in order */
+static void tc_tok_alphabet(tc_tok *t) {
+    uint32_t b, next = 0x100;
+    memset(t->cp_valid, 0, sizeof t->cp_valid);
+    for (b = 0; b < 256; b++) {
+        int self = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
+        uint32_t cp = self ? b : next++;
+        t->cp_valid[cp] = 1;
+        t->cp_byte[cp] = (unsigned char)b;
+    }
+}
+
+static int tc_tok_alloc(tc_tok *t, uint32_t n_tokens, size_t n_hash) {
+    size_t cap = 16;
+    while (cap < n_hash * 2) cap *= 2;
+    t->n_tokens = n_tokens;
+    t->text_off = (uint32_t *)calloc(n_tokens, sizeof *t->text_off);
+    t->text_len = (uint32_t *)calloc(n_tokens, sizeof *t->text_len);
+    t->has_text = (unsigned char *)calloc(n_tokens, 1);
+    t->attrs = (unsigned char *)calloc(n_tokens, 1);
+    t->h_key = (const char **)calloc(cap, sizeof *t->h_key);
+    t->h_len = (uint32_t *)calloc(cap, sizeof *t->h_len);
+    t->h_id = (int32_t *)calloc(cap, sizeof *t->h_id);
+    t->h_cap = cap;
+    t->bos_id = t->eos_id = t->unk_id = t->pad_id = -1;
+    tc_tok_alphabet(t);
+    if (!t->text_off || !t->text_len || !t->has_text || !t->attrs || !t->h_key || !t->h_len || !t->h_id) {
+        tc_error("out of memory");
+        return 0;
+    }
+    return 1;
+}
+
+static uint32_t tc_hash(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* Slot of spelling s in the vocab hash (empty slot if absent). */
+static size_t tc_tok_slot(const tc_tok *t, const char *s, size_t n) {
+    size_t i = tc_hash(s, n) & (t->h_cap - 1);
+    while (t->h_key[i] && !(t->h_len[i] == n && memcmp(t->h_key[i], s, n) == 0))
+        i = (i + 1) & (t->h_cap - 1);
+    return i;
+}
+
+static int32_t tc_tok_lookup(const tc_tok *t, const char *s, size_t n) {
+    size_t i = tc_tok_slot(t, s, n);
+    return t->h_key[i] ? t->h_id[i] : -1;
+}
+
+/* Append raw bytes to the arena and make them the text of id. */
+static int tc_tok_set_text(tc_tok *t, uint32_t id, const char *s, size_t n) {
+    if (t->arena_bytes + n > t->arena_cap) {
+        size_t cap = t->arena_cap ? t->arena_cap : 1 << 16;
+        char *g;
+        while (cap < t->arena_bytes + n) cap *= 2;
+        if (cap > 0xffffffffu || !(g = (char *)realloc(t->arena, cap))) {
+            tc_error("tokenizer text too large or out of memory");
+            return 0;
+        }
+        t->arena = g;
+        t->arena_cap = cap;
+    }
+    if (n) memcpy(t->arena + t->arena_bytes, s, n);
+    t->text_off[id] = (uint32_t)t->arena_bytes;
+    t->text_len[id] = (uint32_t)n;
+    t->has_text[id] = 1;
+    t->arena_bytes += n;
+    return 1;
+}
+
+/* A vocab entry: spelling (alphabet) -> id. Decodes the spelling to raw bytes. */
+static int tc_tok_add_vocab(tc_tok *t, const char *s, size_t n, int64_t id, const char *src) {
+    char raw[1024];
+    size_t i = 0, o = 0, slot;
+    if (id < 0 || id >= (int64_t)t->n_tokens) {
+        tc_error("%s: token id %lld out of range", src, (long long)id);
+        return 0;
+    }
+    if (t->has_text[id]) {
+        tc_error("%s: token id %lld is used twice", src, (long long)id);
+        return 0;
+    }
+    if (n > sizeof raw) {
+        tc_error("%s: token id %lld: spelling longer than %lu bytes", src, (long long)id,
+                 (unsigned long)sizeof raw);
+        return 0;
+    }
+    while (i < n) { /* UTF-8 (validated by the reader or checked here) -> alphabet bytes */
+        const unsigned char *u = (const unsigned char *)s + i;
+        size_t k = json_utf8_len(u, n - i);
+        uint32_t cp = k == 1 ? u[0] : k == 2 ? ((uint32_t)(u[0] & 0x1f) << 6) | (u[1] & 0x3f) : 0xffffffffu;
+        if (k == 0 || cp >= TC_ALPHABET_CPS || !t->cp_valid[cp]) {
+            tc_error("%s: token id %lld (\"%.*s\") is not spelled in the byte-level alphabet", src,
+                     (long long)id, (int)(n > 40 ? 40 : n), s);
+            return 0;
+        }
+        raw[o++] = (char)t->cp_byte[cp];
+        i += k;
+    }
+    slot = tc_tok_slot(t, s, n);
+    if (t->h_key[slot]) {
+        tc_error("%s: token \"%.*s\" appears twice", src, (int)(n > 40 ? 40 : n), s);
+        return 0;
+    }
+    t->h_key[slot] = s;
+    t->h_len[slot] = (uint32_t)n;
+    t->h_id[slot] = (int32_t)id;
+    return tc_tok_set_text(t, (uint32_t)id, raw, o);
+}
+
+/* A merge of two spellings; their ids and the id of their concatenation. */
+static int tc_tok_add_merge(tc_tok *t, const char *a, size_t na, const char *b, size_t nb,
+                            const char *src) {
+    int32_t ia = tc_tok_lookup(t, a, na), ib = tc_tok_lookup(t, b, nb), im;
+    uint32_t *m;
+    if (na + nb > t->concat_cap) {
+        size_t cap = (na + nb) * 2;
+        char *g = (char *)realloc(t->concat, cap);
+        if (!g) { tc_error("out of memory"); return 0; }
+        t->concat = g;
+        t->concat_cap = cap;
+    }
+    memcpy(t->concat, a, na);
+    memcpy(t->concat + na, b, nb);
+    im = tc_tok_lookup(t, t->concat, na + nb);
+    if (ia < 0 || ib < 0 || im < 0) {
+        tc_error("%s: merge %lu (\"%.*s\" \"%.*s\"): \"%.*s\" is not in the vocab", src,
+                 (unsigned long)t->n_merges, (int)(na > 40 ? 40 : na), a, (int)(nb > 40 ? 40 : nb), b,
+                 ia < 0 ? (int)(na > 40 ? 40 : na) : ib < 0 ? (int)(nb > 40 ? 40 : nb) : (int)((na + nb) > 80 ? 80 : na + nb),
+                 ia < 0 ? a : ib < 0 ? b : t->concat);
+        return 0;
+    }
+    if (t->n_merges == t->cap_merges) {
+        size_t cap = t->cap_merges ? t->cap_merges * 2 : 1024;
+        uint32_t *g;
+        if (cap > 0x10000000u || !(g = (uint32_t *)realloc(t->merges, cap * 3 * sizeof *g))) {
+            tc_error("too many merges or out of memory");
+            return 0;
+        }
+        t->merges = g;
+        t->cap_merges = cap;
+    }
+    m = t->merges + t->n_merges * 3;
+    m[0] = (uint32_t)ia;
+    m[1] = (uint32_t)ib;
+    m[2] = (uint32_t)im;
+    t->n_merges++;
+    return 1;
+}
+
+/* "a b" -> a, b (one space; byte-level spellings never contain a space). */
+static int tc_tok_add_merge_line(tc_tok *t, const char *s, size_t n, const char *src) {
+    const char *sp = (const char *)memchr(s, ' ', n);
+    if (!sp || sp == s || sp + 1 == s + n || memchr(sp + 1, ' ', (size_t)(s + n - sp - 1))) {
+        tc_error("%s: merge %lu (\"%.*s\"): expected two tokens separated by one space", src,
+                 (unsigned long)t->n_merges, (int)(n > 60 ? 60 : n), s);
+        return 0;
+    }
+    return tc_tok_add_merge(t, s, (size_t)(sp - s), sp + 1, (size_t)(s + n - sp - 1), src);
+}
+
+static int tc_id_value(const json_node *n, int64_t *id) {
+    if (!n || n->type != JSON_NUMBER || !n->is_uint || n->u >= TFM_MAX_VOCAB) return 0;
+    *id = (int64_t)n->u;
+    return 1;
+}
+
+/* Largest id in a vocab object (and an added_tokens array) + 1. */
+static int tc_tok_count(const json_doc *d, const json_node *vocab, const json_node *added,
+                        const char *src, uint32_t *n_tokens) {
+    const json_node *e;
+    int64_t id, max_id = -1;
+    for (e = json_first(d, vocab); e; e = json_next(d, e)) {
+        if (!tc_id_value(e, &id)) {
+            tc_error("%s: vocab entry \"%s\": id must be an integer below %d", src, json_key_str(d, e),
+                     TFM_MAX_VOCAB);
+            return 0;
+        }
+        if (id > max_id) max_id = id;
+    }
+    for (e = json_first(d, added); e; e = json_next(d, e)) {
+        if (!tc_id_value(json_get(d, e, "id"), &id)) {
+            tc_error("%s: added_tokens: every entry needs an integer id below %d", src, TFM_MAX_VOCAB);
+            return 0;
+        }
+        if (id > max_id) max_id = id;
+    }
+    if (max_id < 0) {
+        tc_error("%s: empty vocab", src);
+        return 0;
+    }
+    *n_tokens = (uint32_t)max_id + 1u;
+    return 1;
+}
+
+static int tc_tok_vocab_object(tc_tok *t, const json_doc *d, const json_node *vocab, const char *src) {
+    const json_node *e;
+    for (e = json_first(d, vocab); e; e = json_next(d, e)) {
+        int64_t id = (int64_t)e->u;
+        if (!tc_tok_add_vocab(t, json_key_str(d, e), e->key_bytes, id, src)) return 0;
+    }
+    return 1;
+}
+
+static int tc_tok_added(tc_tok *t, const json_doc *d, const json_node *added, const char *src) {
+    const json_node *e;
+    for (e = json_first(d, added); e; e = json_next(d, e)) {
+        const json_node *content = json_get(d, e, "content"), *special = json_get(d, e, "special");
+        uint32_t id = (uint32_t)json_get(d, e, "id")->u;
+        const char *s;
+        if (!content || content->type != JSON_STRING ||
+            (special && special->type != JSON_TRUE && special->type != JSON_FALSE)) {
+            tc_error("%s: added token %u needs a string content (and boolean special)", src, id);
+            return 0;
+        }
+        s = json_str(d, content);
+        if (t->has_text[id] && (t->text_len[id] != content->str_bytes ||
+                                memcmp(t->arena + t->text_off[id], s, content->str_bytes) != 0))
+            tc_warn("%s: added token %u (\"%s\") replaces the vocab entry of that id", src, id, s);
+        if (!tc_tok_set_text(t, id, s, content->str_bytes)) return 0;
+        t->attrs[id] = (unsigned char)(TFM_TOKATTR_ADDED |
+                                       (special && special->type == JSON_TRUE ? TFM_TOKATTR_SPECIAL : 0u));
+    }
+    return 1;
+}
+
+/* normalizer / pre_tokenizer / model options this blob can express; the rest is refused. */
+static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, const json_node *model,
+                          const char *src) {
+    const json_node *norm = json_get(d, root, "normalizer"), *pre = json_get(d, root, "pre_tokenizer");
+    const json_node *type, *n;
+    static const char *const must_be_off[] = {"byte_fallback", "ignore_merges", NULL};
+    static const char *const must_be_empty[] = {"continuing_subword_prefix", "end_of_word_suffix", NULL};
+    const char *const *k;
+    type = json_get(d, model, "type");
+    if (type && (type->type != JSON_STRING || strcmp(json_str(d, type), "BPE") != 0)) {
+        tc_error("%s: model type %s is not supported (only BPE)", src,
+                 type->type == JSON_STRING ? json_str(d, type) : "(not a string)");
+        return 0;
+    }
+    for (k = must_be_off; *k; k++)
+        if ((n = json_get(d, model, *k)) && n->type == JSON_TRUE) {
+            tc_error("%s: model.%s = true is not supported", src, *k);
+            return 0;
+        }
+    for (k = must_be_empty; *k; k++)
+        if ((n = json_get(d, model, *k)) && n->type != JSON_NULL &&
+            !(n->type == JSON_STRING && n->str_bytes == 0)) {
+            tc_error("%s: model.%s is not supported", src, *k);
+            return 0;
+        }
+    if (norm && norm->type != JSON_NULL) {
+        type = json_get(d, norm, "type");
+        if (!type || type->type != JSON_STRING || strcmp(json_str(d, type), "NFC") != 0) {
+            tc_error("%s: normalizer %s is not supported (none or NFC)", src,
+                     type && type->type == JSON_STRING ? json_str(d, type) : "(no type)");
+            return 0;
+        }
+        t->flags |= TFM_TOKFLAG_NFC;
+    }
+    type = json_get(d, pre, "type");
+    if (!type || type->type != JSON_STRING || strcmp(json_str(d, type), "ByteLevel") != 0) {
+        tc_error("%s: pre_tokenizer %s is not supported (only ByteLevel)", src,
+                 type && type->type == JSON_STRING ? json_str(d, type) : "(none)");
+        return 0;
+    }
+    if ((n = json_get(d, pre, "use_regex")) && n->type == JSON_FALSE) {
+        tc_error("%s: ByteLevel pre_tokenizer without its regex is not supported", src);
+        return 0;
+    }
+    if ((n = json_get(d, pre, "add_prefix_space")) && n->type == JSON_TRUE)
+        t->flags |= TFM_TOKFLAG_PREFIX_SPACE;
+    t->pretok = TFM_PRETOK_GPT2;
+    return 1;
+}
+
+static int tc_tok_from_tokenizer_json(tc_tok *t, const char *path) {
+    json_doc d;
+    const json_node *root, *model, *vocab, *merges, *added, *e, *unk;
+    int ok = 0;
+    if (!tc_read_json(path, &d)) return 0;
+    root = json_at(&d, 0);
+    model = json_get(&d, root, "model");
+    vocab = json_get(&d, model, "vocab");
+    merges = json_get(&d, model, "merges");
+    added = json_get(&d, root, "added_tokens");
+    if (!vocab || vocab->type != JSON_OBJECT || !merges || merges->type != JSON_ARRAY) {
+        tc_error("%s: model.vocab (object) and model.merges (array) are required", path);
+        goto done;
+    }
+    if (added && added->type == JSON_NULL) added = NULL;
+    if (added && added->type != JSON_ARRAY) {
+        tc_error("%s: added_tokens must be an array", path);
+        goto done;
+    }
+    if (!tc_tok_count(&d, vocab, added, path, &t->n_tokens) ||
+        !tc_tok_alloc(t, t->n_tokens, vocab->n_children) || !tc_tok_options(t, &d, root, model, path) ||
+        !tc_tok_vocab_object(t, &d, vocab, path))
+        goto done;
+    for (e = json_first(&d, merges); e; e = json_next(&d, e)) {
+        if (e->type == JSON_STRING) {
+            if (!tc_tok_add_merge_line(t, json_str(&d, e), e->str_bytes, path)) goto done;
+        } else if (e->type == JSON_ARRAY && e->n_children == 2 && json_first(&d, e)->type == JSON_STRING &&
+                   json_next(&d, json_first(&d, e))->type == JSON_STRING) {
+            const json_node *a = json_first(&d, e), *b = json_next(&d, a);
+            if (!tc_tok_add_merge(t, json_str(&d, a), a->str_bytes, json_str(&d, b), b->str_bytes, path))
+                goto done;
+        } else {
+            tc_error("%s: merge %lu must be \"a b\" or [\"a\", \"b\"]", path, (unsigned long)t->n_merges);
+            goto done;
+        }
+    }
+    unk = json_get(&d, model, "unk_token");
+    if (unk && unk->type == JSON_STRING) {
+        t->unk_id = tc_tok_lookup(t, json_str(&d, unk), unk->str_bytes);
+        if (t->unk_id < 0) tc_warn("%s: unk_token \"%s\" is not in the vocab", path, json_str(&d, unk));
+    }
+    ok = tc_tok_added(t, &d, added, path); /* last: the hash keys point into d */
+done:
+    json_free(&d);
+    if (t->h_key) memset(t->h_key, 0, t->h_cap * sizeof *t->h_key); /* keys die with d */
+    return ok;
+}
+
+/* GPT-2 layout: vocab.json {spelling: id} and merges.txt ("#version" line, then "a b" lines).
+   <|endoftext|> is a special token there (Hugging Face's GPT2Tokenizer treats it so). */
+static int tc_tok_from_vocab_merges(tc_tok *t, const char *vocab_path, const char *merges_path) {
+    json_doc d;
+    char *text = NULL;
+    size_t n = 0, pos = 0;
+    const json_node *vocab;
+    int ok = 0, line_no = 0;
+    int32_t eot;
+    if (!tc_read_json(vocab_path, &d)) return 0;
+    vocab = json_at(&d, 0);
+    if (vocab->type != JSON_OBJECT) {
+        tc_error("%s: expected an object {token: id}", vocab_path);
+        goto done;
+    }
+    if (!tc_tok_count(&d, vocab, NULL, vocab_path, &t->n_tokens) ||
+        !tc_tok_alloc(t, t->n_tokens, vocab->n_children) || !tc_tok_vocab_object(t, &d, vocab, vocab_path) ||
+        !tc_read_file(merges_path, TC_MAX_JSON_BYTES, &text, &n))
+        goto done;
+    while (pos < n) {
+        size_t end = pos, len;
+        while (end < n && text[end] != '\n') end++;
+        len = end - pos;
+        if (len && text[pos + len - 1] == '\r') len--;
+        if (!(line_no == 0 && len >= 8 && memcmp(text + pos, "#version", 8) == 0) && len > 0 &&
+            !tc_tok_add_merge_line(t, text + pos, len, merges_path))
+            goto done;
+        line_no++;
+        pos = end + 1;
+    }
+    t->pretok = TFM_PRETOK_GPT2;
+    eot = tc_tok_lookup(t, "<|endoftext|>", 13);
+    if (eot >= 0) t->attrs[eot] = TFM_TOKATTR_ADDED | TFM_TOKATTR_SPECIAL;
+    ok = 1;
+done:
+    json_free(&d);
+    free(text);
+    if (t->h_key) memset(t->h_key, 0, t->h_cap * sizeof *t->h_key);
+    return ok;
+}
+
+static int32_t tc_tok_find_raw(const tc_tok *t, const char *s) {
+    size_t n = strlen(s);
+    uint32_t i;
+    for (i = 0; i < t->n_tokens; i++)
+        if (t->has_text[i] && t->text_len[i] == n && memcmp(t->arena + t->text_off[i], s, n) == 0)
+            return (int32_t)i;
+    return -1;
+}
+
+/* A special id from config.json (an int, or a list whose first entry is used), or -1. */
+static int tc_cfg_token_id(const tc_cfg *c, const char *key, const tc_tok *t, int32_t *out) {
+    const json_node *n = c ? tc_cfg_node(c, key) : NULL;
+    if (!n) return 1;
+    if (n->type == JSON_ARRAY && n->n_children > 0) {
+        tc_warn("%s: \"%s\" is a list; using its first entry", c->path, key);
+        n = json_first(c->doc, n);
+    }
+    if (n->type != JSON_NUMBER || !n->is_uint || n->u >= t->n_tokens) {
+        tc_error("%s: \"%s\" must be a token id below %u", c->path, key, t->n_tokens);
+        return 0;
+    }
+    *out = (int32_t)n->u;
+    return 1;
+}
+
+/* bos / eos / pad from config.json when given, else <|endoftext|> for bos and eos. */
+static int tc_tok_finish(tc_tok *t, const tc_cfg *cfg, const char *src) {
+    uint32_t i, n_empty = 0;
+    int32_t eot = tc_tok_find_raw(t, "<|endoftext|>");
+    t->bos_id = t->eos_id = eot;
+    if (!tc_cfg_token_id(cfg, "bos_token_id", t, &t->bos_id) ||
+        !tc_cfg_token_id(cfg, "eos_token_id", t, &t->eos_id) ||
+        !tc_cfg_token_id(cfg, "pad_token_id", t, &t->pad_id))
+        return 0;
+    for (i = 0; i < t->n_tokens; i++) n_empty += !t->has_text[i];
+    if (n_empty) tc_warn("%s: %u token id(s) below %u have no text; they decode to nothing", src,
+                         n_empty, t->n_tokens);
+    return 1;
+}
+
+/* The blob exactly as tfm.h's FILE FORMAT describes it. */
+static int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) {
+    size_t n = t->n_tokens, text_bytes = 0, off, i, bytes;
+    size_t offsets_at = TC_BLOB_HEADER_BYTES, scores_at = offsets_at + 4 * (n + 1);
+    size_t attrs_at = scores_at + 4 * n, merges_at = (attrs_at + n + 3) & ~(size_t)3;
+    size_t text_at = merges_at + 12 * t->n_merges;
+    unsigned char *b;
+    for (i = 0; i < n; i++) text_bytes += t->text_len[i];
+    bytes = text_at + text_bytes;
+    if (text_bytes > 0xffffffffu || bytes > 0xffffffffu) {
+        tc_error("tokenizer blob too large");
+        return 0;
+    }
+    b = (unsigned char *)calloc(bytes, 1);
+    if (!b) { tc_error("out of memory"); return 0; }
+    tc_put_u32(b + 0, TFM_TOKENIZER_BPE_BYTES);
+    tc_put_u32(b + 4, (uint32_t)n);
+    tc_put_u32(b + 8, (uint32_t)t->n_merges);
+    tc_put_u32(b + 12, t->flags);
+    tc_put_u32(b + 16, t->pretok);
+    tc_put_u32(b + 20, (uint32_t)t->bos_id);
+    tc_put_u32(b + 24, (uint32_t)t->eos_id);
+    tc_put_u32(b + 28, (uint32_t)t->unk_id);
+    tc_put_u32(b + 32, (uint32_t)t->pad_id);
+    tc_put_u32(b + 36, (uint32_t)text_bytes);
+    for (i = 0, off = 0; i < n; i++) {
+        tc_put_u32(b + offsets_at + 4 * i, (uint32_t)off);
+        if (t->text_len[i]) memcpy(b + text_at + off, t->arena + t->text_off[i], t->text_len[i]);
+        off += t->text_len[i];
+        b[attrs_at + i] = t->attrs[i]; /* scores stay 0.0f (BPE ranks are the merge order) */
+    }
+    tc_put_u32(b + offsets_at + 4 * n, (uint32_t)off);
+    for (i = 0; i < 3 * t->n_merges; i++) tc_put_u32(b + merges_at + 4 * i, t->merges[i]);
+    *out = b;
+    *out_bytes = bytes;
+    return 1;
+}
+
+/* Finds a tokenizer in src (a directory, or a tokenizer.json path). found = 0 if none. */
+static int tc_tok_load(tc_tok *t, const char *src, const tc_cfg *cfg, int *found) {
+    char *tj = NULL, *vj = NULL, *mt = NULL;
+    size_t n = strlen(src);
+    int ok = 0;
+    memset(t, 0, sizeof *t);
+    *found = 1;
+    if (n >= 5 && strcmp(src + n - 5, ".json") == 0 && tc_file_exists(src)) {
+        ok = tc_tok_from_tokenizer_json(t, src) && tc_tok_finish(t, cfg, src);
+        return ok;
+    }
+    tj = tc_path(src, "tokenizer.json");
+    vj = tc_path(src, "vocab.json");
+    mt = tc_path(src, "merges.txt");
+    if (!tj || !vj || !mt) tc_error("out of memory");
+    else if (tc_file_exists(tj)) ok = tc_tok_from_tokenizer_json(t, tj) && tc_tok_finish(t, cfg, tj);
+    else if (tc_file_exists(vj) && tc_file_exists(mt))
+        ok = tc_tok_from_vocab_merges(t, vj, mt) && tc_tok_finish(t, cfg, vj);
+    else {
+        *found = 0;
+        ok = 1;
+    }
+    free(tj);
+    free(vj);
+    free(mt);
+    return ok;
+}
+
+/* >>writer ---------------------------------------------------------------------------------------
+   Header, directory, tokenizer blob, then each tensor streamed from the checkpoint in chunks,
+   converted element by element. Everything goes to OUT.tmp, renamed at the end. */
+
+typedef struct tc_writer {
+    FILE *f;
+    const char *path;       /* the .tmp path */
+    uint64_t at;            /* bytes written */
+    unsigned char *in, *out; /* chunk buffers */
+    size_t in_cap, out_cap;
+    uint64_t total_bytes, done_bytes, next_report;
+    size_t n_done, n_total;
+    int quiet;
+} tc_writer;
+
+static int tc_w(tc_writer *w, const void *p, size_t n) {
+    if (n && fwrite(p, 1, n, w->f) != n) {
+        tc_error("%s: write failed: %s", w->path, strerror(errno));
+        return 0;
+    }
+    w->at += n;
+    return 1;
+}
+
+static int tc_w_zeros_to(tc_writer *w, uint64_t offset) {
+    static const unsigned char zeros[TC_ALIGN];
+    while (w->at < offset) {
+        uint64_t n = offset - w->at;
+        if (!tc_w(w, zeros, (size_t)(n < TC_ALIGN ? n : TC_ALIGN))) return 0;
+    }
+    return 1;
+}
+
+static int tc_grow(unsigned char **buf, size_t *cap, size_t need) {
+    unsigned char *g;
+    if (need <= *cap) return 1;
+    g = (unsigned char *)realloc(*buf, need);
+    if (!g) { tc_error("out of memory (%lu bytes)", (unsigned long)need); return 0; }
+    *buf = g;
+    *cap = need;
+    return 1;
+}
+
+static size_t tc_src_elem_bytes(tc_dtype d) { return d == TC_F32 ? 4 : 2; }
+
+/* n elements of src dtype -> out dtype (f16 -> f16 is copied bit-exact). */
+static void tc_convert(const unsigned char *in, tc_dtype src, unsigned char *out, uint32_t dst, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float f;
+        if (src == TC_F16 && dst == TFM_DTYPE_F16) {
+            out[2 * i] = in[2 * i];
+            out[2 * i + 1] = in[2 * i + 1];
+            continue;
+        }
+        if (src == TC_F32) f = tfm__rd_f32(in + 4 * i);
+        else if (src == TC_F16) f = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
+        else f = tc_bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
+        if (dst == TFM_DTYPE_F32) {
+            tc_put_f32(out + 4 * i, f);
+        } else {
+            uint16_t h = tc_f32_to_f16(f);
+            out[2 * i] = (unsigned char)h;
+            out[2 * i + 1] = (unsigned char)(h >> 8);
+        }
+    }
+}
+
+static void tc_progress(tc_writer *w) {
+    if (w->quiet || w->total_bytes < TC_PROGRESS_MIN_BYTES || w->done_bytes < w->next_report) return;
+    fprintf(stderr, "tfm-convert: %3d%%  %lu/%lu tensors, %.1f MB\n",
+            (int)(w->total_bytes ? 100.0 * (double)w->done_bytes / (double)w->total_bytes : 100.0),
+            (unsigned long)w->n_done, (unsigned long)w->n_total, (double)w->done_bytes / 1e6);
+    while (w->next_report <= w->done_bytes) w->next_report += w->total_bytes / 10 + 1;
+}
+
+static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *ck) {
+    const tc_tensor *t = o->src;
+    const tc_shard *s = &ck->shards[t->shard];
+    size_t in_es = tc_src_elem_bytes(t->dtype), out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
+    uint64_t chunk_rows = TC_CHUNK_BYTES / (o->row_elems * 4), r = 0;
+    if (chunk_rows == 0) chunk_rows = 1;
+    if (!tc_w_zeros_to(w, o->data_offset)) return 0;
+    while (r < o->rows) {
+        uint64_t g = r % o->group, run = o->group - g, src_row, n;
+        if (run > o->rows - r) run = o->rows - r;
+        if (run > chunk_rows) run = chunk_rows;
+        src_row = (r / o->group) * o->stride + o->offset + g;
+        n = run * o->row_elems;
+        if (!tc_grow(&w->in, &w->in_cap, (size_t)(n * in_es)) ||
+            !tc_grow(&w->out, &w->out_cap, (size_t)(n * out_es)) ||
+            !tc_read_at(s->file, s->path, t->offset + src_row * o->row_elems * in_es, w->in,
+                        (size_t)(n * in_es)))
+            return 0;
+        tc_convert(w->in, t->dtype, w->out, o->dtype, (size_t)n);
+        if (!tc_w(w, w->out, (size_t)(n * out_es))) return 0;
+        w->done_bytes += n * out_es;
+        r += run;
+    }
+    w->n_done++;
+    tc_progress(w);
+    return 1;
+}
+
+/* Places the blob and the tensors; returns the file size. */
+static uint64_t tc_layout(tc_plan *p, size_t blob_bytes, uint64_t *blob_at) {
+    uint64_t at = TC_HEADER_BYTES + (uint64_t)p->n_outs * TC_DIR_ENTRY_BYTES;
+    size_t i;
+    *blob_at = 0;
+    if (blob_bytes) {
+        *blob_at = tc_align64(at);
+        at = *blob_at + blob_bytes;
+    }
+    for (i = 0; i < p->n_outs; i++) {
+        tc_out *o = &p->outs[i];
+        o->data_offset = tc_align64(at);
+        o->data_bytes = o->rows * o->row_elems * (o->dtype == TFM_DTYPE_F32 ? 4u : 2u);
+        at = o->data_offset + o->data_bytes;
+    }
+    return at;
+}
+
+static void tc_header(unsigned char *h, const tc_hparams *hp, uint32_t n_tensors, uint64_t blob_at,
+                      uint64_t blob_bytes) {
+    memset(h, 0, TC_HEADER_BYTES);
+    memcpy(h, "TFMODEL", 8); /* with its NUL */
+    tc_put_u32(h + 8, TFM_FORMAT_VERSION);
+    tc_put_u32(h + 12, TC_HEADER_BYTES);
+    tc_put_u32(h + 16, hp->arch);
+    tc_put_u32(h + 20, hp->n_vocab);
+    tc_put_u32(h + 24, hp->n_ctx);
+    tc_put_u32(h + 28, hp->n_layers);
+    tc_put_u32(h + 32, hp->n_heads);
+    tc_put_u32(h + 36, hp->n_kv_heads);
+    tc_put_u32(h + 40, hp->d_model);
+    tc_put_u32(h + 44, hp->d_head);
+    tc_put_u32(h + 48, hp->d_ff);
+    tc_put_u32(h + 52, hp->rope_dim);
+    tc_put_f32(h + 56, hp->rope_theta);
+    tc_put_f32(h + 60, hp->norm_eps);
+    tc_put_u32(h + 64, hp->norm);
+    tc_put_u32(h + 68, hp->act);
+    tc_put_u32(h + 72, hp->ffn);
+    tc_put_u32(h + 76, hp->residual);
+    tc_put_u32(h + 80, hp->pos);
+    tc_put_u32(h + 84, n_tensors);
+    tc_put_u64(h + 88, TC_HEADER_BYTES);
+    tc_put_u64(h + 96, blob_at);
+    tc_put_u64(h + 104, blob_bytes);
+}
+
+static void tc_dir_entry(unsigned char *e, const tc_out *o) {
+    memset(e, 0, TC_DIR_ENTRY_BYTES);
+    memcpy(e, o->name, strlen(o->name)); /* < 64 bytes: NUL-padded */
+    tc_put_u32(e + 64, o->dtype);
+    tc_put_u32(e + 68, (uint32_t)o->rank);
+    tc_put_u64(e + 72, o->shape[0]);
+    tc_put_u64(e + 80, o->shape[1]);
+    tc_put_u64(e + 104, o->data_offset);
+    tc_put_u64(e + 112, o->data_bytes);
+}
+
+static int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
+                         const unsigned char *blob, size_t blob_bytes, const tc_checkpoint *ck, int quiet) {
+    tc_writer w;
+    unsigned char buf[TC_HEADER_BYTES];
+    uint64_t blob_at, file_bytes = tc_layout(p, blob_bytes, &blob_at);
+    char *tmp = (char *)malloc(strlen(out_path) + 5);
+    size_t i;
+    int ok = 0;
+    memset(&w, 0, sizeof w);
+    if (!tmp) { tc_error("out of memory"); return 0; }
+    sprintf(tmp, "%s.tmp", out_path);
+    w.path = tmp;
+    w.quiet = quiet;
+    w.n_total = p->n_outs;
+    for (i = 0; i < p->n_outs; i++) w.total_bytes += p->outs[i].data_bytes;
+    w.next_report = w.total_bytes / 10 + 1;
+    w.f = fopen(tmp, "wb");
+    if (!w.f) {
+        tc_error("cannot create %s: %s", tmp, strerror(errno));
+        free(tmp);
+        return 0;
+    }
+    tc_header(buf, hp, (uint32_t)p->n_outs, blob_at, blob_bytes);
+    if (!tc_w(&w, buf, TC_HEADER_BYTES)) goto done;
+    for (i = 0; i < p->n_outs; i++) {
+        tc_dir_entry(buf, &p->outs[i]);
+        if (!tc_w(&w, buf, TC_DIR_ENTRY_BYTES)) goto done;
+    }
+    if (blob_bytes && (!tc_w_zeros_to(&w, blob_at) || !tc_w(&w, blob, blob_bytes))) goto done;
+    for (i = 0; i < p->n_outs; i++)
+        if (!tc_write_tensor(&w, &p->outs[i], ck)) goto done;
+    if (w.at != file_bytes) {
+        tc_error("internal: wrote %llu bytes, planned %llu", (unsigned long long)w.at,
+                 (unsigned long long)file_bytes);
+        goto done;
+    }
+    ok = 1;
+done:
+    if (fclose(w.f) != 0 && ok) {
+        tc_error("%s: write failed: %s", tmp, strerror(errno));
+        ok = 0;
+    }
+    if (ok && rename(tmp, out_path) != 0) {
+        remove(out_path); /* platforms whose rename does not replace */
+        if (rename(tmp, out_path) != 0) {
+            tc_error("cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
+            ok = 0;
+        }
+    }
+    if (!ok) remove(tmp);
+    if (ok && !quiet)
+        fprintf(stderr, "tfm-convert: wrote %s: %lu tensors, %llu bytes\n", out_path,
+                (unsigned long)p->n_outs, (unsigned long long)file_bytes);
+    free(w.in);
+    free(w.out);
+    free(tmp);
+    return ok;
+}
+
+/* >>check ----------------------------------------------------------------------------------------
+   --check: open the written file with tfm.h and print what it sees. */
+
+static void tc_check_log(void *user, tfm_result r, const char *msg) {
+    (void)user;
+    fprintf(stderr, "tfm-convert: check: %s: %s\n", tfm_result_string(r), msg);
+}
+
+static int tc_check(const char *path) {
+    tfm_model_desc md;
+    tfm_model *model;
+    tfm_config c;
+    tfm_result r;
+    static const char *const pos_names[] = {"none", "rope_half", "rope_interleaved", "learned",
+                                            "sinusoidal", "alibi"};
+    memset(&md, 0, sizeof md);
+    md.path = path;
+    md.logger.log = tc_check_log;
+    r = tfm_model_open(&md, &model);
+    if (r != TFM_OK) {
+        tc_error("check: tfm_model_open(%s): %s", path, tfm_result_string(r));
+        return 0;
+    }
+    c = tfm_model_config(model);
+    printf("%s: arch %d, n_vocab %d, n_ctx %d, n_layers %d, n_heads %d, n_kv_heads %d, d_model %d, "
+           "d_head %d, d_ff %d\n", path, (int)c.arch, c.n_vocab, c.n_ctx, c.n_layers, c.n_heads,
+           c.n_kv_heads, c.d_model, c.d_head, c.d_ff);
+    printf("  rope_dim %d, rope_theta %g, norm_eps %g, norm %s, act %d, ffn %s, residual %d, pos %s\n",
+           c.rope_dim, (double)c.rope_theta, (double)c.norm_eps,
+           c.norm == TFM_NORM_LAYERNORM ? "layernorm" : "rmsnorm", (int)c.act,
+           c.ffn == TFM_FFN_PLAIN ? "plain" : "gated", (int)c.residual,
+           (unsigned)c.pos < 6 ? pos_names[c.pos] : "?");
+    printf("  dtype %s, tied_output %d, n_tokens %d, bos %d, eos %d\n",
+           c.dtype == TFM_DTYPE_F32 ? "f32" : "f16", (int)c.tied_output, c.n_tokens, (int)c.bos_id,
+           (int)c.eos_id);
+    tfm_model_close(model);
+    return 1;
+}
+
+/* >>main -----------------------------------------------------------------------------------------
+   Arguments, then model conversion or vocab-only conversion. */
+
+static void tc_usage(FILE *f) {
+    fprintf(f,
+        "usage: tfm-convert MODEL_DIR -o out.tfm [--type f32|f16] [--quiet] [--check]\n"
+        "       tfm-convert --vocab-only SRC -o vocab.tfm\n"
+        "       tfm-convert --help\n"
+        "\n"
+        "MODEL_DIR  a Hugging Face checkpoint: config.json, model.safetensors (or shards listed by\n"
+        "           model.safetensors.index.json), tokenizer.json or vocab.json + merges.txt\n"
+        "           (optional: without them the model is usable by token ids only).\n"
+        "           Supported model_type: gpt_neox. Source dtypes F32, F16, BF16.\n"
+        "--type     dtype of the matrices (default f32); vectors are always f32\n"
+        "--quiet    no progress or summary (warnings and errors still print)\n"
+        "--check    open the written file with tfm.h and print its configuration\n"
+        "--vocab-only SRC  only the tokenizer (n_layers 0, no tensors); SRC is a tokenizer.json\n"
+        "           or a directory with tokenizer.json or vocab.json + merges.txt\n"
+        "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n");
+}
+
+typedef struct tc_args {
+    const char *src, *out;
+    uint32_t dtype;
+    int quiet, check, vocab_only;
+} tc_args;
+
+static int tc_parse_args(int argc, char **argv, tc_args *a) {
+    int i;
+    memset(a, 0, sizeof *a);
+    a->dtype = TFM_DTYPE_F32;
+    for (i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+            tc_usage(stdout);
+            exit(0);
+        } else if (strcmp(s, "-o") == 0 || strcmp(s, "--type") == 0) {
+            if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
+            if (s[1] == 'o') a->out = argv[++i];
+            else if (strcmp(argv[++i], "f32") == 0) a->dtype = TFM_DTYPE_F32;
+            else if (strcmp(argv[i], "f16") == 0) a->dtype = TFM_DTYPE_F16;
+            else { tc_error("--type %s: expected f32 or f16", argv[i]); return 0; }
+        } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+            a->quiet = 1;
+        } else if (strcmp(s, "--check") == 0) {
+            a->check = 1;
+        } else if (strcmp(s, "--vocab-only") == 0) {
+            a->vocab_only = 1;
+        } else if (s[0] == '-' && s[1] != '\0') {
+            tc_error("unknown option %s (see --help)", s);
+            return 0;
+        } else if (!a->src) {
+            a->src = s;
+        } else {
+            tc_error("unexpected argument %s (see --help)", s);
+            return 0;
+        }
+    }
+    if (!a->src || !a->out) {
+        tc_error("need a source and -o OUT (see --help)");
+        return 0;
+    }
+    return 1;
+}
+
+static int tc_convert_vocab(const tc_args *a) {
+    tc_tok tok;
+    tc_hparams hp;
+    tc_plan plan;
+    tc_checkpoint ck;
+    unsigned char *blob = NULL;
+    size_t blob_bytes = 0;
+    int found, ok = 0;
+    json_doc cfg_doc;
+    tc_cfg cfg;
+    char *cfg_path = tc_path(a->src, "config.json");
+    int have_cfg = cfg_path && tc_file_exists(cfg_path) && tc_read_json(cfg_path, &cfg_doc);
+    memset(&plan, 0, sizeof plan);
+    memset(&ck, 0, sizeof ck);
+    memset(&hp, 0, sizeof hp);
+    cfg.doc = &cfg_doc;
+    cfg.obj = have_cfg ? json_at(&cfg_doc, 0) : NULL;
+    cfg.path = cfg_path;
+    if (!tc_tok_load(&tok, a->src, have_cfg ? &cfg : NULL, &found)) goto done;
+    if (!found) {
+        tc_error("%s: no tokenizer.json, or vocab.json + merges.txt", a->src);
+        goto done;
+    }
+    if (!tc_tok_blob(&tok, &blob, &blob_bytes)) goto done;
+    hp.n_vocab = tok.n_tokens;
+    ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet);
+    if (ok && !a->quiet)
+        fprintf(stderr, "tfm-convert: %u tokens, %lu merges, bos %d, eos %d\n", tok.n_tokens,
+                (unsigned long)tok.n_merges, (int)tok.bos_id, (int)tok.eos_id);
+done:
+    if (have_cfg) json_free(&cfg_doc);
+    free(cfg_path);
+    free(blob);
+    tc_tok_free(&tok);
+    return ok;
+}
+
+static int tc_convert_model(const tc_args *a) {
+    json_doc cfg_doc;
+    tc_cfg cfg;
+    tc_hparams hp;
+    tc_checkpoint ck;
+    tc_plan plan;
+    tc_tok tok;
+    const tc_arch *arch;
+    const char *model_type;
+    unsigned char *blob = NULL;
+    size_t blob_bytes = 0;
+    int found = 0, ok = 0;
+    char *cfg_path = tc_path(a->src, "config.json");
+    memset(&ck, 0, sizeof ck);
+    memset(&plan, 0, sizeof plan);
+    memset(&tok, 0, sizeof tok);
+    memset(&hp, 0, sizeof hp);
+    if (!cfg_path || !tc_read_json(cfg_path, &cfg_doc)) {
+        free(cfg_path);
+        return 0;
+    }
+    cfg.doc = &cfg_doc;
+    cfg.obj = json_at(&cfg_doc, 0);
+    cfg.path = cfg_path;
+    if (cfg.obj->type != JSON_OBJECT) {
+        tc_error("%s: not a JSON object", cfg_path);
+        goto done;
+    }
+    if (!tc_cfg_string(&cfg, "model_type", NULL, &model_type)) goto done;
+    if (!model_type) {
+        tc_error("%s: no \"model_type\"", cfg_path);
+        goto done;
+    }
+    arch = tc_find_arch(model_type);
+    if (!arch) {
+        tc_error("%s: model_type \"%s\" is not supported (supported: gpt_neox)", cfg_path, model_type);
+        goto done;
+    }
+    if (!arch->read_config(&cfg, &hp) || !tc_validate_hparams(&hp, cfg_path) ||
+        !tc_checkpoint_load(&ck, a->src) || !tc_plan_model(&plan, arch, &hp, &ck, a->dtype) ||
+        !tc_tok_load(&tok, a->src, &cfg, &found))
+        goto done;
+    if (!found) {
+        tc_warn("%s: no tokenizer.json or vocab.json + merges.txt; the model is usable by token ids only",
+                a->src);
+    } else {
+        if (tok.n_tokens > hp.n_vocab) {
+            tc_error("the tokenizer has %u tokens but vocab_size is %u", tok.n_tokens, hp.n_vocab);
+            goto done;
+        }
+        if (!tc_tok_blob(&tok, &blob, &blob_bytes)) goto done;
+    }
+    if (!a->quiet)
+        fprintf(stderr, "tfm-convert: %s: %u layers, d_model %u, %u heads, d_ff %u, vocab %u, %s\n",
+                model_type, hp.n_layers, hp.d_model, hp.n_heads, hp.d_ff, hp.n_vocab,
+                a->dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+    ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet);
+done:
+    json_free(&cfg_doc);
+    free(cfg_path);
+    free(blob);
+    free(plan.outs);
+    tc_checkpoint_free(&ck);
+    tc_tok_free(&tok);
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    tc_args a;
+    if (argc < 2) {
+        tc_usage(stderr);
+        return 1;
+    }
+    if (!tc_parse_args(argc, argv, &a)) return 1;
+    if (!(a.vocab_only ? tc_convert_vocab(&a) : tc_convert_model(&a))) return 1;
+    if (a.check && !tc_check(a.out)) return 1;
+    return 0;
+}
