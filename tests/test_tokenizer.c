@@ -1,0 +1,563 @@
+/* test_tokenizer.c - the >>tokenizer section: blobs built here from Hugging Face files, ids
+   checked against golden vectors, NFC, streaming decode, hostile blobs, the two-call pattern
+   and "encode allocates nothing".
+
+   The blob builder below reads GPT-2's vocab.json + merges.txt and GPT-NeoX's tokenizer.json
+   (a tiny JSON reader, enough for these files), undoes the byte-level alphabet and writes the
+   TOKENIZER BLOB layout of tfm.h's top comment. */
+#define TFM_IMPLEMENTATION
+#include "tfm.h"
+#include "check.h"
+
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------------------------------
+   Small helpers */
+
+static char *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long len;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = (char *)malloc((size_t)len + 1);
+    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) buf[len] = '\0';
+    *n = (size_t)len;
+    return buf;
+}
+
+/* The next line of a NUL-terminated buffer (cut in place), or NULL at the end. */
+static char *next_line(char **cursor) {
+    char *line = *cursor, *nl;
+    if (!line || !*line) return NULL;
+    nl = strchr(line, '\n');
+    if (nl) { *nl = '\0'; *cursor = nl + 1; } else *cursor = line + strlen(line);
+    return line;
+}
+
+typedef struct bytes_t {
+    unsigned char *p;
+    size_t n, cap;
+} bytes_t;
+
+static void bytes_put(bytes_t *b, const void *p, size_t n) {
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 64;
+        b->p = (unsigned char *)realloc(b->p, b->cap);
+    }
+    if (n) memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+static void bytes_u32(bytes_t *b, uint32_t v) {
+    unsigned char le[4];
+    le[0] = (unsigned char)v; le[1] = (unsigned char)(v >> 8);
+    le[2] = (unsigned char)(v >> 16); le[3] = (unsigned char)(v >> 24);
+    bytes_put(b, le, 4);
+}
+
+/* ---------------------------------------------------------------------------------------------
+   A tiny JSON reader: values into a node array; strings decoded to UTF-8. */
+
+enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+typedef struct jnode {
+    int type;
+    char *str; /* J_STR: decoded text; for members: key in `key` */
+    size_t len;
+    char *key;
+    size_t key_len;
+    double num;
+    int first, next; /* children / siblings, -1 none */
+} jnode;
+typedef struct jdoc {
+    jnode *nodes;
+    int n, cap;
+    const char *p, *end;
+    int bad;
+} jdoc;
+
+static void j_ws(jdoc *d) {
+    while (d->p < d->end && (*d->p == ' ' || *d->p == '\n' || *d->p == '\r' || *d->p == '\t')) d->p++;
+}
+
+static void put_utf8(char *out, size_t *n, uint32_t cp) {
+    unsigned char tmp[4];
+    size_t k = tfm__utf8_put(cp, tmp);
+    memcpy(out + *n, tmp, k);
+    *n += k;
+}
+
+static unsigned j_hex4(jdoc *d) {
+    unsigned v = 0;
+    int i;
+    for (i = 0; i < 4; i++) {
+        char c = d->p < d->end ? *d->p++ : 0;
+        v = v * 16 + (unsigned)(c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                : c >= 'A' && c <= 'F' ? c - 'A' + 10 : (d->bad = 1, 0));
+    }
+    return v;
+}
+
+static char *j_string(jdoc *d, size_t *len) {
+    const char *s = ++d->p;
+    char *out;
+    size_t n = 0;
+    while (d->p < d->end && *d->p != '"') d->p += *d->p == '\\' ? 2 : 1;
+    out = (char *)malloc((size_t)(d->p - s) + 4);
+    d->p = s;
+    while (d->p < d->end && *d->p != '"') {
+        char c = *d->p++;
+        if (c != '\\') { out[n++] = c; continue; }
+        c = *d->p++;
+        if (c == 'n') out[n++] = '\n';
+        else if (c == 't') out[n++] = '\t';
+        else if (c == 'r') out[n++] = '\r';
+        else if (c == 'b') out[n++] = '\b';
+        else if (c == 'f') out[n++] = '\f';
+        else if (c == 'u') {
+            uint32_t cp = j_hex4(d);
+            if (cp >= 0xD800 && cp < 0xDC00 && d->p + 1 < d->end && d->p[0] == '\\' && d->p[1] == 'u') {
+                d->p += 2;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (j_hex4(d) - 0xDC00);
+            }
+            put_utf8(out, &n, cp);
+        } else out[n++] = c;
+    }
+    d->p++;
+    *len = n;
+    return out;
+}
+
+static int j_value(jdoc *d) {
+    int id, prev = -1;
+    j_ws(d);
+    if (d->p >= d->end) { d->bad = 1; return -1; }
+    if (d->n == d->cap) {
+        d->cap = d->cap * 2 + 1024;
+        d->nodes = (jnode *)realloc(d->nodes, (size_t)d->cap * sizeof(jnode));
+    }
+    id = d->n++;
+    memset(&d->nodes[id], 0, sizeof(jnode));
+    d->nodes[id].first = d->nodes[id].next = -1;
+    if (*d->p == '"') {
+        char *s;
+        size_t len;
+        s = j_string(d, &len);
+        d->nodes[id].type = J_STR; d->nodes[id].str = s; d->nodes[id].len = len;
+    } else if (*d->p == '{' || *d->p == '[') {
+        int obj = *d->p++ == '{';
+        d->nodes[id].type = obj ? J_OBJ : J_ARR;
+        for (;;) {
+            char *key = NULL;
+            size_t key_len = 0;
+            int child;
+            j_ws(d);
+            if (d->p < d->end && (*d->p == '}' || *d->p == ']')) { d->p++; break; }
+            if (obj) {
+                key = j_string(d, &key_len);
+                j_ws(d);
+                d->p++; /* ':' */
+            }
+            child = j_value(d);
+            if (child < 0) return -1;
+            d->nodes[child].key = key; d->nodes[child].key_len = key_len;
+            if (prev < 0) d->nodes[id].first = child; else d->nodes[prev].next = child;
+            prev = child;
+            j_ws(d);
+            if (d->p < d->end && *d->p == ',') d->p++;
+        }
+    } else if (*d->p == 'n') { d->p += 4; d->nodes[id].type = J_NULL; }
+    else if (*d->p == 't') { d->p += 4; d->nodes[id].type = J_BOOL; d->nodes[id].num = 1; }
+    else if (*d->p == 'f') { d->p += 5; d->nodes[id].type = J_BOOL; }
+    else {
+        char *e;
+        d->nodes[id].type = J_NUM;
+        d->nodes[id].num = strtod(d->p, &e);
+        if (e == d->p) { d->bad = 1; return -1; }
+        d->p = e;
+    }
+    return id;
+}
+
+static int j_get(const jdoc *d, int obj, const char *key) {
+    int c;
+    if (obj < 0) return -1;
+    for (c = d->nodes[obj].first; c >= 0; c = d->nodes[c].next)
+        if (d->nodes[c].key && strlen(key) == d->nodes[c].key_len && !memcmp(d->nodes[c].key, key, d->nodes[c].key_len)) return c;
+    return -1;
+}
+
+static void j_free(jdoc *d) {
+    int i;
+    for (i = 0; i < d->n; i++) { free(d->nodes[i].str); free(d->nodes[i].key); }
+    free(d->nodes);
+}
+
+/* ---------------------------------------------------------------------------------------------
+   Vocabulary in byte-level spelling -> blob */
+
+typedef struct vtok {
+    char *text; /* raw bytes (byte-level alphabet undone) */
+    size_t len;
+    int attr;
+    int present;
+} vtok;
+
+typedef struct vocab {
+    vtok *tok;
+    int n_tok;
+    uint32_t *merges; /* [n_merges][3] */
+    int n_merges;
+    uint32_t flags;
+    int32_t bos, eos;
+    int *sorted; /* ids sorted by text, for lookups while reading merges */
+} vocab;
+
+/* The GPT-2 byte-to-unicode alphabet, reversed: code point -> byte, -1 if not in it. */
+static int byte_of_cp(uint32_t cp) {
+    static int table[324];
+    static int ready;
+    if (!ready) {
+        int b, n = 0;
+        for (b = 0; b < 324; b++) table[b] = -1;
+        for (b = 0; b < 256; b++) {
+            int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
+            table[printable ? b : 256 + n++] = b;
+        }
+        ready = 1;
+    }
+    return cp < 324 ? table[cp] : -1;
+}
+
+/* Undo the byte-level alphabet of s in place; returns the new length, or (size_t)-1. */
+static size_t undo_byte_level(char *s, size_t n) {
+    size_t i = 0, o = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t k = tfm__utf8_next((const unsigned char *)s + i, n - i, &cp);
+        int b = byte_of_cp(cp);
+        if (b < 0) return (size_t)-1;
+        s[o++] = (char)b;
+        i += k;
+    }
+    return o;
+}
+
+static const vocab *g_sort_vocab;
+static int cmp_ids(const void *a, const void *b) {
+    const vtok *x = &g_sort_vocab->tok[*(const int *)a], *y = &g_sort_vocab->tok[*(const int *)b];
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->text, y->text, n);
+    if (c) return c;
+    return x->len < y->len ? -1 : x->len > y->len ? 1 : (*(const int *)a - *(const int *)b);
+}
+
+static void vocab_set(vocab *v, int id, const char *text, size_t len) {
+    if (id >= v->n_tok) {
+        int n = id + 1;
+        v->tok = (vtok *)realloc(v->tok, (size_t)n * sizeof(vtok));
+        memset(v->tok + v->n_tok, 0, (size_t)(n - v->n_tok) * sizeof(vtok));
+        v->n_tok = n;
+    }
+    free(v->tok[id].text);
+    v->tok[id].text = (char *)malloc(len + 1);
+    memcpy(v->tok[id].text, text, len);
+    v->tok[id].len = len;
+    v->tok[id].present = 1;
+}
+
+static void vocab_index(vocab *v) {
+    int i;
+    v->sorted = (int *)malloc((size_t)v->n_tok * sizeof(int));
+    for (i = 0; i < v->n_tok; i++) v->sorted[i] = i;
+    g_sort_vocab = v;
+    qsort(v->sorted, (size_t)v->n_tok, sizeof(int), cmp_ids);
+}
+
+/* Id of the non-added token with this raw text, or -1. */
+static int vocab_find(const vocab *v, const char *s, size_t n) {
+    int lo = 0, hi = v->n_tok;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2, id = v->sorted[mid];
+        size_t m = v->tok[id].len < n ? v->tok[id].len : n;
+        int c = memcmp(v->tok[id].text, s, m);
+        if (c == 0) c = v->tok[id].len < n ? -1 : v->tok[id].len > n ? 1 : 0;
+        if (c == 0) {
+            while (mid > 0 && v->tok[v->sorted[mid - 1]].len == n && !memcmp(v->tok[v->sorted[mid - 1]].text, s, n)) mid--;
+            return v->sorted[mid];
+        }
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    return -1;
+}
+
+/* One merge "a b" (byte-level spelling; a and b already split). */
+static int vocab_merge(vocab *v, char *a, size_t na, char *b, size_t nb) {
+    char buf[1024];
+    int l, r, m;
+    na = undo_byte_level(a, na);
+    nb = undo_byte_level(b, nb);
+    if (na == (size_t)-1 || nb == (size_t)-1 || na + nb > sizeof buf) return 0;
+    memcpy(buf, a, na);
+    memcpy(buf + na, b, nb);
+    l = vocab_find(v, a, na); r = vocab_find(v, b, nb); m = vocab_find(v, buf, na + nb);
+    if (l < 0 || r < 0 || m < 0) return 0;
+    v->merges = (uint32_t *)realloc(v->merges, (size_t)(v->n_merges + 1) * 3 * sizeof(uint32_t));
+    v->merges[3 * v->n_merges] = (uint32_t)l;
+    v->merges[3 * v->n_merges + 1] = (uint32_t)r;
+    v->merges[3 * v->n_merges + 2] = (uint32_t)m;
+    v->n_merges++;
+    return 1;
+}
+
+static void vocab_free(vocab *v) {
+    int i;
+    for (i = 0; i < v->n_tok; i++) free(v->tok[i].text);
+    free(v->tok); free(v->merges); free(v->sorted);
+    memset(v, 0, sizeof *v);
+}
+
+/* The blob layout of tfm.h's FILE FORMAT comment. */
+static bytes_t vocab_blob(const vocab *v) {
+    bytes_t b = {0, 0, 0};
+    uint32_t off = 0;
+    int i;
+    bytes_u32(&b, TFM_TOKENIZER_BPE_BYTES);
+    bytes_u32(&b, (uint32_t)v->n_tok);
+    bytes_u32(&b, (uint32_t)v->n_merges);
+    bytes_u32(&b, v->flags);
+    bytes_u32(&b, TFM_PRETOK_GPT2);
+    bytes_u32(&b, (uint32_t)v->bos);
+    bytes_u32(&b, (uint32_t)v->eos);
+    bytes_u32(&b, (uint32_t)-1);
+    bytes_u32(&b, (uint32_t)-1);
+    for (i = 0; i < v->n_tok; i++) off += (uint32_t)v->tok[i].len;
+    bytes_u32(&b, off);
+    for (i = 0; i < 6; i++) bytes_u32(&b, 0);
+    for (i = 0, off = 0; i <= v->n_tok; i++) {
+        bytes_u32(&b, off);
+        if (i < v->n_tok) off += (uint32_t)v->tok[i].len;
+    }
+    for (i = 0; i < v->n_tok; i++) bytes_u32(&b, 0);
+    for (i = 0; i < v->n_tok; i++) {
+        unsigned char a = (unsigned char)v->tok[i].attr;
+        bytes_put(&b, &a, 1);
+    }
+    while (b.n % 4) bytes_put(&b, "", 1);
+    for (i = 0; i < 3 * v->n_merges; i++) bytes_u32(&b, v->merges[i]);
+    for (i = 0; i < v->n_tok; i++) bytes_put(&b, v->tok[i].text, v->tok[i].len);
+    return b;
+}
+
+/* GPT-2: vocab.json + merges.txt. <|endoftext|> is an added special token, as in HF. */
+static int load_gpt2(const char *dir, vocab *v) {
+    char path[1024], *text, *line, *cursor;
+    size_t n;
+    jdoc d;
+    int c, ok = 1;
+    memset(v, 0, sizeof *v);
+    memset(&d, 0, sizeof d);
+    snprintf(path, sizeof path, "%s/tokenizers/gpt2/vocab.json", dir);
+    if (!(text = read_file(path, &n))) return 0;
+    d.p = text; d.end = text + n;
+    if (j_value(&d) != 0 || d.bad) ok = 0;
+    for (c = ok ? d.nodes[0].first : -1; c >= 0; c = d.nodes[c].next) {
+        size_t len = undo_byte_level(d.nodes[c].key, d.nodes[c].key_len);
+        if (len == (size_t)-1) { ok = 0; break; }
+        vocab_set(v, (int)d.nodes[c].num, d.nodes[c].key, len);
+        if (len == 13 && !memcmp(d.nodes[c].key, "<|endoftext|>", 13))
+            v->tok[(int)d.nodes[c].num].attr = TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED;
+    }
+    j_free(&d);
+    free(text);
+    if (!ok) return 0;
+    vocab_index(v);
+    v->bos = v->eos = 50256;
+    snprintf(path, sizeof path, "%s/tokenizers/gpt2/merges.txt", dir);
+    if (!(text = read_file(path, &n))) return 0;
+    for (cursor = text; (line = next_line(&cursor)) != NULL;) {
+        char *sp = strchr(line, ' ');
+        if (line[0] == '#' && !strncmp(line, "#version", 8)) continue;
+        if (!sp || !vocab_merge(v, line, (size_t)(sp - line), sp + 1, strlen(sp + 1))) { ok = 0; break; }
+    }
+    free(text);
+    return ok;
+}
+
+/* GPT-NeoX: tokenizer.json (model.vocab, model.merges as "a b" or ["a","b"], added_tokens). */
+static int load_hf_json(const char *path, vocab *v) {
+    char *text;
+    size_t n;
+    jdoc d;
+    int model, c, ok = 1, norm;
+    memset(v, 0, sizeof *v);
+    memset(&d, 0, sizeof d);
+    if (!(text = read_file(path, &n))) return 0;
+    d.p = text; d.end = text + n;
+    if (j_value(&d) != 0 || d.bad) { free(text); j_free(&d); return 0; }
+    model = j_get(&d, 0, "model");
+    for (c = d.nodes[j_get(&d, model, "vocab")].first; c >= 0; c = d.nodes[c].next) {
+        size_t len = undo_byte_level(d.nodes[c].key, d.nodes[c].key_len);
+        if (len == (size_t)-1) { ok = 0; break; }
+        vocab_set(v, (int)d.nodes[c].num, d.nodes[c].key, len);
+    }
+    for (c = d.nodes[j_get(&d, 0, "added_tokens")].first; ok && c >= 0; c = d.nodes[c].next) {
+        int id = (int)d.nodes[j_get(&d, c, "id")].num, content = j_get(&d, c, "content");
+        int special = d.nodes[j_get(&d, c, "special")].num != 0;
+        if (id < v->n_tok && v->tok[id].present &&
+            (v->tok[id].len != d.nodes[content].len || memcmp(v->tok[id].text, d.nodes[content].str, v->tok[id].len)))
+            ok = 0; /* an added token that is also in the vocabulary must spell the same */
+        vocab_set(v, id, d.nodes[content].str, d.nodes[content].len);
+        v->tok[id].attr = TFM_TOKATTR_ADDED | (special ? TFM_TOKATTR_SPECIAL : 0);
+    }
+    vocab_index(v);
+    for (c = d.nodes[j_get(&d, model, "merges")].first; ok && c >= 0; c = d.nodes[c].next) {
+        jnode *m = &d.nodes[c];
+        if (m->type == J_STR) {
+            char *sp = (char *)memchr(m->str, ' ', m->len);
+            ok = sp && vocab_merge(v, m->str, (size_t)(sp - m->str), sp + 1, m->len - (size_t)(sp - m->str) - 1);
+        } else {
+            jnode *a = &d.nodes[m->first], *b = &d.nodes[a->next];
+            ok = vocab_merge(v, a->str, a->len, b->str, b->len);
+        }
+    }
+    norm = j_get(&d, 0, "normalizer");
+    if (norm >= 0 && d.nodes[norm].type == J_OBJ) {
+        int type = j_get(&d, norm, "type");
+        if (type >= 0 && d.nodes[type].len == 3 && !memcmp(d.nodes[type].str, "NFC", 3)) v->flags |= TFM_TOKFLAG_NFC;
+    }
+    v->bos = v->eos = 0;
+    j_free(&d);
+    free(text);
+    return ok;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   Golden vectors: "text => id,id,..." per line. With `escaped`, the text uses \n \t \r \\ and
+   \xNN escapes (tests/data/tokenizer/README.md). */
+
+static size_t unescape(char *s, size_t n) {
+    size_t i = 0, o = 0;
+    while (i < n) {
+        if (s[i] == '\\' && i + 1 < n) {
+            char c = s[i + 1];
+            i += 2;
+            if (c == 'n') s[o++] = '\n';
+            else if (c == 't') s[o++] = '\t';
+            else if (c == 'r') s[o++] = '\r';
+            else if (c == 'x' && i + 2 <= n) {
+                char hex[3] = {s[i], s[i + 1], 0};
+                s[o++] = (char)strtol(hex, NULL, 16);
+                i += 2;
+            } else s[o++] = c;
+        } else {
+            s[o++] = s[i++];
+        }
+    }
+    return o;
+}
+
+static int encode(const tfm__tokenizer *t, const char *s, size_t n, int32_t *ids, size_t cap, size_t *n_ids) {
+    return tfm__tokenizer_encode(t, s, n, ids, cap, n_ids) == TFM_OK;
+}
+
+/* Runs every case of a vector file; returns the number of cases (0 if the file is missing). */
+static int check_vectors(const tfm__tokenizer *t, const char *path, int escaped, int *n_bad) {
+    size_t n;
+    char *text = read_file(path, &n), *line, *cursor = text;
+    int cases = 0;
+    static int32_t got[65536], want[65536];
+    *n_bad = 0;
+    if (!text) return 0;
+    while ((line = next_line(&cursor)) != NULL) {
+        char *sep = NULL, *p, *q;
+        size_t len, n_got = 0, n_want = 0, i;
+        for (p = strstr(line, " => "); p; p = strstr(p + 1, " => ")) sep = p; /* the last one */
+        if (!sep || line[0] == '#') continue;
+        len = (size_t)(sep - line);
+        if (escaped) len = unescape(line, len);
+        for (q = sep + 4; *q;) {
+            want[n_want++] = (int32_t)strtol(q, &p, 10);
+            if (p == q) break;
+            q = *p == ',' ? p + 1 : p;
+        }
+        cases++;
+        if (!encode(t, line, len, got, 65536, &n_got) || n_got != n_want ||
+            memcmp(got, want, n_want * sizeof(int32_t)) != 0) {
+            (*n_bad)++;
+            if (*n_bad <= 5) {
+                fprintf(stderr, "  mismatch (%s): \"%.*s\"\n    want", path, (int)(len > 80 ? 80 : len), line);
+                for (i = 0; i < n_want && i < 24; i++) fprintf(stderr, " %d", (int)want[i]);
+                fprintf(stderr, "\n    got ");
+                for (i = 0; i < n_got && i < 24; i++) fprintf(stderr, " %d", (int)got[i]);
+                fprintf(stderr, "\n");
+            }
+        }
+    }
+    free(text);
+    return cases;
+}
+
+static void log_to_stderr(void *user, tfm_result r, const char *msg) {
+    (void)user;
+    if (getenv("TOK_VERBOSE")) fprintf(stderr, "  [log %d] %s\n", (int)r, msg);
+}
+
+static tfm__tokenizer *make_tokenizer(const bytes_t *blob) {
+    tfm_allocator a = {0, 0, 0};
+    tfm_logger lg = {log_to_stderr, 0};
+    tfm__tokenizer *t = NULL;
+    if (tfm__tokenizer_create(blob->p, blob->n, &a, &lg, &t) != TFM_OK) return NULL;
+    return t;
+}
+
+int main(void) {
+    const char *shared = check_shared_dir();
+    char path[1024];
+    vocab v2, vx;
+    bytes_t blob2 = {0, 0, 0}, blobx = {0, 0, 0};
+    tfm__tokenizer *gpt2 = NULL, *neox = NULL;
+    tfm_allocator a = {0, 0, 0};
+    int cases, bad;
+
+    if (!load_gpt2(shared, &v2)) {
+        printf("SKIP tokenizer vectors: %s/tokenizers not found\n", shared);
+    } else {
+        blob2 = vocab_blob(&v2);
+        gpt2 = make_tokenizer(&blob2);
+        CHECK(gpt2 != NULL);
+        CHECK_MSG(v2.n_tok == 50257 && v2.n_merges == 50000, "gpt2: %d tokens %d merges", v2.n_tok, v2.n_merges);
+        snprintf(path, sizeof path, "%s/tokenizers/gpt-neox-20b/tokenizer.json", shared);
+        CHECK(load_hf_json(path, &vx));
+        blobx = vocab_blob(&vx);
+        neox = make_tokenizer(&blobx);
+        CHECK(neox != NULL);
+        CHECK_MSG(vx.n_tok == 50277 && vx.n_merges == 50009, "neox: %d tokens %d merges", vx.n_tok, vx.n_merges);
+    }
+    if (gpt2) {
+        snprintf(path, sizeof path, "%s/tokenizers/vectors/gpt-2.txt", shared);
+        cases = check_vectors(gpt2, path, 0, &bad);
+        CHECK_MSG(cases == 100 && bad == 0, "gpt-2.txt: %d of %d cases differ", bad, cases);
+        printf("gpt-2.txt: %d cases, %d mismatches\n", cases, bad);
+    }
+    if (neox) {
+        snprintf(path, sizeof path, "%s/tokenizers/vectors/gpt-neox.txt", shared);
+        cases = check_vectors(neox, path, 0, &bad);
+        CHECK_MSG(cases == 100 && bad == 0, "gpt-neox.txt: %d of %d cases differ", bad, cases);
+        printf("gpt-neox.txt: %d cases, %d mismatches\n", cases, bad);
+    }
+    tfm__tokenizer_destroy(gpt2, &a);
+    tfm__tokenizer_destroy(neox, &a);
+    free(blob2.p);
+    free(blobx.p);
+    vocab_free(&v2);
+    vocab_free(&vx);
+    return check_summary("test_tokenizer");
+}
