@@ -640,11 +640,14 @@ def check(root):
 # float64. Agreement with the NumPy references checks the reshape/layout reading twice.
 
 
-def torch_forward(cfg, t, ids):
+def torch_forward(cfg, t, ids, dt=None):
+    """dt: torch dtype of the whole computation (default float64; float32 estimates what a
+    correct float32 forward can reach)."""
     import torch
     import torch.nn.functional as F
     torch.set_grad_enabled(False)
-    P = {k: torch.from_numpy(v.astype(np.float64)) for k, v in t.items()}
+    dt = dt or torch.float64
+    P = {k: torch.from_numpy(v.astype(np.float64)).to(dt) for k, v in t.items()}
     mt = cfg["model_type"]
     x_ids = torch.tensor([ids])
     T = len(ids)
@@ -665,8 +668,8 @@ def torch_forward(cfg, t, ids):
         return torch.cat((-x2, x1), dim=-1)
 
     def hf_rope(q, k, dim, base):  # q, k [b, h, T, dim]
-        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).double() / dim))
-        freqs = position_ids[0].double()[:, None] * inv_freq[None, :]
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dt) / dim))
+        freqs = position_ids[0].to(dt)[:, None] * inv_freq[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos()[None, None], emb.sin()[None, None]
         return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
@@ -716,8 +719,8 @@ def torch_forward(cfg, t, ids):
         C, H, R = cfg["n_embd"], cfg["n_head"], cfg["rotary_dim"]
         D = C // H
         eps = cfg["layer_norm_epsilon"]
-        inv_freq = 1.0 / (10000 ** (torch.arange(0, R, 2, dtype=torch.int64).double() / R))
-        sinusoid = torch.einsum("i , j -> i j", torch.arange(T).double(), inv_freq)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, R, 2, dtype=torch.int64).to(dt) / R))
+        sinusoid = torch.einsum("i , j -> i j", torch.arange(T).to(dt), inv_freq)
         sin, cos = torch.sin(sinusoid), torch.cos(sinusoid)
 
         def every_two(x):
@@ -816,7 +819,9 @@ def torch_check(root):
         b = torch_forward(cfg, t, ids)
         d = np.abs(a - b).max()
         ok &= d < 1e-9
-        print("%-14s numpy vs torch float64 |diff| %.1e" % (name, d))
+        import torch
+        d32 = np.abs(a - torch_forward(cfg, t, ids, torch.float32)).max()
+        print("%-14s numpy vs torch float64 |diff| %.1e   (torch float32: %.1e)" % (name, d, d32))
     return ok
 
 
