@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """check_gguf.py - reader-side cross-check of the GGUF files in tests/data/arch.
 
-    /usr/bin/python3 tools/check_gguf.py [ROOT]      (default tests/data/arch)
+    /usr/bin/python3 tools/check_gguf.py [--extra] [ROOT]      (default tests/data/arch)
 
 Written independently of tools/gguf_write.py (own parser, own dequantizer, own forwards):
 
@@ -20,6 +20,8 @@ Written independently of tools/gguf_write.py (own parser, own dequantizer, own f
    interleaved-pair RoPE on the permuted Q/K; gptneox: q|k|v thirds; gpt2: Linear-layout
    weights and the explicit output.weight) must reproduce logits.f32 (F32 files),
    logits_f16.f32 (F16) or logits_q8.f32 (Q8_0) to float32 rounding.
+With --extra, also converts tests/data/arch/phi and starcoder2 to F32 GGUF (phi2 / starcoder2) in a
+temporary folder with tools/gguf_write.py and checks those the same way.
 Exit status 0 when everything holds.
 """
 import glob
@@ -198,6 +200,24 @@ def expected(cfg, t):
                 # HF row h*3D + j*D + r  ->  GGUF row j*H*D + h*D + r  (j = 0 q, 1 k, 2 v)
                 rows = [w[h * 3 * D + j * D: h * 3 * D + (j + 1) * D] for j in range(3) for h in range(H)]
                 e[B + "attn_qkv." + s] = np.concatenate(rows, 0)
+    elif mt in ("phi", "starcoder2"):   # no layout changes, names only
+        e["token_embd.weight"] = t["model.embed_tokens.weight"]
+        sub = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
+               ("self_attn.k_proj", "attn_k"), ("self_attn.v_proj", "attn_v")]
+        if mt == "phi":
+            sub += [("self_attn.dense", "attn_output"), ("mlp.fc1", "ffn_up"), ("mlp.fc2", "ffn_down")]
+            top = [("model.final_layernorm", "output_norm"), ("lm_head", "output")]
+        else:
+            sub += [("self_attn.o_proj", "attn_output"), ("post_attention_layernorm", "ffn_norm"),
+                    ("mlp.c_fc", "ffn_up"), ("mlp.c_proj", "ffn_down")]
+            top = [("model.norm", "output_norm")]
+        for i in range(cfg["num_hidden_layers"]):
+            for hf, gg in sub:
+                for s in ("weight", "bias"):
+                    e["blk.%d.%s.%s" % (i, gg, s)] = t["model.layers.%d.%s.%s" % (i, hf, s)]
+        for hf, gg in top:
+            for s in ("weight", "bias"):
+                e[gg + "." + s] = t[hf + "." + s]
     return e
 
 
@@ -313,15 +333,40 @@ def forward(kv, T_, ids):
             x = x + att + m @ g(B + "ffn_down.weight").T + g(B + "ffn_down.bias")
         x = ln(x, g("output_norm.weight"), g("output_norm.bias"), eps)
         return x @ g("output.weight").T
+    if arch in ("phi2", "starcoder2"):
+        eps = kv[arch + ".attention.layer_norm_epsilon"]
+        Hkv = kv[arch + ".attention.head_count_kv"]
+        n_rot = kv.get(arch + ".rope.dimension_count", D)
+        base = kv.get(arch + ".rope.freq_base", 10000.0)
+        for i in range(nl):
+            B = "blk.%d." % i
+
+            def lin(n, y):
+                return y @ g(B + n + ".weight").T + g(B + n + ".bias")
+            a = ln(x, g(B + "attn_norm.weight"), g(B + "attn_norm.bias"), eps)
+            q = rope_neox(lin("attn_q", a).reshape(T, H, D), n_rot, base)
+            k = rope_neox(lin("attn_k", a).reshape(T, Hkv, D), n_rot, base)
+            att = lin("attn_output", attend(q, k, lin("attn_v", a).reshape(T, Hkv, D)))
+            if arch == "phi2":   # parallel, one norm
+                x = x + att + lin("ffn_down", gelu_tanh(lin("ffn_up", a)))
+            else:
+                x = x + att
+                m = ln(x, g(B + "ffn_norm.weight"), g(B + "ffn_norm.bias"), eps)
+                x = x + lin("ffn_down", gelu_tanh(lin("ffn_up", m)))
+        x = ln(x, g("output_norm.weight"), g("output_norm.bias"), eps)
+        if "output.weight" in T_:
+            return x @ g("output.weight").T + (g("output.bias") if "output.bias" in T_ else 0)
+        return x @ g("token_embd.weight").T
     raise AssertionError(arch)
 
 
-def check_file(path):
-    folder = os.path.dirname(path)
+def check_file(path, folder=None):
+    folder = folder or os.path.dirname(path)
     cfg = json.load(open(os.path.join(folder, "config.json")))
     st = read_safetensors(os.path.join(folder, "model.safetensors"))
     kv, T_ = parse(path)
-    arch = {"gpt2": "gpt2", "llama": "llama", "gpt_neox": "gptneox"}[cfg["model_type"]]
+    arch = {"gpt2": "gpt2", "llama": "llama", "gpt_neox": "gptneox", "phi": "phi2",
+            "starcoder2": "starcoder2"}[cfg["model_type"]]
     assert kv["general.architecture"] == arch
     exp = expected(cfg, st)
     assert set(exp) == set(T_), sorted(set(exp) ^ set(T_))
@@ -353,19 +398,33 @@ def check_file(path):
     tol = 1e-5 * max(1.0, np.abs(want).max())
     assert diff <= tol, (path, diff)
     nbytes = os.path.getsize(path)
-    return "%-34s %-8s %2d tensors %-13s %7d bytes  logits vs %-15s |diff| %.1e" % (
-        os.path.relpath(path, os.path.dirname(folder)), arch, len(T_), "/".join(sorted(types)),
+    return "%-34s %-10s %2d tensors %-13s %7d bytes  logits vs %-15s |diff| %.1e" % (
+        os.path.relpath(path, os.path.dirname(folder)) if path.startswith(folder) else path, arch, len(T_), "/".join(sorted(types)),
         nbytes, lname, diff)
 
 
 def main(argv):
+    extra = "--extra" in argv
+    argv = [a for a in argv if a != "--extra"]
     root = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                        "..", "tests", "data", "arch")
     files = sorted(glob.glob(os.path.join(root, "*", "*.gguf")))
     assert files, "no GGUF files under " + root
     for f in files:
         print(check_file(f))
-    print("OK: %d GGUF files" % len(files))
+    n = len(files)
+    if extra:
+        # phi2 / starcoder2 GGUF (F32) written to a temporary folder by tools/gguf_write.py
+        import subprocess
+        import tempfile
+        writer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf_write.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("phi", "starcoder2"):
+                out = os.path.join(tmp, name + ".gguf")
+                subprocess.run([sys.executable, writer, os.path.join(root, name), out], check=True)
+                print(check_file(out, os.path.join(root, name)))
+                n += 1
+    print("OK: %d GGUF files" % n)
     return 0
 
 

@@ -3,7 +3,8 @@
 
 Written for the tfm.h test data (tests/data/arch/). Own code: it only follows the published GGUF
 layout (ggml docs/gguf.md; /work/shared/REFERENCE.md D.1) and the tensor/metadata conventions of
-llama.cpp's converter for three architectures:
+llama.cpp's converter for these architectures (phi2 and starcoder2 too, see map_phi2 and
+map_starcoder2; no files of those two are committed, tools/check_gguf.py --extra checks them):
 
   gpt2     Conv1D weights ([in, out] in the checkpoint) transposed to Linear [out, in];
            c_attn stays fused as blk.N.attn_qkv (q|k|v thirds, as in the checkpoint);
@@ -291,7 +292,66 @@ def map_gptneox(cfg, t):
     return kv, out
 
 
-MAPPERS = {"gpt2": ("gpt2", map_gpt2), "llama": ("llama", map_llama), "gpt_neox": ("gptneox", map_gptneox)}
+def map_phi2(cfg, t):
+    """Phi2Model: feed_forward_length is written as 4 * n_embd whatever intermediate_size says,
+    rope.dimension_count = int(partial_rotary_factor * n_embd) // n_head, no rope.freq_base,
+    head_count_kv = head_count; names attn_q/k/v (+bias), attn_output, ffn_up/ffn_down,
+    output_norm, output.weight + output.bias; NeoX RoPE; one norm (parallel block)."""
+    n_embd, n_head = cfg["hidden_size"], cfg["num_attention_heads"]
+    kv = [("phi2.context_length", T_U32, cfg["max_position_embeddings"]),
+          ("phi2.embedding_length", T_U32, n_embd),
+          ("phi2.feed_forward_length", T_U32, 4 * n_embd),
+          ("phi2.block_count", T_U32, cfg["num_hidden_layers"]),
+          ("phi2.attention.head_count", T_U32, n_head),
+          ("phi2.attention.head_count_kv", T_U32, n_head),
+          ("phi2.attention.layer_norm_epsilon", T_F32, cfg["layer_norm_eps"]),
+          ("phi2.rope.dimension_count", T_U32, int(cfg["partial_rotary_factor"] * n_embd) // n_head),
+          ("tokenizer.ggml.add_bos_token", T_BOOL, False)]
+    out = [("token_embd.weight", t["model.embed_tokens.weight"], "model.embed_tokens.weight")]
+    sub = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
+           ("self_attn.v_proj", "attn_v"), ("self_attn.dense", "attn_output"), ("mlp.fc1", "ffn_up"),
+           ("mlp.fc2", "ffn_down")]
+    for i in range(cfg["num_hidden_layers"]):
+        for hf, gg in sub:
+            for s in ("weight", "bias"):
+                src = "model.layers.%d.%s.%s" % (i, hf, s)
+                out.append(("blk.%d.%s.%s" % (i, gg, s), t[src], src))
+    for hf, gg in (("model.final_layernorm", "output_norm"), ("lm_head", "output")):
+        for s in ("weight", "bias"):
+            out.append((gg + "." + s, t[hf + "." + s], hf + "." + s))
+    return kv, out
+
+
+def map_starcoder2(cfg, t):
+    """StarCoder2Model: the base class keys only (no rope.dimension_count: n_rot defaults to
+    d_head), layer_norm_epsilon from norm_epsilon; LayerNorm with bias; all linears with bias;
+    c_fc/c_proj -> ffn_up/ffn_down; NeoX RoPE; no output.weight when tied."""
+    kv = [("starcoder2.block_count", T_U32, cfg["num_hidden_layers"]),
+          ("starcoder2.context_length", T_U32, cfg["max_position_embeddings"]),
+          ("starcoder2.embedding_length", T_U32, cfg["hidden_size"]),
+          ("starcoder2.feed_forward_length", T_U32, cfg["intermediate_size"]),
+          ("starcoder2.attention.head_count", T_U32, cfg["num_attention_heads"]),
+          ("starcoder2.attention.head_count_kv", T_U32, cfg["num_key_value_heads"]),
+          ("starcoder2.rope.freq_base", T_F32, cfg["rope_theta"]),
+          ("starcoder2.attention.layer_norm_epsilon", T_F32, cfg["norm_epsilon"])]
+    out = [("token_embd.weight", t["model.embed_tokens.weight"], "model.embed_tokens.weight")]
+    sub = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
+           ("self_attn.v_proj", "attn_v"), ("self_attn.o_proj", "attn_output"),
+           ("post_attention_layernorm", "ffn_norm"), ("mlp.c_fc", "ffn_up"), ("mlp.c_proj", "ffn_down")]
+    for i in range(cfg["num_hidden_layers"]):
+        for hf, gg in sub:
+            for s in ("weight", "bias"):
+                src = "model.layers.%d.%s.%s" % (i, hf, s)
+                out.append(("blk.%d.%s.%s" % (i, gg, s), t[src], src))
+    for s in ("weight", "bias"):
+        out.append(("output_norm." + s, t["model.norm." + s], "model.norm." + s))
+    if "lm_head.weight" in t:
+        out.append(("output.weight", t["lm_head.weight"], "lm_head.weight"))
+    return kv, out
+
+
+MAPPERS = {"gpt2": ("gpt2", map_gpt2), "llama": ("llama", map_llama), "gpt_neox": ("gptneox", map_gptneox),
+           "phi": ("phi2", map_phi2), "starcoder2": ("starcoder2", map_starcoder2)}
 
 
 def keeps_f32(name, arr):
