@@ -2780,7 +2780,7 @@ TFM_PRIVATE void tfm__nfc_decompose(uint32_t cp, uint32_t *out, size_t *n) {
         if (t) out[(*n)++] = TFM__HANGUL_T + t;
         return;
     }
-    i = cp < TFM__UC_FIRST_NFC ? -1 : tfm__uc_decomp_find(cp);
+    i = cp < 0xC0u ? -1 : tfm__uc_decomp_find(cp); /* no decompositions below U+00C0 */
     if (i < 0) {
         out[(*n)++] = cp;
         return;
@@ -2803,7 +2803,7 @@ TFM_PRIVATE uint32_t tfm__nfc_compose_pair(uint32_t a, uint32_t b) {
         return a + (b - TFM__HANGUL_T);
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        uint64_t e = tfm__uc_decomp[tfm__uc_comp[mid]], k = (e >> 18) & 0xFFFFFFFFFull;
+        uint64_t e = tfm__uc_decomp[tfm__uc_comp[mid]], k = e & 0xFFFFFFFFFull; /* (first << 18) | second */
         if (k == key) return TFM__UC_DEC_CP(e);
         if (k < key) lo = mid + 1; else hi = mid;
     }

@@ -505,6 +505,49 @@ static int check_vectors(const tfm__tokenizer *t, const char *path, int escaped,
     return cases;
 }
 
+/* Hex code points "0041 0301" to UTF-8; returns the byte count. */
+static size_t hex_to_utf8(const char *s, const char *end, char *out) {
+    size_t n = 0;
+    while (s < end) {
+        char *e;
+        unsigned long cp = strtoul(s, &e, 16);
+        if (e == s) break;
+        n += tfm__utf8_put((uint32_t)cp, (unsigned char *)out + n);
+        s = e;
+    }
+    return n;
+}
+
+/* NFC through tfm__nfc_fill against Python's unicodedata (tests/data/tokenizer/nfc.txt). */
+static void test_nfc_vectors(void) {
+    size_t n;
+    char *text = read_file("tests/data/tokenizer/nfc.txt", &n), *line, *cursor = text;
+    int cases = 0, bad = 0;
+    if (!text) {
+        CHECK_MSG(0, "tests/data/tokenizer/nfc.txt is missing");
+        return;
+    }
+    while ((line = next_line(&cursor)) != NULL) {
+        char in[256], want[256];
+        unsigned char got[1024];
+        char *sep = strstr(line, " => ");
+        size_t n_in, n_want, n_got;
+        tfm__nfc_src src;
+        if (!sep) continue;
+        n_in = hex_to_utf8(line, sep, in);
+        n_want = hex_to_utf8(sep + 4, sep + strlen(sep), want);
+        src.s = (const unsigned char *)in; src.n = n_in; src.pos = 0;
+        n_got = tfm__nfc_fill(&src, got, sizeof got);
+        cases++;
+        if (src.pos != n_in || n_got != n_want || memcmp(got, want, n_want) != 0) {
+            if (++bad <= 5) fprintf(stderr, "  NFC mismatch: %s\n", line);
+        }
+    }
+    free(text);
+    CHECK_MSG(cases > 5000 && bad == 0, "nfc.txt: %d of %d cases differ", bad, cases);
+    printf("nfc.txt: %d cases, %d mismatches\n", cases, bad);
+}
+
 static void log_to_stderr(void *user, tfm_result r, const char *msg) {
     (void)user;
     if (getenv("TOK_VERBOSE")) fprintf(stderr, "  [log %d] %s\n", (int)r, msg);
@@ -558,6 +601,7 @@ int main(void) {
         CHECK_MSG(cases >= 60 && bad == 0, "gpt2_extra.txt: %d of %d cases differ", bad, cases);
         printf("gpt2_extra.txt: %d cases, %d mismatches\n", cases, bad);
     }
+    test_nfc_vectors();
     tfm__tokenizer_destroy(gpt2, &a);
     tfm__tokenizer_destroy(neox, &a);
     free(blob2.p);
