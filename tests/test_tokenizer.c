@@ -601,6 +601,11 @@ int main(void) {
         CHECK_MSG(cases >= 60 && bad == 0, "gpt2_extra.txt: %d of %d cases differ", bad, cases);
         printf("gpt2_extra.txt: %d cases, %d mismatches\n", cases, bad);
     }
+    if (neox) {
+        cases = check_vectors(neox, "tests/data/tokenizer/neox_extra.txt", 1, &bad);
+        CHECK_MSG(cases >= 240 && bad == 0, "neox_extra.txt: %d of %d cases differ", bad, cases);
+        printf("neox_extra.txt: %d cases, %d mismatches\n", cases, bad);
+    }
     test_nfc_vectors();
     tfm__tokenizer_destroy(gpt2, &a);
     tfm__tokenizer_destroy(neox, &a);

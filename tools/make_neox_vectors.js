@@ -1,0 +1,99 @@
+// make_neox_vectors.js - golden GPT-NeoX token ids from Hugging Face tokenizers itself (the npm
+// package tokenizers@0.23.2: the Rust library's Node binding, prebuilt for linux-x64).
+//
+//   mkdir -p /tmp/npmhf && cd /tmp/npmhf && npm install tokenizers@0.23.2
+//   NODE_PATH=/tmp/npmhf/node_modules node tools/make_neox_vectors.js \
+//       /work/shared/tokenizers/gpt-neox-20b/tokenizer.json > tests/data/tokenizer/neox_extra.txt
+//
+// Output: "text => id,id,..." per line; backslash, newline, tab and carriage return in the text
+// are written \\, \n, \t and \r. The texts stress what GPT-NeoX adds to GPT-2: NFC (composed and
+// decomposed input), the whitespace-run added tokens, special tokens inside text, and Unicode
+// white space as the regex's \s sees it (U+0085, U+00A0, U+2028, U+3000 are; U+FEFF and
+// U+001C..U+001F are not). The last 200 cases are pseudo-random strings (fixed seed) over
+// scripts whose character classes are stable across Unicode versions.
+'use strict';
+const { Tokenizer } = require('tokenizers');
+
+const texts = [
+  'Hello world',
+  'café cafe\u0301 CAFE\u0301 naïve nai\u0308ve',
+  '\u212B \u2126 \u0041\u030A \u00C5',
+  'Ångström Ångström',
+  '\u1100\u1161\u11A8 \uAC01 \u1112\u1161\u11AB\u1100\u1173\u11AF',
+  'e\u0301\u0316 e\u0316\u0301 a\u0328\u0301 \u0105\u0301',
+  '\u0301 leading mark',
+  'q\u0307\u0323 \u1E0B\u0323',
+  '\u0958\u0959 \u0915\u093C',
+  'x  y   z    w     v      u',
+  '  two leading',
+  'trailing two  ',
+  'def f():\n    return 1\n        deeper\n',
+  '\tif (a) {\n\t\tb();\n\t}\n',
+  'a' + ' '.repeat(24) + 'b',
+  'a' + ' '.repeat(25) + 'b',
+  'a' + ' '.repeat(49) + 'b',
+  ' '.repeat(30),
+  'text<|endoftext|>more<|padding|>end',
+  '<|endoftext|><|endoftext|>',
+  ' <|endoftext|> ',
+  'x<|endoftext',
+  'spaces\u00a0nbsp\u2003em\u3000ideo',
+  'nel\u0085next line',
+  'line\u2028sep\u2029para',
+  'bom\ufeffinside',
+  'info\u001fsep\u001cfile',
+  'vt\u000bff\u000ccr\r\nlf',
+  '   \n   \n',
+  ' \u3000 \u00a0x',
+  "don't won't I'm we'll they'd you've she's",
+  "'S 'T 'RE mixed'Case",
+  '123 4567 89012 3.5e-7',
+  '٣٤٥ ۶۷ ߁߂ १२३',
+  '日本語テキスト 中文 한국어',
+  '😀 👍🏽 👨‍👩‍👧 🇯🇵',
+  'ﬁnance ﬂow Ｆｕｌｌ',
+  '½ ² ⅷ ①',
+  'https://github.com/EleutherAI/gpt-neox?tab=readme#usage',
+  '{"a": [1, 2.5, true, null]}',
+  '    "indented": {\n        "deep": 1\n    }',
+  '=====\n-----\n*****',
+  'x'.repeat(1024),
+  '\u00e9'.repeat(300),
+  'e\u0301'.repeat(200),
+  'Z\u0351\u036b\u0343\u036a\u0302\u036b\u033d\u034f\u0334\u0319\u0324\u031e\u0349\u035a\u032f\u031e\u0320\u034da',
+];
+
+// xorshift32 with a fixed seed
+let state = 2463534242;
+function rand(n) {
+  state ^= state << 13; state >>>= 0;
+  state ^= state >>> 17;
+  state ^= state << 5; state >>>= 0;
+  return state % n;
+}
+const ranges = [
+  [0x20, 0x7e], [0x20, 0x7e], [0x20, 0x7e], [0x20, 0x20], [0x0a, 0x0a], [0x09, 0x09],
+  [0xc0, 0x17f], [0x300, 0x314], [0x316, 0x333], [0x391, 0x3a9], [0x3b1, 0x3c9],
+  [0x410, 0x44f], [0x5d0, 0x5ea], [0x627, 0x64a], [0x660, 0x669], [0x905, 0x939],
+  [0x966, 0x96f], [0x1100, 0x1112], [0x1161, 0x1175], [0x11a8, 0x11c2], [0xac00, 0xd7a3],
+  [0x3041, 0x3096], [0x4e00, 0x9fa5], [0x2000, 0x200a], [0x2010, 0x2027], [0xff01, 0xff5e],
+  [0x1f600, 0x1f64f], [0x2160, 0x2188], [0x2460, 0x249b],
+];
+for (let i = 0; i < 200; i++) {
+  let s = '';
+  const len = 1 + rand(16);
+  for (let j = 0; j < len; j++) {
+    const r = ranges[rand(ranges.length)];
+    s += String.fromCodePoint(r[0] + rand(r[1] - r[0] + 1));
+  }
+  texts.push(s);
+}
+
+const tok = Tokenizer.fromFile(process.argv[2]);
+const esc = s => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '\\t').replace(/\r/g, '\\r');
+(async () => {
+  for (const t of texts) {
+    const e = await tok.encode(t);
+    process.stdout.write(esc(t) + ' => ' + e.getIds().join(',') + '\n');
+  }
+})();
