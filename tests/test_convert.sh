@@ -203,6 +203,9 @@ if [ -f "$SHARED/tokenizers/gpt-neox-20b/tokenizer.json" ]; then
   expect_eq "neox attrs 0 1 50276 12092" "$(tok_attr "$F" 0) $(tok_attr "$F" 1) $(tok_attr "$F" 50276) $(tok_attr "$F" 12092)" "3 3 2 0"
   expect_eq "neox merge 0 (U+0120 U+0120)" "$(merge "$F" 0)" "209 209 245"
   for m in 0 1 777 50008; do merge_consistent "$F" $m && ok || bad "neox merge $m is not left+right"; done
+  # --check: tfm.h opens the vocab-only file and tokenizes a sample back to its bytes
+  if "$CONV" --vocab-only "$SHARED/tokenizers/gpt-neox-20b" -o "$F" --quiet --check > "$T/out" 2> "$T/err" &&
+     grep -q '" -> 12092 1533 13 ' "$T/out" && grep -q "check: ok" "$T/out"; then ok; else bad "neox --check"; cat "$T/err" "$T/out"; fi
 else
   echo "SKIP: $SHARED/tokenizers/gpt-neox-20b not found (set SHARED)"
 fi

@@ -1710,11 +1710,49 @@ static void tc_check_log(void *user, tfm_result r, const char *msg) {
     fprintf(stderr, "tfm-convert: check: %s: %s\n", tfm_result_string(r), msg);
 }
 
-static int tc_check(const char *path) {
+#define TC_CHECK_TEXT "Hello world, this is tfm."
+#define TC_CHECK_MAX_IDS 64
+
+/* Tokenize a sample and join the pieces back: the blob must round-trip it. */
+static int tc_check_tokenizer(const tfm_model *model) {
+    int32_t ids[TC_CHECK_MAX_IDS];
+    char joined[256];
+    size_t n_ids = 0, n = 0, i, text_bytes = strlen(TC_CHECK_TEXT);
+    tfm_result r = tfm_model_tokenize(model, TC_CHECK_TEXT, text_bytes, ids, TC_CHECK_MAX_IDS, &n_ids);
+    if (r != TFM_OK) {
+        tc_error("check: tokenize: %s", tfm_result_string(r));
+        return 0;
+    }
+    printf("  \"%s\" ->", TC_CHECK_TEXT);
+    for (i = 0; i < n_ids; i++) {
+        const char *piece;
+        size_t piece_bytes;
+        printf(" %d", (int)ids[i]);
+        if (tfm_model_token_bytes(model, ids[i], &piece, &piece_bytes) != TFM_OK ||
+            n + piece_bytes > sizeof joined) {
+            printf("\n");
+            tc_error("check: token %d has no bytes", (int)ids[i]);
+            return 0;
+        }
+        memcpy(joined + n, piece, piece_bytes);
+        n += piece_bytes;
+    }
+    printf("\n");
+    if (n != text_bytes || memcmp(joined, TC_CHECK_TEXT, n) != 0) {
+        tc_error("check: the tokens do not join back to the text");
+        return 0;
+    }
+    return 1;
+}
+
+/* Opens the file with tfm.h, prints its configuration, compares it with what was written
+   (hp; NULL for a vocab-only file) and round-trips a sample through the tokenizer. */
+static int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
     tfm_model_desc md;
     tfm_model *model;
     tfm_config c;
     tfm_result r;
+    int ok = 1;
     static const char *const pos_names[] = {"none", "rope_half", "rope_interleaved", "learned",
                                             "sinusoidal", "alibi"};
     memset(&md, 0, sizeof md);
@@ -1737,8 +1775,22 @@ static int tc_check(const char *path) {
     printf("  dtype %s, tied_output %d, n_tokens %d, bos %d, eos %d\n",
            c.dtype == TFM_DTYPE_F32 ? "f32" : "f16", (int)c.tied_output, c.n_tokens, (int)c.bos_id,
            (int)c.eos_id);
+    if (hp && ((uint32_t)c.n_layers != hp->n_layers || (uint32_t)c.d_model != hp->d_model ||
+               (uint32_t)c.n_heads != hp->n_heads || (uint32_t)c.d_ff != hp->d_ff ||
+               (uint32_t)c.n_vocab != hp->n_vocab || (uint32_t)c.rope_dim != hp->rope_dim ||
+               (uint32_t)c.residual != hp->residual || (uint32_t)c.act != hp->act ||
+               c.tied_output != (hp->tied_output != 0))) {
+        tc_error("check: tfm.h reads a configuration different from the one written");
+        ok = 0;
+    }
+    if ((uint32_t)c.n_tokens != n_tokens) {
+        tc_error("check: tfm.h reads %d tokens, %u were written", c.n_tokens, n_tokens);
+        ok = 0;
+    }
+    if (ok && n_tokens) ok = tc_check_tokenizer(model);
+    if (ok) printf("  check: ok\n");
     tfm_model_close(model);
-    return 1;
+    return ok;
 }
 
 /* >>main -----------------------------------------------------------------------------------------
@@ -1831,7 +1883,8 @@ static int tc_convert_vocab(const tc_args *a) {
     }
     if (!tc_tok_blob(&tok, &blob, &blob_bytes)) goto done;
     hp.n_vocab = tok.n_tokens;
-    ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet);
+    ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet) &&
+         (!a->check || tc_check(a->out, NULL, tok.n_tokens));
     if (ok && !a->quiet)
         fprintf(stderr, "tfm-convert: %u tokens, %lu merges, bos %d, eos %d\n", tok.n_tokens,
                 (unsigned long)tok.n_merges, (int)tok.bos_id, (int)tok.eos_id);
@@ -1899,7 +1952,8 @@ static int tc_convert_model(const tc_args *a) {
         fprintf(stderr, "tfm-convert: %s: %u layers, d_model %u, %u heads, d_ff %u, vocab %u, %s\n",
                 model_type, hp.n_layers, hp.d_model, hp.n_heads, hp.d_ff, hp.n_vocab,
                 a->dtype == TFM_DTYPE_F16 ? "f16" : "f32");
-    ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet);
+    ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet) &&
+         (!a->check || tc_check(a->out, &hp, found ? tok.n_tokens : 0));
 done:
     json_free(&cfg_doc);
     free(cfg_path);
@@ -1917,7 +1971,5 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!tc_parse_args(argc, argv, &a)) return 1;
-    if (!(a.vocab_only ? tc_convert_vocab(&a) : tc_convert_model(&a))) return 1;
-    if (a.check && !tc_check(a.out)) return 1;
-    return 0;
+    return a.vocab_only ? !tc_convert_vocab(&a) : !tc_convert_model(&a);
 }
