@@ -21,7 +21,7 @@ static int check_record(int ok, const char *what, const char *file, int line) {
 }
 
 /* The folder of shared test material, or NULL (tests then skip with a message). */
-static const char *check_shared_dir(void) {
+static inline const char *check_shared_dir(void) {
     const char *dir = getenv("SHARED");
     return dir && *dir ? dir : "../shared";
 }
