@@ -561,6 +561,173 @@ static tfm__tokenizer *make_tokenizer(const bytes_t *blob) {
     return t;
 }
 
+/* ---------------------------------------------------------------------------------------------
+   Unit tests on the real vocabularies */
+
+/* Every case of a vector file decodes back to its text through the streaming decoder, each
+   call emitting only complete UTF-8; returns the number of cases that did not. */
+static int check_round_trip(const tfm__tokenizer *t, const char *path, int escaped, int *cases) {
+    size_t n;
+    char *text = read_file(path, &n), *line, *cursor = text;
+    static int32_t ids[65536];
+    static char out[1 << 18];
+    int bad = 0;
+    *cases = 0;
+    if (!text) return 1;
+    while ((line = next_line(&cursor)) != NULL) {
+        char *sep = NULL, *p;
+        size_t len, n_ids = 0, i, total = 0;
+        tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
+        int ok = 1;
+        for (p = strstr(line, " => "); p; p = strstr(p + 1, " => ")) sep = p;
+        if (!sep) continue;
+        len = (size_t)(sep - line);
+        if (escaped) len = unescape(line, len);
+        ok = encode(t, line, len, ids, 65536, &n_ids);
+        for (i = 0; ok && i < n_ids; i++) {
+            size_t got = 0;
+            uint32_t cp;
+            size_t k;
+            ok = tfm__tokenizer_decode(t, &st, ids[i], out + total, sizeof out - total, &got) == TFM_OK;
+            for (k = 0; ok && k < got;) { /* only whole, valid characters come out */
+                k += tfm__utf8_next((unsigned char *)out + total + k, got - k, &cp);
+                ok = cp != TFM__CP_INVALID;
+            }
+            total += got;
+        }
+        (*cases)++;
+        if (t->flags & TFM_TOKFLAG_NFC) { /* the text comes back normalized */
+            static unsigned char norm[1 << 18];
+            tfm__nfc_src src;
+            src.s = (const unsigned char *)line; src.n = len; src.pos = 0;
+            len = tfm__nfc_fill(&src, norm, sizeof norm);
+            line = (char *)norm;
+        }
+        if (!ok || st.n_held != 0 || total != len || memcmp(out, line, len) != 0) bad++;
+    }
+    free(text);
+    return bad;
+}
+
+static size_t decode_all(const tfm__tokenizer *t, const int32_t *ids, size_t n_ids, char *out, size_t cap) {
+    tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
+    size_t i, total = 0, got;
+    for (i = 0; i < n_ids; i++) {
+        if (tfm__tokenizer_decode(t, &st, ids[i], out + total, cap - total, &got) != TFM_OK) return (size_t)-1;
+        total += got;
+    }
+    return total + tfm_utf8_stream_flush(&st, out + total, cap - total);
+}
+
+static void test_decode_stream(const tfm__tokenizer *gpt2) {
+    int32_t ids[64];
+    size_t n_ids = 0, got = 0;
+    char out[64];
+    tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
+    /* U+1F600 is split over two GPT-2 tokens: nothing comes out until the second */
+    CHECK(encode(gpt2, "\xF0\x9F\x98\x80", 4, ids, 64, &n_ids) && n_ids == 2);
+    CHECK(tfm__tokenizer_decode(gpt2, &st, ids[0], out, sizeof out, &got) == TFM_OK && got == 0 && st.n_held == 3);
+    CHECK(tfm__tokenizer_decode(gpt2, &st, ids[1], out, sizeof out, &got) == TFM_OK && got == 4 &&
+          !memcmp(out, "\xF0\x9F\x98\x80", 4) && st.n_held == 0);
+    /* too small an output buffer: an error, nothing written, the stream unchanged */
+    CHECK(tfm__tokenizer_decode(gpt2, &st, ids[0], out, 0, &got) == TFM_OK && got == 0);
+    out[0] = 'z';
+    CHECK(tfm__tokenizer_decode(gpt2, &st, ids[1], out, 3, &got) == TFM_ERR_INVALID_ARG && got == 0 &&
+          out[0] == 'z' && st.n_held == 3);
+    /* the held tail at the end of a stream becomes one U+FFFD */
+    CHECK(tfm_utf8_stream_flush(&st, out, 2) == 0 && st.n_held == 3);
+    CHECK(tfm_utf8_stream_flush(&st, out, sizeof out) == 3 && !memcmp(out, "\xEF\xBF\xBD", 3) && st.n_held == 0);
+    CHECK(tfm_utf8_stream_flush(&st, out, sizeof out) == 0);
+    /* bad ids and a garbage stream are errors */
+    CHECK(tfm__tokenizer_decode(gpt2, &st, -1, out, sizeof out, &got) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm__tokenizer_decode(gpt2, &st, 50257, out, sizeof out, &got) == TFM_ERR_INVALID_ARG);
+    st.n_held = 7;
+    CHECK(tfm__tokenizer_decode(gpt2, &st, 0, out, sizeof out, &got) == TFM_ERR_INVALID_ARG);
+}
+
+/* Invalid UTF-8: each bad byte a piece of its own; GPT-2 encodes every byte, so bytes round-trip;
+   decoding gives U+FFFD per maximal invalid subpart, as Python's errors="replace". */
+static void test_invalid_utf8(const tfm__tokenizer *gpt2, const tfm__tokenizer *neox) {
+    static const struct { const char *in; size_t n; const char *out; } cases[] = {
+        {"\xE2\x82" "A", 3, "\xEF\xBF\xBD" "A"},
+        {"\xED\xA0\x80", 3, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
+        {"\xC0\xAF", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},
+        {"\xF0\x9F\x98", 3, "\xEF\xBF\xBD"},
+        {"a\x80" "b", 3, "a\xEF\xBF\xBD" "b"},
+        {"\xF4\x90\x80\x80", 4, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
+        {"\xE0\x9F\x80", 3, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
+        {"\xF1\x80\x80" "x", 4, "\xEF\xBF\xBD" "x"},
+    };
+    int32_t ids[64];
+    char out[128];
+    size_t i, n_ids, got;
+    unsigned seed = 12345;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(encode(gpt2, cases[i].in, cases[i].n, ids, 64, &n_ids));
+        got = decode_all(gpt2, ids, n_ids, out, sizeof out);
+        CHECK_MSG(got == strlen(cases[i].out) && !memcmp(out, cases[i].out, got), "invalid case %zu", i);
+    }
+    /* random bytes: never a crash; GPT-2's token bytes give back the input exactly */
+    for (i = 0; i < 300; i++) {
+        unsigned char text[200];
+        static int32_t rid[400];
+        char back[400];
+        size_t n = (seed = seed * 1103515245u + 12345u) % 200, k, total = 0, m;
+        int ok;
+        for (k = 0; k < n; k++) text[k] = (unsigned char)((seed = seed * 1103515245u + 12345u) >> 16);
+        ok = encode(gpt2, (char *)text, n, rid, 400, &n_ids);
+        for (k = 0; ok && k < n_ids; k++) {
+            const char *b = NULL;
+            ok = tfm__tokenizer_piece(gpt2, rid[k], &b, &m) == TFM_OK && total + m <= sizeof back;
+            if (ok) memcpy(back + total, b, m);
+            total += m;
+        }
+        CHECK_MSG(ok && total == n && !memcmp(back, text, n), "random bytes %zu do not round-trip", i);
+        CHECK(encode(neox, (char *)text, n, rid, 400, &n_ids));
+    }
+    /* GPT-NeoX has no tokens for 0xC0, 0xC1, 0xF5..0xFF and no unk: such bytes encode to nothing */
+    CHECK(encode(neox, "a\xFF" "b", 3, ids, 64, &n_ids) && n_ids == 2);
+}
+
+/* Two-call pattern: a count with no buffer, then an exact buffer; a short buffer is an error
+   that still reports the count and writes no more than it may. */
+static void test_two_call(const tfm__tokenizer *t) {
+    const char *text = "The quick brown fox jumps over the lazy dog.";
+    int32_t ids[32];
+    size_t n = 0, m = 0, i;
+    CHECK(tfm__tokenizer_encode(t, text, strlen(text), NULL, 0, &n) == TFM_ERR_INVALID_ARG && n == 10);
+    for (i = 0; i < 32; i++) ids[i] = -7;
+    CHECK(tfm__tokenizer_encode(t, text, strlen(text), ids, n - 1, &m) == TFM_ERR_INVALID_ARG && m == n);
+    CHECK(ids[n - 2] != -7 && ids[n - 1] == -7);
+    CHECK(tfm__tokenizer_encode(t, text, strlen(text), ids, n, &m) == TFM_OK && m == n && ids[n - 1] != -7);
+    CHECK(tfm__tokenizer_encode(t, "", 0, NULL, 0, &m) == TFM_OK && m == 0);
+}
+
+/* Documented limit: a pre-token longer than 1024 bytes is merged in 1024-byte chunks. */
+static void test_long_piece(const tfm__tokenizer *gpt2, const tfm__tokenizer *neox) {
+    static char text[4096], composed[4096];
+    static int32_t a[4096], b[4096];
+    size_t na, nb, n1, i;
+    memset(text, 'x', sizeof text);
+    CHECK(encode(gpt2, text, 1024, a, 4096, &n1));
+    CHECK(encode(gpt2, text, 1025, b, 4096, &nb) && nb == n1 + 1 && !memcmp(a, b, n1 * sizeof(int32_t)));
+    CHECK(encode(gpt2, text, 3000, b, 4096, &nb));
+    CHECK(encode(gpt2, text, 3000 - 2048, a + 2 * n1, 4096 - 2 * n1, &na));
+    memcpy(a + n1, a, n1 * sizeof(int32_t));
+    CHECK(nb == 2 * n1 + na && !memcmp(a, b, nb * sizeof(int32_t)));
+    /* the NFC window path: 1500 decomposed e-acute encode like 1500 composed ones */
+    for (i = 0; i < 1500; i++) {
+        memcpy(text + 3 * i, "e\xCC\x81", 3);
+        memcpy(composed + 2 * i, "\xC3\xA9", 2);
+    }
+    CHECK(encode(neox, text, 4500, a, 4096, &na) && encode(neox, composed, 3000, b, 4096, &nb));
+    CHECK(na == nb && !memcmp(a, b, na * sizeof(int32_t)));
+    /* a run of 40 combining marks (more than one NFC unit) still encodes */
+    for (i = 0; i < 40; i++) memcpy(text + 1 + 2 * i, "\xCC\x81", 2);
+    text[0] = 'e';
+    CHECK(encode(neox, text, 81, a, 4096, &na) && na > 0);
+}
+
 int main(void) {
     const char *shared = check_shared_dir();
     char path[1024];
@@ -605,6 +772,16 @@ int main(void) {
         cases = check_vectors(neox, "tests/data/tokenizer/neox_extra.txt", 1, &bad);
         CHECK_MSG(cases >= 240 && bad == 0, "neox_extra.txt: %d of %d cases differ", bad, cases);
         printf("neox_extra.txt: %d cases, %d mismatches\n", cases, bad);
+    }
+    if (gpt2 && neox) {
+        int rt_cases = 0, rt_bad = check_round_trip(gpt2, "tests/data/tokenizer/gpt2_extra.txt", 1, &rt_cases);
+        CHECK_MSG(rt_cases >= 60 && rt_bad == 0, "gpt2 round trip: %d of %d differ", rt_bad, rt_cases);
+        rt_bad = check_round_trip(neox, "tests/data/tokenizer/neox_extra.txt", 1, &rt_cases);
+        CHECK_MSG(rt_cases >= 240 && rt_bad == 0, "neox round trip: %d of %d differ", rt_bad, rt_cases);
+        test_decode_stream(gpt2);
+        test_invalid_utf8(gpt2, neox);
+        test_two_call(gpt2);
+        test_long_piece(gpt2, neox);
     }
     test_nfc_vectors();
     tfm__tokenizer_destroy(gpt2, &a);
