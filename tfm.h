@@ -3859,38 +3859,43 @@ TFM_API const char *tfm_session_last_error(const tfm_session *session) {
     return session ? session->last_error : "";
 }
 
-/* Max and log-sum-exp of logits[0..n): log sum_i e^(l_i) = m + log sum_i e^(l_i - m) (double sum). */
-TFM_PRIVATE float tfm__log_sum_exp(const float *logits, int n, float *max_out) {
+/* For logits[0..n): *max_out = m = max_i l_i, returns log sum_i e^(l_i - m) (summed in double).
+   Keeping m apart avoids rounding l_i - lse when the logits are large. */
+TFM_PRIVATE double tfm__log_sum_exp(const float *logits, int n, float *max_out) {
     float m = logits[0];
     double sum = 0.0;
     int i;
     for (i = 1; i < n; i++) m = logits[i] > m ? logits[i] : m;
     *max_out = m;
-    if (!(m > -INFINITY) || !(m < INFINITY)) return m;
+    if (!(m > -INFINITY) || !(m < INFINITY)) return 0.0;
     for (i = 0; i < n; i++) sum += exp((double)(logits[i] - m));
-    return m + (float)log(sum);
+    return log(sum);
 }
 
 TFM_API void tfm_softmax(const float *logits, float *probs, int n) {
-    float m, lse;
+    float m;
+    double lse;
     int i;
     if (!logits || !probs || n <= 0) return;
     lse = tfm__log_sum_exp(logits, n, &m);
-    for (i = 0; i < n; i++) probs[i] = expf(logits[i] - lse);
+    for (i = 0; i < n; i++) probs[i] = (float)exp((double)(logits[i] - m) - lse);
 }
 
 TFM_API void tfm_log_softmax(const float *logits, float *log_probs, int n) {
-    float m, lse;
+    float m;
+    double lse;
     int i;
     if (!logits || !log_probs || n <= 0) return;
     lse = tfm__log_sum_exp(logits, n, &m);
-    for (i = 0; i < n; i++) log_probs[i] = logits[i] - lse;
+    for (i = 0; i < n; i++) log_probs[i] = (float)((double)(logits[i] - m) - lse);
 }
 
 TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target) {
     float m;
+    double lse;
     if (!logits || n <= 0 || target < 0 || target >= n) return NAN;
-    return tfm__log_sum_exp(logits, n, &m) - logits[target];
+    lse = tfm__log_sum_exp(logits, n, &m);
+    return (float)(lse - (double)(logits[target] - m));
 }
 
 /* Zeros resolved to defaults, ranges checked. */
