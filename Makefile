@@ -11,10 +11,10 @@ CFLAGS_ALL = $(OPT) $(OPENMP) $(WARN) -I. $(CFLAGS)
 LDLIBS    = -lm
 SHARED   ?= ../shared
 
-PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity
+PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test sanitize check-compile demo clean
+.PHONY: all test sanitize check-compile demo bench clean
 all: $(PROGRAMS)
 
 # Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/) converted with the
@@ -39,6 +39,14 @@ build:
 
 build/tfm-convert: tools/tfm-convert.c tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+
+build/tfm-bench: tools/tfm-bench.c tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+
+# Speed against this machine's measured bandwidth and FMA peak (not a test: numbers only).
+BENCH_ARGS ?= --shape pythia-410m --type f32 -t 2
+bench: build/tfm-bench
+	build/tfm-bench $(BENCH_ARGS)
 
 build/%: examples/%.c tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
