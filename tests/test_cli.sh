@@ -7,7 +7,8 @@
 # Prints "N passed, N failed" and exits non-zero on any failure.
 cd "$(dirname "$0")/.." || exit 1
 SHARED=${SHARED:-../shared}
-GEN=build/tfm-generate TOK=build/tfm-tokenize PPL=build/tfm-perplexity CONV=build/tfm-convert
+BIN=${BIN:-build} # where the programs are (a sanitizer or mutant build elsewhere)
+GEN=$BIN/tfm-generate TOK=$BIN/tfm-tokenize PPL=$BIN/tfm-perplexity CONV=$BIN/tfm-convert
 DATA=tests/data/models
 M=build/models/neox_tok.tfm  # 2 layers, n_vocab 320 padded past a 300-token tokenizer, n_ctx 64
 MP=build/models/neox_par.tfm # no tokenizer, n_vocab 160, n_ctx 64
@@ -191,7 +192,7 @@ run_ok "dump, -n 0" $GEN -m $MP --tokens "$TOKS_PAR" -n 0 -t 1 --dump-logits "$W
 check "-n 0: prompt logits only ($N_PAR x 160 x 4 bytes)" [ "$(fsize "$W/p0.f32")" -eq $((N_PAR * 160 * 4)) ]
 check "-n 0: nothing generated" [ "$(wc -w <"$W/out")" -eq "$N_PAR" ]
 d=$(maxdiff "$W/p0.f32" $DATA/neox_par/logits.f32)
-check "dumped prompt logits match the golden logits (rel diff $d)" close_to "$d" 0 1e-3
+check "dumped prompt logits match the golden logits (rel diff $d)" close_to "$d" 0 1e-4
 run_ok "dump, -n 5" $GEN -m $MP --tokens "$TOKS_PAR" -n 5 --temp 0 -t 2 --dump-logits "$W/p5.f32"
 check "-n 5: (prompt + 5) x n_vocab x 4 bytes" [ "$(fsize "$W/p5.f32")" -eq $(((N_PAR + 5) * 160 * 4)) ]
 check "-n 5: prompt rows equal the -n 0 dump" cmp -s -n $((N_PAR * 160 * 4)) "$W/p0.f32" "$W/p5.f32"
@@ -200,6 +201,33 @@ SEQ=$(tr -s ' \n' ',' <"$W/out" | sed 's/,$//')
 run_ok "dump the generated sequence as a prompt" $GEN -m $MP --tokens "$SEQ" -n 0 -t 1 --dump-logits "$W/seq.f32"
 d=$(maxdiff "$W/p5.f32" "$W/seq.f32")
 check "generated rows match the whole sequence's logits (rel diff $d)" close_to "$d" 0 1e-4
+# Greedy from token 5 meets EOS (id 0) within 60 tokens: generation stops there, EOS unprinted.
+run_ok "greedy until EOS" $GEN -m $M --tokens 5 -n 60 --temp 0 -t 1 --dump-logits "$W/eos.f32"
+check "EOS: said on stderr" grep -q 'end of text' "$W/err"
+n_gen=$(sed -n 's/^generation: \([0-9]*\) tokens.*/\1/p' "$W/err")
+rows=$(($(fsize "$W/eos.f32") / 1280))
+check "EOS: stopped before -n 60 ($n_gen generated)" [ "${n_gen:-60}" -lt 60 ]
+check "EOS: 1 + $n_gen generated rows dumped ($rows)" [ "$rows" -eq $((1 + n_gen)) ]
+# Greedy picks the argmax over the 300 tokenizer ids (not the 320 padded rows): it is EOS in
+# the last dumped row only.
+eos_rows() {
+  floats "$W/eos.f32" | awk -v R="$rows" '{r = int((NR - 1) / 320); c = (NR - 1) % 320
+    if (c < 300 && (c == 0 || $1 > m[r])) {m[r] = $1; a[r] = c}}
+    END {for (r = 0; r < R - 1; r++) if (a[r] == 0) exit 1; exit a[R - 1] != 0}'
+}
+check "EOS: the last dumped row's greedy token is EOS, no earlier one is" eos_rows
+# Rebuild the sequence from those argmaxes and evaluate it as a prompt: the same logits mean
+# greedy never took a padded id, though some rows' argmax over all 320 is one.
+floats "$W/eos.f32" | awk '{r = int((NR - 1) / 320); c = (NR - 1) % 320
+  if (c < 300 && (c == 0 || $1 > m[r])) {m[r] = $1; a[r] = c}
+  if (c == 0 || $1 > M[r]) {M[r] = $1; A[r] = c}}
+  END {printf "5"; for (r = 0; r < NR / 320 - 1; r++) printf ",%d", a[r]; printf "\n"
+       for (r = 0; r < NR / 320; r++) if (A[r] >= 300) p++; print p + 0}' >"$W/eos.seq"
+check "EOS: some rows' argmax is a padded id ($(sed -n 2p "$W/eos.seq"))" [ "$(sed -n 2p "$W/eos.seq")" -gt 0 ]
+run_ok "EOS: the greedy sequence as a prompt" $GEN -m $M --tokens "$(sed -n 1p "$W/eos.seq")" -n 0 -t 1 \
+  --dump-logits "$W/eos2.f32"
+d=$(maxdiff "$W/eos.f32" "$W/eos2.f32")
+check "EOS: greedy sampled only tokenizer ids (rel diff $d)" close_to "$d" 0 1e-4
 run_ok "dump with a tokenizer, -n 0" $GEN -m $M --tokens "$(tr ' ' ',' <$DATA/neox_tok/tokens.txt)" \
   -n 0 -t 1 --dump-logits "$W/tok0.f32"
 check "tokenizer model: 35 x 320 x 4 bytes" [ "$(fsize "$W/tok0.f32")" -eq $((35 * 320 * 4)) ]
