@@ -1,8 +1,10 @@
 #!/bin/sh
-# tests/test_convert.sh - build/tfm-convert: header/directory/blob bytes checked with od, the
-# GPT-NeoX per-head q/k/v split on a checkpoint built here in shell, the real GPT-NeoX-20B and
-# GPT-2 tokenizers ($SHARED), the golden checkpoints in tests/data/models, and every error path
-# (exit status 1, one message, no output and no .tmp left behind). No Python needed.
+# tests/test_convert.sh - build/tfm-convert: header/directory/blob bytes checked with od; the
+# GPT-NeoX per-head q/k/v split and the GPT-2 Conv1D transpose + q|k|v thirds on checkpoints
+# built here in shell; the real GPT-NeoX-20B and GPT-2 tokenizers ($SHARED); the golden
+# checkpoints in tests/data/models and tests/data/arch (every architecture opened by tfm.h with
+# --check); and the error paths (exit status 1, one message, no output and no .tmp left
+# behind), hostile JSON included. No Python needed.
 cd "$(dirname "$0")/.." || exit 1
 CONV=${CONV:-build/tfm-convert}
 SHARED=${SHARED:-../shared}
@@ -45,10 +47,8 @@ expect_fail() {
   ok
 }
 
-# --- a GPT-NeoX checkpoint written in shell ---------------------------------------------------
-# 1 layer, d_model 8, 2 heads x 4, d_ff 16, vocab 16, rotary_pct 0.5 -> rope_dim 2.
-# Every row r of the fused query_key_value weight holds the float r, and its bias element i
-# holds i, so the per-head split [n_heads, 3, d_head, d_model] is visible in the output.
+# --- checkpoints written in shell -------------------------------------------------------------
+# GPT-NeoX: 1 layer, d_model 8, 2 heads x 4, d_ff 16, vocab 16, rotary_pct 0.5 -> rope_dim 2.
 byte() { printf "\\$(( ($1 >> 6) * 100 + (($1 >> 3) & 7) * 10 + ($1 & 7) ))"; } # no fork
 f32bytes() { # the 4 little-endian bytes of the float of a non-negative integer < 2^24
   v=$1; bits=0
@@ -62,9 +62,36 @@ u64bytes() {
   i=0; while [ $i -lt 8 ]; do byte $((($1 >> (8 * i)) & 255)); i=$((i + 1)); done
 }
 
-# mk_neox DIR [SKIP_NAME]; EXTRA="name rows [cols]" adds one more tensor
+# mk_st FILE SKIP_NAME SPEC...: a safetensors file; SPEC = "name rows [cols] [pattern]" with
+# pattern row (element = its row index), col (= its column index) or zero (default); F32.
+mk_st() {
+  f=$1; skip=$2; shift 2
+  hdr=""; off=0; : > "$f.data"
+  for spec in "$@"; do
+    # shellcheck disable=SC2086
+    set -- $spec; name=$1; r=$2; c=1; pat=zero; shape="[$r]"
+    case ${3:-} in [0-9]*) c=$3; shape="[$r, $c]"; pat=${4:-zero} ;; ?*) pat=$3 ;; esac
+    [ "$name" = "$skip" ] && continue
+    case $pat in
+      row|col) i=0; while [ $i -lt "$r" ]; do
+          j=0; while [ $j -lt "$c" ]; do
+            if [ $pat = row ]; then f32bytes $i; else f32bytes $j; fi; j=$((j + 1)); done
+          i=$((i + 1)); done >> "$f.data" ;;
+      *) head -c $((4 * r * c)) /dev/zero >> "$f.data" ;;
+    esac
+    hdr="$hdr${hdr:+, }\"$name\": {\"dtype\": \"F32\", \"shape\": $shape, \"data_offsets\": [$off, $((off + 4 * r * c))]}"
+    off=$((off + 4 * r * c))
+  done
+  hdr="{\"__metadata__\": {\"format\": \"pt\"}, $hdr}"
+  { u64bytes ${#hdr}; printf '%s' "$hdr"; cat "$f.data"; } > "$f"
+  rm -f "$f.data"
+}
+
+# mk_neox DIR [SKIP_NAME]; EXTRA="name rows [cols]" adds one more tensor.
+# Every row r of the fused query_key_value weight holds the float r (pattern row), and its bias
+# element i holds i, so the per-head split [n_heads, 3, d_head, d_model] shows in the output.
 mk_neox() {
-  d=$1; skip=${2:-}; mkdir -p "$d"
+  d=$1; mkdir -p "$d"
   cat > "$d/config.json" <<'EOF'
 {"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"],
  "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1, "intermediate_size": 16,
@@ -74,34 +101,15 @@ mk_neox() {
  "bos_token_id": 3, "eos_token_id": 3}
 EOF
   L=gpt_neox.layers.0
-  set -- "gpt_neox.embed_in.weight 16 8" "$L.input_layernorm.weight 8" "$L.input_layernorm.bias 8" \
-    "$L.attention.query_key_value.weight 24 8" "$L.attention.query_key_value.bias 24" \
+  mk_st "$d/model.safetensors" "${2:-}" "gpt_neox.embed_in.weight 16 8" \
+    "$L.input_layernorm.weight 8" "$L.input_layernorm.bias 8" \
+    "$L.attention.query_key_value.weight 24 8 row" "$L.attention.query_key_value.bias 24 row" \
     "$L.attention.dense.weight 8 8" "$L.attention.dense.bias 8" \
     "$L.post_attention_layernorm.weight 8" "$L.post_attention_layernorm.bias 8" \
     "$L.mlp.dense_h_to_4h.weight 16 8" "$L.mlp.dense_h_to_4h.bias 16" \
     "$L.mlp.dense_4h_to_h.weight 8 16" "$L.mlp.dense_4h_to_h.bias 8" \
     "gpt_neox.final_layer_norm.weight 8" "gpt_neox.final_layer_norm.bias 8" \
     "embed_out.weight 16 8" "$L.attention.rotary_emb.inv_freq 2" ${EXTRA:+"$EXTRA"}
-  hdr=""; off=0; : > "$d/data"
-  for spec in "$@"; do
-    # shellcheck disable=SC2086
-    set -- $spec; name=$1; r=$2; c=${3:-}
-    [ "$name" = "$skip" ] && continue
-    n=$((r * ${c:-1}))
-    if [ -n "$c" ]; then shape="[$r, $c]"; else shape="[$r]"; fi
-    case $name in
-      *query_key_value.weight) i=0; while [ $i -lt "$r" ]; do
-          j=0; while [ $j -lt "$c" ]; do f32bytes $i; j=$((j + 1)); done
-          i=$((i + 1)); done >> "$d/data" ;;
-      *query_key_value.bias) i=0; while [ $i -lt "$r" ]; do f32bytes $i; i=$((i + 1)); done >> "$d/data" ;;
-      *) head -c $((4 * n)) /dev/zero >> "$d/data" ;;
-    esac
-    hdr="$hdr${hdr:+, }\"$name\": {\"dtype\": \"F32\", \"shape\": $shape, \"data_offsets\": [$off, $((off + 4 * n))]}"
-    off=$((off + 4 * n))
-  done
-  hdr="{\"__metadata__\": {\"format\": \"pt\"}, $hdr}"
-  { u64bytes ${#hdr}; printf '%s' "$hdr"; cat "$d/data"; } > "$d/model.safetensors"
-  rm -f "$d/data"
 }
 
 mk_neox "$T/neox"
@@ -168,6 +176,62 @@ expect_eq "f16 wk rows" "$(od -An -v -t x2 -w16 -j "$o" -N 128 "$F" | awk '{prin
 e=$(ent "$F" 7)
 expect_eq "f16 file: bk stays f32" "$(u32 "$F" $((e + 64))) $(u64 "$F" $((e + 112)))" "0 32"
 expect_eq "f16 file: tok_embd f16" "$(u32 "$F" $(($(ent "$F" 0) + 64)))" 1
+
+# GPT-2 (names prefixed "transformer.", as re-saved from GPT2LMHeadModel): Conv1D weights are
+# stored [in, out]. c_attn.weight element [k][n] = n (pattern col), so after the transpose and
+# the q|k|v thirds split, row r of wk is all 8 + r; mlp.c_proj.weight [32, 8] element [k][n] = k
+# (pattern row), so every row of w_down [8, 32] reads 0 1 .. 31.
+mkdir -p "$T/gpt2"
+cat > "$T/gpt2/config.json" <<'EOF'
+{"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1, "n_inner": null, "vocab_size": 16,
+ "n_positions": 8, "layer_norm_epsilon": 1e-05, "activation_function": "gelu_new",
+ "scale_attn_weights": true, "bos_token_id": 15, "eos_token_id": 15}
+EOF
+H=transformer.h.0
+mk_st "$T/gpt2/model.safetensors" "" "transformer.wte.weight 16 8" "transformer.wpe.weight 8 8" \
+  "$H.ln_1.weight 8" "$H.ln_1.bias 8" "$H.attn.c_attn.weight 8 24 col" "$H.attn.c_attn.bias 24 row" \
+  "$H.attn.c_proj.weight 8 8" "$H.attn.c_proj.bias 8" "$H.ln_2.weight 8" "$H.ln_2.bias 8" \
+  "$H.mlp.c_fc.weight 8 32 col" "$H.mlp.c_fc.bias 32" "$H.mlp.c_proj.weight 32 8 row" \
+  "$H.mlp.c_proj.bias 8" "transformer.ln_f.weight 8" "transformer.ln_f.bias 8" "$H.attn.masked_bias 1"
+if "$CONV" "$T/gpt2" -o "$T/gpt2.tfm" --quiet 2> "$T/err"; then ok; else bad "convert shell gpt2"; cat "$T/err"; fi
+F=$T/gpt2.tfm
+expect_eq "gpt2 arch n_ctx d_ff rope_dim pos residual" "$(u32 "$F" 16) $(u32 "$F" 24) $(u32 "$F" 48) $(u32 "$F" 52) $(u32 "$F" 80) $(u32 "$F" 76)" "2 8 32 0 3 0"
+names=""; i=0; while [ $i -lt "$(u32 "$F" 84)" ]; do names="$names $(ename "$F" $i)"; i=$((i + 1)); done
+expect_eq "gpt2 tensors (tied: no output.w)" "$names" " tok_embd pos_embd blk.0.ln1.w blk.0.ln1.b blk.0.wq blk.0.wk blk.0.wv blk.0.bq blk.0.bk blk.0.bv blk.0.wo blk.0.bo blk.0.ln2.w blk.0.ln2.b blk.0.w_up blk.0.b_up blk.0.w_down blk.0.b_down lnf.w lnf.b"
+o=$(u64 "$F" $(($(ent "$F" 5) + 104)))
+expect_eq "gpt2 wk column 0 (transposed thirds)" "$(od -An -v -t f4 -w32 -j "$o" -N 256 "$F" | awk '{printf " %s", $1}')" " 8 9 10 11 12 13 14 15"
+expect_eq "gpt2 wk column 7" "$(od -An -v -t f4 -w32 -j "$o" -N 256 "$F" | awk '{printf " %s", $8}')" " 8 9 10 11 12 13 14 15"
+o=$(u64 "$F" $(($(ent "$F" 9) + 104)))
+expect_eq "gpt2 bv" "$(od -An -v -t f4 -j "$o" -N 32 "$F" | tr -s ' \n' ' ')" " 16 17 18 19 20 21 22 23 "
+e=$(ent "$F" 16); o=$(u64 "$F" $((e + 104)))
+expect_eq "gpt2 w_down shape" "$(u64 "$F" $((e + 72))) $(u64 "$F" $((e + 80)))" "8 32"
+expect_eq "gpt2 w_down row 7 (transposed)" "$(od -An -v -t f4 -w128 -j $((o + 7 * 128)) -N 128 "$F" | tr -s ' \n' ' ')" " 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 "
+if "$CONV" "$T/gpt2" -o "$T/gpt2-16.tfm" --type f16 --quiet 2> "$T/err"; then ok; else bad "convert shell gpt2 f16"; cat "$T/err"; fi
+F=$T/gpt2-16.tfm
+expect_eq "gpt2 f16: pos_embd stays f32, tok_embd and wk f16" "$(u32 "$F" $(($(ent "$F" 1) + 64))) $(u32 "$F" $(($(ent "$F" 0) + 64))) $(u32 "$F" $(($(ent "$F" 5) + 64)))" "0 1 1"
+o=$(u64 "$F" $(($(ent "$F" 5) + 104)))
+expect_eq "gpt2 f16 wk column 0" "$(od -An -v -t x2 -w16 -j "$o" -N 128 "$F" | awk '{printf " %s", $1}')" " 4800 4880 4900 4980 4a00 4a80 4b00 4b80"
+
+# the other architectures' golden checkpoints (tests/data/arch, tools/make_arch_models.py):
+# header fields per architecture, and tfm.h must open each file (--check)
+# arch_case DIR "arch n_kv_heads d_head rope_dim norm ffn residual pos theta_bits" LAST_TENSOR
+arch_case() {
+  d=tests/data/arch/$1
+  [ -f "$d/config.json" ] || { echo "SKIP: $d not found"; return; }
+  F=$T/arch_$1.tfm
+  if "$CONV" "$d" -o "$F" --quiet --check > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
+  else bad "convert --check $1"; cat "$T/err" "$T/out"; return; fi
+  expect_eq "$1 header" "$(u32 "$F" 16) $(u32 "$F" 36) $(u32 "$F" 44) $(u32 "$F" 52) $(u32 "$F" 64) $(u32 "$F" 72) $(u32 "$F" 76) $(u32 "$F" 80) $(u32 "$F" 56)" "$2"
+  expect_eq "$1 last tensor" "$(ename "$F" $(($(u32 "$F" 84) - 1)))" "$3"
+}
+arch_case gpt2 "2 4 8 0 0 0 0 3 0" lnf.b
+arch_case gpt2_prefixed "2 4 4 0 0 0 0 3 0" lnf.b
+arch_case gpt_neox "1 2 16 4 0 0 1 1 1176256512" output.w
+arch_case llama_tied "3 2 8 8 1 1 0 1 1176256512" lnf.w
+arch_case llama_untied "3 2 8 8 1 1 0 1 1223959552" output.w
+arch_case phi "4 4 12 4 0 0 2 1 1176256512" output.b
+arch_case gptj "5 4 8 4 0 0 2 2 1176256512" output.b
+arch_case starcoder2 "6 2 8 8 0 0 0 1 1203982336" lnf.b
 
 # --- tokenizers ($SHARED) ---------------------------------------------------------------------
 # blob_field FILE FIELD_OFFSET; tok_text FILE ID; tok_attr FILE ID (uses the blob layout of tfm.h)
@@ -301,6 +365,14 @@ cp -r "$T/neox" "$T/e10"; sed -i 's/"num_hidden_layers": 1/"num_hidden_layers": 
 expect_fail "wrong config type" '"num_hidden_layers" must be a non-negative integer' -- "$CONV" "$T/e10" -o "$O"
 cp -r "$T/neox" "$T/e11"; cp "$SHARED/tokenizers/gpt2/vocab.json" "$SHARED/tokenizers/gpt2/merges.txt" "$T/e11/" 2>/dev/null &&
   expect_fail "tokenizer larger than vocab_size" "50257 tokens but vocab_size is 16" -- "$CONV" "$T/e11" -o "$O"
+cp -r "$T/gpt2" "$T/e12"; sed -i 's/"scale_attn_weights": true/"scale_attn_weights": true, "scale_attn_by_inverse_layer_idx": true/' "$T/e12/config.json"
+expect_fail "gpt2 scaled attention" "attention scaling" -- "$CONV" "$T/e12" -o "$O"
+cp -r "$T/gpt2" "$T/e13"; sed -i 's/"n_embd": 8/"n_embd": 8, "tie_word_embeddings": false/' "$T/e13/config.json"
+expect_fail "gpt2 untied without lm_head" "missing tensor lm_head.weight (expected shape \[16, 8\])" -- "$CONV" "$T/e13" -o "$O"
+if [ -f tests/data/arch/phi/config.json ]; then
+  cp -r tests/data/arch/phi "$T/e14"; sed -i 's/"qk_layernorm": false/"qk_layernorm": true/' "$T/e14/config.json"
+  expect_fail "phi qk_layernorm" "qk_layernorm" -- "$CONV" "$T/e14" -o "$O"
+fi
 rm -f "$T/e4/model.safetensors"
 expect_fail "no safetensors" "no model.safetensors" -- "$CONV" "$T/e4" -o "$O"
 expect_fail "bad --type" "expected f32 or f16" -- "$CONV" "$T/neox" -o "$O" --type q4

@@ -552,6 +552,7 @@ typedef struct tc_hparams { /* the .tfm header fields */
     uint32_t norm, act, ffn, residual, pos;
     int tied_output; /* no output.w: the head reuses tok_embd */
     int attn_bias;   /* attention projections carry biases */
+    int mlp_bias;    /* MLP projections carry biases */
 } tc_hparams;
 
 typedef struct tc_cfg {
@@ -712,14 +713,20 @@ typedef enum tc_dim {
 } tc_dim;
 
 typedef enum tc_op {
-    TC_OP_COPY = 0,      /* one .tfm tensor, same layout */
-    TC_OP_SPLIT_QKV_HEADS /* fused rows viewed as [n_heads, 3, d_head, ...] (GPT-NeoX): three
-                             tensors q, k, v, each [n_heads * d_head, ...] */
+    TC_OP_COPY = 0,         /* one .tfm tensor, same layout */
+    TC_OP_SPLIT_QKV_HEADS,  /* fused rows viewed as [n_heads, 3, d_head] (GPT-NeoX, MHA only):
+                               three tensors q, k, v */
+    TC_OP_SPLIT_QKV_THIRDS  /* fused rows q | k | v, each contiguous (GPT-2) */
 } tc_op;
 
 #define TC_LAYER 1u        /* names contain %d: one entry per layer */
 #define TC_IF_ATTN_BIAS 2u /* present iff hparams.attn_bias */
-#define TC_IF_UNTIED 4u    /* present iff the output head is not tied */
+#define TC_IF_MLP_BIAS 4u  /* present iff hparams.mlp_bias */
+#define TC_IF_UNTIED 8u    /* present iff the output head is not tied */
+#define TC_CONV1D 16u      /* stored [in, out] (GPT-2 Conv1D): transposed on the way out; the
+                              table gives the stored shape */
+#define TC_KEEP_F32 32u    /* a matrix that stays f32 whatever --type says (a lookup table,
+                              not a matmul: learned positions) */
 
 typedef struct tc_tensor_map {
     const char *hf;        /* checkpoint name (printf format with %d for the layer) */
@@ -735,7 +742,20 @@ typedef struct tc_arch {
     const tc_tensor_map *tensors;
     size_t n_tensors;
     const char *const *skip_suffixes; /* buffers in older checkpoints, not weights */
+    const char *const *prefixes;      /* tried when a name is not found as is (NULL: none) */
 } tc_arch;
+
+/* n_heads / n_kv_heads / d_head (head_dim 0: d_model / n_heads), checked for consistency. */
+static int tc_heads(const tc_cfg *c, tc_hparams *hp, uint32_t head_dim) {
+    if (hp->n_heads == 0 || hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads != 0 ||
+        (head_dim == 0 && hp->d_model % hp->n_heads != 0)) {
+        tc_error("%s: %u attention heads / %u key-value heads do not divide hidden size %u", c->path,
+                 hp->n_heads, hp->n_kv_heads, hp->d_model);
+        return 0;
+    }
+    hp->d_head = head_dim ? head_dim : hp->d_model / hp->n_heads;
+    return 1;
+}
 
 /* --- gpt_neox (Pythia, GPT-NeoX-20B) --- */
 
@@ -757,20 +777,15 @@ static int tc_neox_config(const tc_cfg *c, tc_hparams *hp) {
         !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output) ||
         !tc_cfg_bool(c, "attention_bias", 1, &hp->attn_bias))
         return 0;
-    if (hp->n_heads == 0 || hp->d_model % hp->n_heads != 0) {
-        tc_error("%s: hidden_size %u is not a multiple of num_attention_heads %u", c->path,
-                 hp->d_model, hp->n_heads);
-        return 0;
-    }
-    if (!tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
-    hp->arch = TFM_ARCH_GPT_NEOX;
     hp->n_kv_heads = hp->n_heads;
-    hp->d_head = hp->d_model / hp->n_heads;
+    if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
+    hp->arch = TFM_ARCH_GPT_NEOX;
     hp->norm_eps = (float)eps;
     hp->norm = TFM_NORM_LAYERNORM;
     hp->ffn = TFM_FFN_PLAIN;
     hp->pos = TFM_POS_ROPE_HALF;
     hp->residual = parallel ? TFM_RESIDUAL_PARALLEL : TFM_RESIDUAL_SEQUENTIAL;
+    hp->mlp_bias = 1;
     return tc_cfg_rope(c, theta_keys, pct_keys, 10000.0, 0.25, hp);
 }
 
@@ -801,10 +816,314 @@ static const char *const tc_neox_skip[] = {
     ".attention.bias", ".attention.masked_bias", ".attention.rotary_emb.inv_freq", NULL
 };
 
-static const tc_arch tc_archs[] = {
-    {"gpt_neox", tc_neox_config, tc_neox_tensors, sizeof tc_neox_tensors / sizeof tc_neox_tensors[0],
-     tc_neox_skip},
+/* --- gpt2 (Conv1D weights stored [in, out]; q|k|v thirds; learned positions; tied head) --- */
+
+static int tc_gpt2_config(const tc_cfg *c, tc_hparams *hp) {
+    const char *act;
+    double eps;
+    int scale, by_layer;
+    if (!tc_cfg_uint(c, "n_embd", 1, 0, &hp->d_model) || !tc_cfg_uint(c, "n_head", 1, 0, &hp->n_heads) ||
+        !tc_cfg_uint(c, "n_layer", 1, 0, &hp->n_layers) || !tc_cfg_uint(c, "n_inner", 0, 0, &hp->d_ff) ||
+        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
+        !tc_cfg_uint(c, "n_positions", 1, 0, &hp->n_ctx) ||
+        !tc_cfg_float(c, "layer_norm_epsilon", 1e-5, &eps) ||
+        !tc_cfg_string(c, "activation_function", "gelu_new", &act) ||
+        !tc_cfg_bool(c, "scale_attn_weights", 1, &scale) ||
+        !tc_cfg_bool(c, "scale_attn_by_inverse_layer_idx", 0, &by_layer) ||
+        !tc_cfg_bool(c, "tie_word_embeddings", 1, &hp->tied_output))
+        return 0;
+    if (!scale || by_layer) {
+        tc_error("%s: attention scaling other than 1/sqrt(d_head) is not supported", c->path);
+        return 0;
+    }
+    hp->n_kv_heads = hp->n_heads;
+    if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "activation_function", act, &hp->act)) return 0;
+    if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model; /* n_inner null */
+    hp->arch = TFM_ARCH_GPT2;
+    hp->norm_eps = (float)eps;
+    hp->norm = TFM_NORM_LAYERNORM;
+    hp->ffn = TFM_FFN_PLAIN;
+    hp->pos = TFM_POS_LEARNED;
+    hp->residual = TFM_RESIDUAL_SEQUENTIAL;
+    hp->attn_bias = hp->mlp_bias = 1;
+    return 1;
+}
+
+static const tc_tensor_map tc_gpt2_tensors[] = {
+    {"wte.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {"wpe.weight", {"pos_embd"}, TC_KEEP_F32, TC_OP_COPY, {TC_DIM_CTX, TC_DIM_MODEL}},
+    {"h.%d.ln_1.weight", {"blk.%d.ln1.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"h.%d.ln_1.bias", {"blk.%d.ln1.b"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"h.%d.attn.c_attn.weight", {"blk.%d.wq", "blk.%d.wk", "blk.%d.wv"}, TC_LAYER | TC_CONV1D,
+     TC_OP_SPLIT_QKV_THIRDS, {TC_DIM_MODEL, TC_DIM_QKV}},
+    {"h.%d.attn.c_attn.bias", {"blk.%d.bq", "blk.%d.bk", "blk.%d.bv"}, TC_LAYER,
+     TC_OP_SPLIT_QKV_THIRDS, {TC_DIM_QKV}},
+    {"h.%d.attn.c_proj.weight", {"blk.%d.wo"}, TC_LAYER | TC_CONV1D, TC_OP_COPY, {TC_DIM_Q, TC_DIM_MODEL}},
+    {"h.%d.attn.c_proj.bias", {"blk.%d.bo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"h.%d.ln_2.weight", {"blk.%d.ln2.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"h.%d.ln_2.bias", {"blk.%d.ln2.b"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"h.%d.mlp.c_fc.weight", {"blk.%d.w_up"}, TC_LAYER | TC_CONV1D, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {"h.%d.mlp.c_fc.bias", {"blk.%d.b_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF}},
+    {"h.%d.mlp.c_proj.weight", {"blk.%d.w_down"}, TC_LAYER | TC_CONV1D, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {"h.%d.mlp.c_proj.bias", {"blk.%d.b_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"ln_f.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"ln_f.bias", {"lnf.b"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
 };
+
+static const char *const tc_gpt2_skip[] = {".attn.bias", ".attn.masked_bias", NULL};
+static const char *const tc_gpt2_prefixes[] = {"transformer.", NULL}; /* re-saved LMHeadModel */
+
+/* --- llama (RMSNorm, SwiGLU, GQA; Hugging Face half-split RoPE order, kept as is) --- */
+
+static int tc_llama_config(const tc_cfg *c, tc_hparams *hp) {
+    static const char *const theta_keys[] = {"rope_theta", NULL};
+    static const char *const pct_keys[] = {"partial_rotary_factor", NULL};
+    const char *act;
+    double eps;
+    uint32_t head_dim;
+    if (!tc_cfg_uint(c, "hidden_size", 1, 0, &hp->d_model) ||
+        !tc_cfg_uint(c, "num_attention_heads", 1, 0, &hp->n_heads) ||
+        !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads) ||
+        !tc_cfg_uint(c, "head_dim", 0, 0, &head_dim) ||
+        !tc_cfg_uint(c, "num_hidden_layers", 1, 0, &hp->n_layers) ||
+        !tc_cfg_uint(c, "intermediate_size", 1, 0, &hp->d_ff) ||
+        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
+        !tc_cfg_uint(c, "max_position_embeddings", 1, 0, &hp->n_ctx) ||
+        !tc_cfg_float(c, "rms_norm_eps", 1e-6, &eps) ||
+        !tc_cfg_string(c, "hidden_act", "silu", &act) ||
+        !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output) ||
+        !tc_cfg_bool(c, "attention_bias", 0, &hp->attn_bias) ||
+        !tc_cfg_bool(c, "mlp_bias", 0, &hp->mlp_bias))
+        return 0;
+    if (hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads; /* null: multi-head attention */
+    if (!tc_heads(c, hp, head_dim) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
+    hp->arch = TFM_ARCH_LLAMA;
+    hp->norm_eps = (float)eps;
+    hp->norm = TFM_NORM_RMSNORM;
+    hp->ffn = TFM_FFN_GATED;
+    hp->pos = TFM_POS_ROPE_HALF;
+    hp->residual = TFM_RESIDUAL_SEQUENTIAL;
+    return tc_cfg_rope(c, theta_keys, pct_keys, 10000.0, 1.0, hp);
+}
+
+#define TC_LLAMA_L "model.layers.%d."
+static const tc_tensor_map tc_llama_tensors[] = {
+    {"model.embed_tokens.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {TC_LLAMA_L "input_layernorm.weight", {"blk.%d.ln1.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_proj.weight", {"blk.%d.wq"}, TC_LAYER, TC_OP_COPY, {TC_DIM_Q, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_proj.bias", {"blk.%d.bq"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_Q}},
+    {TC_LLAMA_L "self_attn.k_proj.weight", {"blk.%d.wk"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.k_proj.bias", {"blk.%d.bk"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_KV}},
+    {TC_LLAMA_L "self_attn.v_proj.weight", {"blk.%d.wv"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.v_proj.bias", {"blk.%d.bv"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_KV}},
+    {TC_LLAMA_L "self_attn.o_proj.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
+    {TC_LLAMA_L "self_attn.o_proj.bias", {"blk.%d.bo"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "post_attention_layernorm.weight", {"blk.%d.ln2.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.gate_proj.weight", {"blk.%d.w_gate"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.gate_proj.bias", {"blk.%d.b_gate"}, TC_LAYER | TC_IF_MLP_BIAS, TC_OP_COPY, {TC_DIM_FF}},
+    {TC_LLAMA_L "mlp.up_proj.weight", {"blk.%d.w_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.up_proj.bias", {"blk.%d.b_up"}, TC_LAYER | TC_IF_MLP_BIAS, TC_OP_COPY, {TC_DIM_FF}},
+    {TC_LLAMA_L "mlp.down_proj.weight", {"blk.%d.w_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {TC_LLAMA_L "mlp.down_proj.bias", {"blk.%d.b_down"}, TC_LAYER | TC_IF_MLP_BIAS, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"model.norm.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+};
+
+static const char *const tc_rotary_skip[] = {".self_attn.rotary_emb.inv_freq", NULL};
+
+/* --- phi (Phi-1, Phi-1.5, Phi-2: one LayerNorm feeds attention and MLP; lm_head bias) --- */
+
+static int tc_phi_config(const tc_cfg *c, tc_hparams *hp) {
+    static const char *const theta_keys[] = {"rope_theta", NULL};
+    static const char *const pct_keys[] = {"partial_rotary_factor", NULL};
+    const char *act;
+    double eps;
+    int qk_norm;
+    if (!tc_cfg_uint(c, "hidden_size", 1, 0, &hp->d_model) ||
+        !tc_cfg_uint(c, "num_attention_heads", 1, 0, &hp->n_heads) ||
+        !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads) ||
+        !tc_cfg_uint(c, "num_hidden_layers", 1, 0, &hp->n_layers) ||
+        !tc_cfg_uint(c, "intermediate_size", 1, 0, &hp->d_ff) ||
+        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
+        !tc_cfg_uint(c, "max_position_embeddings", 1, 0, &hp->n_ctx) ||
+        !tc_cfg_float(c, "layer_norm_eps", 1e-5, &eps) ||
+        !tc_cfg_string(c, "hidden_act", "gelu_new", &act) ||
+        !tc_cfg_bool(c, "qk_layernorm", 0, &qk_norm) ||
+        !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output))
+        return 0;
+    if (qk_norm) {
+        tc_error("%s: \"qk_layernorm\": true is not supported", c->path);
+        return 0;
+    }
+    if (hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads;
+    if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
+    hp->arch = TFM_ARCH_PHI;
+    hp->norm_eps = (float)eps;
+    hp->norm = TFM_NORM_LAYERNORM;
+    hp->ffn = TFM_FFN_PLAIN;
+    hp->pos = TFM_POS_ROPE_HALF;
+    hp->residual = TFM_RESIDUAL_PARALLEL_SHARED;
+    hp->attn_bias = hp->mlp_bias = 1;
+    return tc_cfg_rope(c, theta_keys, pct_keys, 10000.0, 0.5, hp);
+}
+
+static const tc_tensor_map tc_phi_tensors[] = {
+    {"model.embed_tokens.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {TC_LLAMA_L "input_layernorm.weight", {"blk.%d.ln1.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "input_layernorm.bias", {"blk.%d.ln1.b"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_proj.weight", {"blk.%d.wq"}, TC_LAYER, TC_OP_COPY, {TC_DIM_Q, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_proj.bias", {"blk.%d.bq"}, TC_LAYER, TC_OP_COPY, {TC_DIM_Q}},
+    {TC_LLAMA_L "self_attn.k_proj.weight", {"blk.%d.wk"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.k_proj.bias", {"blk.%d.bk"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV}},
+    {TC_LLAMA_L "self_attn.v_proj.weight", {"blk.%d.wv"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.v_proj.bias", {"blk.%d.bv"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV}},
+    {TC_LLAMA_L "self_attn.dense.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
+    {TC_LLAMA_L "self_attn.dense.bias", {"blk.%d.bo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.fc1.weight", {"blk.%d.w_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.fc1.bias", {"blk.%d.b_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF}},
+    {TC_LLAMA_L "mlp.fc2.weight", {"blk.%d.w_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {TC_LLAMA_L "mlp.fc2.bias", {"blk.%d.b_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"model.final_layernorm.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"model.final_layernorm.bias", {"lnf.b"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {"lm_head.bias", {"output.b"}, 0, TC_OP_COPY, {TC_DIM_VOCAB}},
+};
+
+/* --- gptj (interleaved RoPE on rotary_dim dims, base 10000 fixed in the model code) --- */
+
+#define TC_GPTJ_ROPE_THETA 10000.0f
+
+static int tc_gptj_config(const tc_cfg *c, tc_hparams *hp) {
+    const char *act;
+    double eps;
+    if (!tc_cfg_uint(c, "n_embd", 1, 0, &hp->d_model) || !tc_cfg_uint(c, "n_head", 1, 0, &hp->n_heads) ||
+        !tc_cfg_uint(c, "n_layer", 1, 0, &hp->n_layers) || !tc_cfg_uint(c, "n_inner", 0, 0, &hp->d_ff) ||
+        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
+        !tc_cfg_uint(c, "n_positions", 1, 0, &hp->n_ctx) ||
+        !tc_cfg_uint(c, "rotary_dim", 0, 0, &hp->rope_dim) ||
+        !tc_cfg_float(c, "layer_norm_epsilon", 1e-5, &eps) ||
+        !tc_cfg_string(c, "activation_function", "gelu_new", &act) ||
+        !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output))
+        return 0;
+    hp->n_kv_heads = hp->n_heads;
+    if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "activation_function", act, &hp->act)) return 0;
+    if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model;
+    if (hp->rope_dim == 0) hp->rope_dim = hp->d_head; /* rotary_dim null: the whole head */
+    if (hp->rope_dim % 2 != 0 || hp->rope_dim > hp->d_head) {
+        tc_error("%s: rotary_dim %u must be even and at most the head size %u", c->path, hp->rope_dim,
+                 hp->d_head);
+        return 0;
+    }
+    hp->arch = TFM_ARCH_GPTJ;
+    hp->rope_theta = TC_GPTJ_ROPE_THETA;
+    hp->norm_eps = (float)eps;
+    hp->norm = TFM_NORM_LAYERNORM;
+    hp->ffn = TFM_FFN_PLAIN;
+    hp->pos = TFM_POS_ROPE_INTERLEAVED;
+    hp->residual = TFM_RESIDUAL_PARALLEL_SHARED;
+    hp->attn_bias = 0;
+    hp->mlp_bias = 1;
+    return 1;
+}
+
+#define TC_GPTJ_L "transformer.h.%d."
+static const tc_tensor_map tc_gptj_tensors[] = {
+    {"transformer.wte.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {TC_GPTJ_L "ln_1.weight", {"blk.%d.ln1.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_GPTJ_L "ln_1.bias", {"blk.%d.ln1.b"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_GPTJ_L "attn.q_proj.weight", {"blk.%d.wq"}, TC_LAYER, TC_OP_COPY, {TC_DIM_Q, TC_DIM_MODEL}},
+    {TC_GPTJ_L "attn.k_proj.weight", {"blk.%d.wk"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_GPTJ_L "attn.v_proj.weight", {"blk.%d.wv"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_GPTJ_L "attn.out_proj.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
+    {TC_GPTJ_L "mlp.fc_in.weight", {"blk.%d.w_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {TC_GPTJ_L "mlp.fc_in.bias", {"blk.%d.b_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF}},
+    {TC_GPTJ_L "mlp.fc_out.weight", {"blk.%d.w_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {TC_GPTJ_L "mlp.fc_out.bias", {"blk.%d.b_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"transformer.ln_f.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"transformer.ln_f.bias", {"lnf.b"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {"lm_head.bias", {"output.b"}, 0, TC_OP_COPY, {TC_DIM_VOCAB}},
+};
+
+/* --- starcoder2 (LayerNorm with bias, GQA, plain GELU MLP in nn.Linear layout) --- */
+
+static int tc_starcoder2_config(const tc_cfg *c, tc_hparams *hp) {
+    static const char *const theta_keys[] = {"rope_theta", NULL};
+    static const char *const pct_keys[] = {"partial_rotary_factor", NULL};
+    const char *act, *mlp_type, *norm_type;
+    double eps;
+    uint32_t window;
+    if (!tc_cfg_uint(c, "hidden_size", 1, 0, &hp->d_model) ||
+        !tc_cfg_uint(c, "num_attention_heads", 1, 0, &hp->n_heads) ||
+        !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads) ||
+        !tc_cfg_uint(c, "num_hidden_layers", 1, 0, &hp->n_layers) ||
+        !tc_cfg_uint(c, "intermediate_size", 1, 0, &hp->d_ff) ||
+        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
+        !tc_cfg_uint(c, "max_position_embeddings", 1, 0, &hp->n_ctx) ||
+        !tc_cfg_uint(c, "sliding_window", 0, 0, &window) ||
+        !tc_cfg_float(c, "norm_epsilon", 1e-5, &eps) ||
+        !tc_cfg_string(c, "hidden_act", "gelu_pytorch_tanh", &act) ||
+        !tc_cfg_string(c, "mlp_type", "default", &mlp_type) ||
+        !tc_cfg_string(c, "norm_type", "layer_norm", &norm_type) ||
+        !tc_cfg_bool(c, "use_bias", 1, &hp->attn_bias) ||
+        !tc_cfg_bool(c, "tie_word_embeddings", 1, &hp->tied_output))
+        return 0;
+    if (strcmp(mlp_type, "default") != 0 || strcmp(norm_type, "layer_norm") != 0) {
+        tc_error("%s: mlp_type \"%s\" / norm_type \"%s\" not supported (default / layer_norm)", c->path,
+                 mlp_type, norm_type);
+        return 0;
+    }
+    if (hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads;
+    if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
+    if (window && window < hp->n_ctx) { /* within the window, sliding attention is plain attention */
+        tc_warn("%s: context limited to sliding_window %u (max_position_embeddings %u)", c->path, window,
+                hp->n_ctx);
+        hp->n_ctx = window;
+    }
+    hp->arch = TFM_ARCH_STARCODER2;
+    hp->mlp_bias = hp->attn_bias;
+    hp->norm_eps = (float)eps;
+    hp->norm = TFM_NORM_LAYERNORM;
+    hp->ffn = TFM_FFN_PLAIN;
+    hp->pos = TFM_POS_ROPE_HALF;
+    hp->residual = TFM_RESIDUAL_SEQUENTIAL;
+    return tc_cfg_rope(c, theta_keys, pct_keys, 10000.0, 1.0, hp);
+}
+
+static const tc_tensor_map tc_starcoder2_tensors[] = {
+    {"model.embed_tokens.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {TC_LLAMA_L "input_layernorm.weight", {"blk.%d.ln1.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "input_layernorm.bias", {"blk.%d.ln1.b"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_proj.weight", {"blk.%d.wq"}, TC_LAYER, TC_OP_COPY, {TC_DIM_Q, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_proj.bias", {"blk.%d.bq"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_Q}},
+    {TC_LLAMA_L "self_attn.k_proj.weight", {"blk.%d.wk"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.k_proj.bias", {"blk.%d.bk"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_KV}},
+    {TC_LLAMA_L "self_attn.v_proj.weight", {"blk.%d.wv"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.v_proj.bias", {"blk.%d.bv"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_KV}},
+    {TC_LLAMA_L "self_attn.o_proj.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
+    {TC_LLAMA_L "self_attn.o_proj.bias", {"blk.%d.bo"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "post_attention_layernorm.weight", {"blk.%d.ln2.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "post_attention_layernorm.bias", {"blk.%d.ln2.b"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.c_fc.weight", {"blk.%d.w_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.c_fc.bias", {"blk.%d.b_up"}, TC_LAYER | TC_IF_MLP_BIAS, TC_OP_COPY, {TC_DIM_FF}},
+    {TC_LLAMA_L "mlp.c_proj.weight", {"blk.%d.w_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {TC_LLAMA_L "mlp.c_proj.bias", {"blk.%d.b_down"}, TC_LAYER | TC_IF_MLP_BIAS, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"model.norm.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"model.norm.bias", {"lnf.b"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+};
+
+#define TC_TABLE(t) t, sizeof t / sizeof t[0]
+static const tc_arch tc_archs[] = {
+    {"gpt_neox", tc_neox_config, TC_TABLE(tc_neox_tensors), tc_neox_skip, NULL},
+    {"gpt2", tc_gpt2_config, TC_TABLE(tc_gpt2_tensors), tc_gpt2_skip, tc_gpt2_prefixes},
+    {"llama", tc_llama_config, TC_TABLE(tc_llama_tensors), tc_rotary_skip, NULL},
+    {"phi", tc_phi_config, TC_TABLE(tc_phi_tensors), tc_rotary_skip, NULL},
+    {"gptj", tc_gptj_config, TC_TABLE(tc_gptj_tensors), tc_gpt2_skip, NULL},
+    {"starcoder2", tc_starcoder2_config, TC_TABLE(tc_starcoder2_tensors), tc_rotary_skip, NULL},
+};
+#define TC_SUPPORTED "gpt_neox, gpt2, llama, phi, gptj, starcoder2"
 
 static const tc_arch *tc_find_arch(const char *model_type) {
     size_t i;
@@ -816,7 +1135,8 @@ static const tc_arch *tc_find_arch(const char *model_type) {
 /* >>plan -----------------------------------------------------------------------------------------
    Resolve the tables against the checkpoint: every output tensor with its source, its row
    gather and its place in the file. Output row r of a tensor reads source row
-   (r / group) * stride + offset + r % group; a plain copy is one group. */
+   (r / group) * stride + offset + r % group; a plain copy is one group. A transposed (Conv1D)
+   source instead gives output row r = source column offset + r. */
 
 typedef struct tc_out {
     char name[TC_NAME_BYTES];
@@ -826,6 +1146,8 @@ typedef struct tc_out {
     const tc_tensor *src;
     uint64_t rows, row_elems;     /* the tensor as rows x row_elems (a vector: n x 1) */
     uint64_t group, stride, offset;
+    int transposed;               /* source is [row_elems, src_cols] */
+    uint64_t src_cols;
     uint64_t data_offset, data_bytes;
 } tc_out;
 
@@ -870,24 +1192,56 @@ static int tc_is_skipped(const tc_arch *a, const char *name) {
     return 0;
 }
 
+/* The tensor called name, or prefix + name for the arch's prefixes; full name into hf. */
+static tc_tensor *tc_find_mapped(const tc_arch *a, const tc_checkpoint *c, const char *name,
+                                 char *hf, size_t hf_bytes) {
+    const char *const *p;
+    tc_tensor *t;
+    snprintf(hf, hf_bytes, "%s", name);
+    if ((t = tc_find_tensor(c, hf)) != NULL) return t;
+    for (p = a->prefixes; p && *p; p++) {
+        snprintf(hf, hf_bytes, "%s%s", *p, name);
+        if ((t = tc_find_tensor(c, hf)) != NULL) return t;
+    }
+    snprintf(hf, hf_bytes, "%s", name);
+    return NULL;
+}
+
+/* Rows and first source row (or column) of part i of a fused q|k|v tensor. */
+static void tc_part(const tc_tensor_map *m, const tc_hparams *hp, int i, uint64_t total,
+                    uint64_t *rows, uint64_t *offset) {
+    uint64_t q = (uint64_t)hp->n_heads * hp->d_head, kv = (uint64_t)hp->n_kv_heads * hp->d_head;
+    if (m->op == TC_OP_COPY) {
+        *rows = total;
+        *offset = 0;
+    } else if (m->op == TC_OP_SPLIT_QKV_HEADS) { /* MHA: three equal parts, per head */
+        *rows = q;
+        *offset = (uint64_t)i * hp->d_head;
+    } else {
+        *rows = i == 0 ? q : kv;
+        *offset = i == 0 ? 0 : i == 1 ? q : q + kv;
+    }
+}
+
 /* One table entry for one layer (layer < 0: global). */
-static int tc_plan_entry(tc_plan *p, const tc_tensor_map *m, int layer, const tc_hparams *hp,
-                         const tc_checkpoint *c, uint32_t out_dtype) {
-    char hf[256], want[96], got[96];
-    uint64_t shape[2] = {0, 0};
-    int rank = 0, i, n_parts = m->op == TC_OP_SPLIT_QKV_HEADS ? 3 : 1;
+static int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int layer,
+                         const tc_hparams *hp, const tc_checkpoint *c, uint32_t out_dtype) {
+    char name[256], hf[300], want[96], got[96];
+    uint64_t shape[2] = {0, 0}, total, inner;
+    int rank = 0, i, n_parts = m->op == TC_OP_COPY ? 1 : 3, conv = (m->flags & TC_CONV1D) != 0;
     int present = !((m->flags & TC_IF_ATTN_BIAS) && !hp->attn_bias) &&
+                  !((m->flags & TC_IF_MLP_BIAS) && !hp->mlp_bias) &&
                   !((m->flags & TC_IF_UNTIED) && hp->tied_output);
     tc_tensor *t;
-    snprintf(hf, sizeof hf, m->hf, layer);
+    snprintf(name, sizeof name, m->hf, layer);
     while (rank < 2 && m->shape[rank] != TC_DIM_NONE) {
         shape[rank] = tc_dim_value(hp, m->shape[rank]);
         rank++;
     }
-    t = tc_find_tensor(c, hf);
+    t = tc_find_mapped(a, c, name, hf, sizeof hf);
     if (!present) {
         if (t && (m->flags & TC_IF_UNTIED)) { /* Hugging Face ignores it too when tied */
-            tc_warn("%s ignored: tie_word_embeddings is true", hf);
+            tc_warn("%s ignored: the output head is tied to the embedding", hf);
             t->used = 1;
         }
         return 1;
@@ -906,28 +1260,28 @@ static int tc_plan_entry(tc_plan *p, const tc_tensor_map *m, int layer, const tc
         tc_error("tensor %s: dtype %s is not supported (F32, F16, BF16)", hf, t->dtype_name);
         return 0;
     }
+    if (m->op == TC_OP_SPLIT_QKV_HEADS && hp->n_kv_heads != hp->n_heads) {
+        tc_error("tensor %s: a per-head fused q/k/v needs as many kv heads as heads", hf);
+        return 0;
+    }
     t->used = 1;
+    total = conv ? shape[1] : shape[0];            /* output rows before the split */
+    inner = conv ? shape[0] : rank == 2 ? shape[1] : 1;
     for (i = 0; i < n_parts; i++) {
         tc_out *o = tc_plan_add(p);
-        uint64_t rows = shape[0] / (uint64_t)n_parts;
         if (!o) return 0;
         snprintf(o->name, sizeof o->name, m->tfm[i], layer);
         o->src = t;
         o->rank = rank;
-        o->shape[0] = rows;
-        o->shape[1] = rank == 2 ? shape[1] : 0;
-        o->dtype = rank == 2 ? out_dtype : TFM_DTYPE_F32; /* vectors are always f32 */
-        o->rows = rows;
-        o->row_elems = rank == 2 ? shape[1] : 1;
-        if (m->op == TC_OP_SPLIT_QKV_HEADS) { /* [n_heads, 3, d_head, ...] */
-            o->group = hp->d_head;
-            o->stride = 3u * (uint64_t)hp->d_head;
-            o->offset = (uint64_t)i * hp->d_head;
-        } else {
-            o->group = rows;
-            o->stride = 0;
-            o->offset = 0;
-        }
+        tc_part(m, hp, i, total, &o->rows, &o->offset);
+        o->row_elems = inner;
+        o->shape[0] = o->rows;
+        o->shape[1] = rank == 2 ? inner : 0;
+        o->dtype = rank == 2 && !(m->flags & TC_KEEP_F32) ? out_dtype : TFM_DTYPE_F32; /* vectors: f32 */
+        o->transposed = conv && rank == 2;
+        o->src_cols = shape[1];
+        o->group = m->op == TC_OP_SPLIT_QKV_HEADS ? hp->d_head : o->rows;
+        o->stride = m->op == TC_OP_SPLIT_QKV_HEADS ? 3u * (uint64_t)hp->d_head : 0;
     }
     return 1;
 }
@@ -940,7 +1294,7 @@ static int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_
     int layers_done = 0, l;
     for (i = 0; i < a->n_tensors; i++) {
         if (!(a->tensors[i].flags & TC_LAYER)) {
-            if (!tc_plan_entry(p, &a->tensors[i], -1, hp, c, out_dtype)) return 0;
+            if (!tc_plan_entry(p, a, &a->tensors[i], -1, hp, c, out_dtype)) return 0;
             continue;
         }
         if (layers_done) continue;
@@ -948,7 +1302,7 @@ static int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_
         for (l = 0; l < (int)hp->n_layers; l++)
             for (j = i; j < a->n_tensors; j++)
                 if ((a->tensors[j].flags & TC_LAYER) &&
-                    !tc_plan_entry(p, &a->tensors[j], l, hp, c, out_dtype))
+                    !tc_plan_entry(p, a, &a->tensors[j], l, hp, c, out_dtype))
                     return 0;
     }
     for (i = 0; i < c->n_tensors; i++) {
@@ -957,7 +1311,7 @@ static int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_
                                      c->tensors[i].name, a->model_type);
     }
     if (n_unused) {
-        tc_error("%lu unused checkpoint tensor(s) (more layers than num_hidden_layers, or an "
+        tc_error("%lu unused checkpoint tensor(s) (more layers than the config says, or an "
                  "unsupported variant)", (unsigned long)n_unused);
         return 0;
     }
@@ -1557,6 +1911,29 @@ static void tc_progress(tc_writer *w) {
     while (w->next_report <= w->done_bytes) w->next_report += w->total_bytes / 10 + 1;
 }
 
+/* Conv1D layout: the whole source [row_elems, src_cols] is read (one tensor at a time), and
+   output row r gathers source column offset + r. */
+static int tc_write_transposed(tc_writer *w, const tc_out *o, const tc_checkpoint *ck) {
+    const tc_tensor *t = o->src;
+    const tc_shard *s = &ck->shards[t->shard];
+    size_t es = tc_src_elem_bytes(t->dtype), out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
+    size_t k_n = (size_t)o->row_elems, row_bytes = k_n * es;
+    uint64_t r, k;
+    if (!tc_grow(&w->in, &w->in_cap, (size_t)t->bytes + row_bytes) ||
+        !tc_grow(&w->out, &w->out_cap, k_n * out_es) ||
+        !tc_read_at(s->file, s->path, t->offset, w->in, (size_t)t->bytes))
+        return 0;
+    for (r = 0; r < o->rows; r++) {
+        unsigned char *row = w->in + t->bytes; /* scratch after the source */
+        for (k = 0; k < o->row_elems; k++)
+            memcpy(row + k * es, w->in + (k * o->src_cols + o->offset + r) * es, es);
+        tc_convert(row, t->dtype, w->out, o->dtype, k_n);
+        if (!tc_w(w, w->out, k_n * out_es)) return 0;
+    }
+    w->done_bytes += o->data_bytes;
+    return 1;
+}
+
 static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *ck) {
     const tc_tensor *t = o->src;
     const tc_shard *s = &ck->shards[t->shard];
@@ -1564,6 +1941,10 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
     uint64_t chunk_rows = TC_CHUNK_BYTES / (o->row_elems * 4), r = 0;
     if (chunk_rows == 0) chunk_rows = 1;
     if (!tc_w_zeros_to(w, o->data_offset)) return 0;
+    if (o->transposed) {
+        if (!tc_write_transposed(w, o, ck)) return 0;
+        r = o->rows;
+    }
     while (r < o->rows) {
         uint64_t g = r % o->group, run = o->group - g, src_row, n;
         if (run > o->rows - r) run = o->rows - r;
@@ -1805,7 +2186,7 @@ static void tc_usage(FILE *f) {
         "MODEL_DIR  a Hugging Face checkpoint: config.json, model.safetensors (or shards listed by\n"
         "           model.safetensors.index.json), tokenizer.json or vocab.json + merges.txt\n"
         "           (optional: without them the model is usable by token ids only).\n"
-        "           Supported model_type: gpt_neox. Source dtypes F32, F16, BF16.\n"
+        "           model_type: " TC_SUPPORTED ". Source dtypes F32, F16, BF16.\n"
         "--type     dtype of the matrices (default f32); vectors are always f32\n"
         "--quiet    no progress or summary (warnings and errors still print)\n"
         "--check    open the written file with tfm.h and print its configuration\n"
@@ -1931,7 +2312,8 @@ static int tc_convert_model(const tc_args *a) {
     }
     arch = tc_find_arch(model_type);
     if (!arch) {
-        tc_error("%s: model_type \"%s\" is not supported (supported: gpt_neox)", cfg_path, model_type);
+        tc_error("%s: model_type \"%s\" is not supported (supported: " TC_SUPPORTED ")", cfg_path,
+                 model_type);
         goto done;
     }
     if (!arch->read_config(&cfg, &hp) || !tc_validate_hparams(&hp, cfg_path) ||
