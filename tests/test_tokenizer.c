@@ -212,9 +212,9 @@ typedef struct vtok {
 
 typedef struct vocab {
     vtok *tok;
-    int n_tok;
+    int n_tok, cap_tok;
     uint32_t *merges; /* [n_merges][3] */
-    int n_merges;
+    int n_merges, cap_merges;
     uint32_t flags;
     int32_t bos, eos;
     int *sorted; /* ids sorted by text, for lookups while reading merges */
@@ -260,12 +260,13 @@ static int cmp_ids(const void *a, const void *b) {
 }
 
 static void vocab_set(vocab *v, int id, const char *text, size_t len) {
-    if (id >= v->n_tok) {
-        int n = id + 1;
-        v->tok = (vtok *)realloc(v->tok, (size_t)n * sizeof(vtok));
-        memset(v->tok + v->n_tok, 0, (size_t)(n - v->n_tok) * sizeof(vtok));
-        v->n_tok = n;
+    if (id >= v->cap_tok) { /* grow geometrically: 50k one-by-one reallocs are slow under ASan */
+        int cap = (id + 1) * 2;
+        v->tok = (vtok *)realloc(v->tok, (size_t)cap * sizeof(vtok));
+        memset(v->tok + v->cap_tok, 0, (size_t)(cap - v->cap_tok) * sizeof(vtok));
+        v->cap_tok = cap;
     }
+    if (id >= v->n_tok) v->n_tok = id + 1;
     free(v->tok[id].text);
     v->tok[id].text = (char *)malloc(len + 1);
     memcpy(v->tok[id].text, text, len);
@@ -309,7 +310,10 @@ static int vocab_merge(vocab *v, char *a, size_t na, char *b, size_t nb) {
     memcpy(buf + na, b, nb);
     l = vocab_find(v, a, na); r = vocab_find(v, b, nb); m = vocab_find(v, buf, na + nb);
     if (l < 0 || r < 0 || m < 0) return 0;
-    v->merges = (uint32_t *)realloc(v->merges, (size_t)(v->n_merges + 1) * 3 * sizeof(uint32_t));
+    if (v->n_merges == v->cap_merges) {
+        v->cap_merges = v->cap_merges * 2 + 1024;
+        v->merges = (uint32_t *)realloc(v->merges, (size_t)v->cap_merges * 3 * sizeof(uint32_t));
+    }
     v->merges[3 * v->n_merges] = (uint32_t)l;
     v->merges[3 * v->n_merges + 1] = (uint32_t)r;
     v->merges[3 * v->n_merges + 2] = (uint32_t)m;
@@ -705,7 +709,7 @@ static void test_two_call(const tfm__tokenizer *t) {
 
 /* Documented limit: a pre-token longer than 1024 bytes is merged in 1024-byte chunks. */
 static void test_long_piece(const tfm__tokenizer *gpt2, const tfm__tokenizer *neox) {
-    static char text[4096], composed[4096];
+    static char text[8192], composed[8192];
     static int32_t a[4096], b[4096];
     size_t na, nb, n1, i;
     memset(text, 'x', sizeof text);
@@ -728,6 +732,237 @@ static void test_long_piece(const tfm__tokenizer *gpt2, const tfm__tokenizer *ne
     CHECK(encode(neox, text, 81, a, 4096, &na) && na > 0);
 }
 
+/* ---------------------------------------------------------------------------------------------
+   Hostile blobs, allocation, and the public API on a vocab-only model */
+
+/* 256 byte tokens, "ab" (256), "abc" (257), added "<|x|>" (258, special) and "  " (259). */
+static void tiny_vocab(vocab *v, int drop_z, int empty_added) {
+    int i;
+    memset(v, 0, sizeof *v);
+    for (i = 0; i < 256; i++) {
+        char c = (char)i;
+        vocab_set(v, i, drop_z && i == 'z' ? "zy" : &c, drop_z && i == 'z' ? 2 : 1);
+    }
+    vocab_set(v, 256, "ab", 2);
+    vocab_set(v, 257, "abc", 3);
+    vocab_set(v, 258, "<|x|>", empty_added ? 0 : 5);
+    vocab_set(v, 259, "  ", 2);
+    v->tok[258].attr = TFM_TOKATTR_ADDED | TFM_TOKATTR_SPECIAL;
+    v->tok[259].attr = TFM_TOKATTR_ADDED;
+    v->merges = (uint32_t *)malloc(6 * sizeof(uint32_t));
+    v->cap_merges = 2;
+    v->merges[0] = 'a'; v->merges[1] = 'b'; v->merges[2] = 256;
+    v->merges[3] = 256; v->merges[4] = 'c'; v->merges[5] = 257;
+    v->n_merges = 2;
+    v->bos = v->eos = 258;
+}
+
+static tfm_result try_create(const unsigned char *p, size_t n) {
+    tfm_allocator a = {0, 0, 0};
+    tfm_logger lg = {log_to_stderr, 0};
+    tfm__tokenizer *t = (tfm__tokenizer *)&a; /* must come back NULL on failure */
+    tfm_result r = tfm__tokenizer_create(p, n, &a, &lg, &t);
+    if (r == TFM_OK) {
+        int32_t ids[64];
+        size_t n_ids;
+        char out[64];
+        tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
+        tfm__tokenizer_encode(t, "abcab<|x|>  a\xC3\xA9 x'll 12", 24, ids, 64, &n_ids);
+        tfm__tokenizer_decode(t, &st, 257, out, sizeof out, &n_ids);
+        tfm__tokenizer_destroy(t, &a);
+    } else {
+        CHECK(t == NULL);
+    }
+    return r;
+}
+
+static void put32(unsigned char *p, size_t at, uint32_t v) {
+    p[at] = (unsigned char)v; p[at + 1] = (unsigned char)(v >> 8);
+    p[at + 2] = (unsigned char)(v >> 16); p[at + 3] = (unsigned char)(v >> 24);
+}
+
+static void test_hostile_blobs(void) {
+    vocab v;
+    bytes_t good, bad_blob;
+    unsigned char *m;
+    size_t n, i, merges_at, nt = 260;
+    unsigned seed = 7;
+    int32_t ids[16];
+    size_t n_ids;
+    tfm__tokenizer *t;
+    tiny_vocab(&v, 0, 0);
+    good = vocab_blob(&v);
+    n = good.n;
+    merges_at = 64 + 4 * (nt + 1) + 4 * nt + nt;
+    merges_at = (merges_at + 3) & ~(size_t)3;
+    m = (unsigned char *)malloc(n);
+    t = make_tokenizer(&good);
+    CHECK(t != NULL);
+    if (t) {
+        static const int32_t want[] = {257, 256, 258, 259, 'a'};
+        CHECK(encode(t, "abcab<|x|>  a", 13, ids, 16, &n_ids) && n_ids == 5 && !memcmp(ids, want, sizeof want));
+        tfm__tokenizer_destroy(t, &(tfm_allocator){0, 0, 0});
+    }
+    for (i = 0; i < n; i++) CHECK_MSG(try_create(good.p, i) == TFM_ERR_CORRUPT, "prefix %zu", i);
+    CHECK(try_create(NULL, 0) == TFM_ERR_CORRUPT);
+#define MUTATE(at, val, want) do { memcpy(m, good.p, n); put32(m, at, (uint32_t)(val)); \
+        CHECK_MSG(try_create(m, n) == (want), "field at %d = %ld", (int)(at), (long)(val)); } while (0)
+    MUTATE(0, 0, TFM_ERR_CORRUPT);             /* kind none */
+    MUTATE(0, 9, TFM_ERR_UNSUPPORTED);         /* kind unknown */
+    MUTATE(4, 0, TFM_ERR_CORRUPT);             /* no tokens */
+    MUTATE(4, 0xFFFFFFFFu, TFM_ERR_CORRUPT);   /* n_tokens huge */
+    MUTATE(4, 259, TFM_ERR_CORRUPT);           /* sizes no longer add up */
+    MUTATE(8, 0xFFFFFFFFu, TFM_ERR_CORRUPT);   /* n_merges huge */
+    MUTATE(8, 0x7FFFFFFFu, TFM_ERR_CORRUPT);
+    MUTATE(8, 3, TFM_ERR_CORRUPT);
+    MUTATE(12, 0x80, TFM_ERR_UNSUPPORTED);     /* unknown flag */
+    MUTATE(16, 5, TFM_ERR_UNSUPPORTED);        /* unknown pre-tokenizer */
+    MUTATE(20, 260, TFM_ERR_CORRUPT);          /* bos out of range */
+    MUTATE(24, -2, TFM_ERR_CORRUPT);           /* eos out of range */
+    MUTATE(36, 0xFFFFFFFFu, TFM_ERR_CORRUPT);  /* text_bytes */
+    MUTATE(52, 1, TFM_ERR_CORRUPT);            /* reserved */
+    MUTATE(64, 1, TFM_ERR_CORRUPT);            /* text_offsets[0] */
+    MUTATE(64 + 4 * 3, 200, TFM_ERR_CORRUPT);  /* offsets go backwards */
+    MUTATE(64 + 4 * nt, 100000, TFM_ERR_CORRUPT); /* last offset past the text */
+    MUTATE(merges_at, 260, TFM_ERR_CORRUPT);   /* merge id out of range */
+    MUTATE(merges_at + 8, 1000000, TFM_ERR_CORRUPT);
+    MUTATE(merges_at + 8, 257, TFM_ERR_CORRUPT); /* "abc" is not "a" + "b" */
+    MUTATE(merges_at + 8, 0xFFFFFFFFu, TFM_ERR_CORRUPT);
+#undef MUTATE
+    memcpy(m, good.p, n);
+    m[64 + 8 * nt + 4 + 256] = 0x80; /* unknown attribute bit on token 256 */
+    CHECK(try_create(m, n) == TFM_ERR_CORRUPT);
+    m[64 + 8 * nt + 4 + 256] = TFM_TOKATTR_BYTE; /* a byte token of two bytes */
+    CHECK(try_create(m, n) == TFM_ERR_CORRUPT);
+    vocab_free(&v);
+    tiny_vocab(&v, 1, 0); /* no single-byte token for 'z' */
+    bad_blob = vocab_blob(&v);
+    CHECK(try_create(bad_blob.p, bad_blob.n) == TFM_ERR_CORRUPT);
+    free(bad_blob.p);
+    vocab_free(&v);
+    tiny_vocab(&v, 0, 1); /* an empty added token would match everywhere */
+    bad_blob = vocab_blob(&v);
+    CHECK(try_create(bad_blob.p, bad_blob.n) == TFM_ERR_CORRUPT);
+    free(bad_blob.p);
+    /* random byte changes (half of them in the header): an error or a working tokenizer,
+       never a crash (the sanitizer build runs this too) */
+    for (i = 0; i < 3000; i++) {
+        size_t at;
+        memcpy(m, good.p, n);
+        seed = seed * 1103515245u + 12345u;
+        at = (seed >> 8) % (i % 2 ? 64 : n);
+        seed = seed * 1103515245u + 12345u;
+        m[at] = (unsigned char)(seed >> 16);
+        try_create(m, n);
+    }
+    free(good.p);
+    vocab_free(&v);
+    free(m);
+}
+/* A counting allocator that can fail the Nth allocation. */
+typedef struct counter { long allocs, frees, fail_at; size_t live; } counter;
+static void *count_alloc(size_t bytes, size_t align, void *user) {
+    counter *c = (counter *)user;
+    (void)align; /* malloc's 16-byte alignment is all the tokenizer tables need */
+    if (c->fail_at >= 0 && c->allocs == c->fail_at) { c->allocs++; return NULL; }
+    c->allocs++;
+    c->live += bytes;
+    return malloc(bytes);
+}
+static void count_free(void *ptr, size_t bytes, void *user) {
+    counter *c = (counter *)user;
+    c->frees++;
+    c->live -= bytes;
+    free(ptr);
+}
+
+/* Create allocates (once), encode and decode never do; a failed allocation is a clean error. */
+static void test_allocation(const bytes_t *blob) {
+    counter c = {0, 0, -1, 0};
+    tfm_allocator a;
+    tfm__tokenizer *t = NULL;
+    static int32_t ids[4096];
+    size_t n_ids, got, i;
+    long after_create;
+    char out[64];
+    tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
+    const char *text = "Hello  world<|endoftext|> caf\x65\xCC\x81 \xF0\x9F\x98\x80 \xFF 12345 it's";
+    a.alloc = count_alloc; a.free = count_free; a.user = &c;
+    CHECK(tfm__tokenizer_create(blob->p, blob->n, &a, NULL, &t) == TFM_OK && t);
+    after_create = c.allocs;
+    CHECK(after_create == 1);
+    for (i = 0; t && i < 50; i++) {
+        CHECK(tfm__tokenizer_encode(t, text, strlen(text), ids, 4096, &n_ids) == TFM_OK);
+        CHECK(tfm__tokenizer_decode(t, &st, ids[i % n_ids], out, sizeof out, &got) == TFM_OK);
+    }
+    CHECK_MSG(c.allocs == after_create, "encode/decode allocated %ld times", c.allocs - after_create);
+    tfm__tokenizer_destroy(t, &a);
+    CHECK(c.frees == c.allocs && c.live == 0);
+    c.allocs = c.frees = 0; c.fail_at = 0;
+    t = (tfm__tokenizer *)&c;
+    CHECK(tfm__tokenizer_create(blob->p, blob->n, &a, NULL, &t) == TFM_ERR_OUT_OF_MEMORY && t == NULL);
+    CHECK(c.live == 0);
+}
+
+/* The public entry points on a vocab-only .tfm made in memory (header + blob). */
+static void test_public_api(const bytes_t *blob) {
+    unsigned char *file = (unsigned char *)calloc(1, 256 + blob->n);
+    tfm_model_desc d;
+    tfm_model *model = NULL;
+    int32_t ids[64];
+    size_t n_ids = 0, n_bytes = 0, got = 0, i, total = 0;
+    const char *bytes = NULL;
+    char out[256];
+    tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
+    tfm_config cfg;
+    static const int32_t hello[] = {15496, 995, 11, 428, 318, 257, 1332, 13};
+    memcpy(file, "TFMODEL\0", 8);
+    put32(file, 8, 1);       /* format_version */
+    put32(file, 12, 256);    /* header_bytes */
+    put32(file, 88, 256);    /* tensor_dir_offset */
+    put32(file, 96, 256);    /* tokenizer_offset */
+    put32(file, 104, (uint32_t)blob->n);
+    memcpy(file + 256, blob->p, blob->n);
+    memset(&d, 0, sizeof d);
+    d.data = file;
+    d.data_bytes = 256 + blob->n;
+    d.logger.log = log_to_stderr;
+    CHECK(tfm_model_open(&d, &model) == TFM_OK && model);
+    if (!model) { free(file); return; }
+    cfg = tfm_model_config(model);
+    CHECK(cfg.n_tokens == 50257 && cfg.bos_id == 50256 && cfg.eos_id == 50256);
+    CHECK(tfm_model_tokenize(model, "Hello world, this is a test.", 28, ids, 64, &n_ids) == TFM_OK &&
+          n_ids == 8 && !memcmp(ids, hello, sizeof hello));
+    CHECK(tfm_model_tokenize(model, "Hello world, this is a test.", 28, NULL, 0, &n_ids) == TFM_ERR_INVALID_ARG && n_ids == 8);
+    CHECK(tfm_model_tokenize(model, "<|endoftext|>x", 14, ids, 64, &n_ids) == TFM_OK && n_ids == 2 && ids[0] == 50256);
+    CHECK(tfm_model_tokenize(model, NULL, 3, ids, 64, &n_ids) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_model_tokenize(NULL, "a", 1, ids, 64, &n_ids) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_model_token_bytes(model, 15496, &bytes, &n_bytes) == TFM_OK && n_bytes == 5 && !memcmp(bytes, "Hello", 5));
+    CHECK(tfm_model_token_bytes(model, 50257, &bytes, &n_bytes) == TFM_ERR_INVALID_ARG && bytes == NULL);
+    CHECK(tfm_model_tokenize(model, "na\xC3\xAFve \xE2\x9C\x93", 10, ids, 64, &n_ids) == TFM_OK);
+    for (i = 0; i < n_ids; i++) {
+        CHECK(tfm_model_decode(model, &st, ids[i], out + total, sizeof out - total, &got) == TFM_OK);
+        total += got;
+    }
+    total += tfm_utf8_stream_flush(&st, out + total, sizeof out - total);
+    CHECK(total == 10 && !memcmp(out, "na\xC3\xAFve \xE2\x9C\x93", 10));
+    CHECK(tfm_model_decode(model, NULL, 0, out, sizeof out, &got) == TFM_ERR_INVALID_ARG);
+    tfm_model_close(model);
+    /* the same file without its tokenizer: the tokenizer calls say UNSUPPORTED */
+    put32(file, 96, 0);
+    put32(file, 104, 0);
+    d.data_bytes = 256;
+    model = NULL;
+    CHECK(tfm_model_open(&d, &model) == TFM_OK && model);
+    if (model) {
+        CHECK(tfm_model_tokenize(model, "a", 1, ids, 64, &n_ids) == TFM_ERR_UNSUPPORTED && n_ids == 0);
+        CHECK(tfm_model_token_bytes(model, 0, &bytes, &n_bytes) == TFM_ERR_UNSUPPORTED);
+        CHECK(tfm_model_decode(model, &st, 0, out, sizeof out, &got) == TFM_ERR_UNSUPPORTED);
+        tfm_model_close(model);
+    }
+    free(file);
+}
+
 int main(void) {
     const char *shared = check_shared_dir();
     char path[1024];
@@ -737,6 +972,7 @@ int main(void) {
     tfm_allocator a = {0, 0, 0};
     int cases, bad;
 
+    memset(&vx, 0, sizeof vx);
     if (!load_gpt2(shared, &v2)) {
         printf("SKIP tokenizer vectors: %s/tokenizers not found\n", shared);
     } else {
@@ -782,8 +1018,11 @@ int main(void) {
         test_invalid_utf8(gpt2, neox);
         test_two_call(gpt2);
         test_long_piece(gpt2, neox);
+        test_allocation(&blobx);
+        test_public_api(&blob2);
     }
     test_nfc_vectors();
+    test_hostile_blobs();
     tfm__tokenizer_destroy(gpt2, &a);
     tfm__tokenizer_destroy(neox, &a);
     free(blob2.p);
