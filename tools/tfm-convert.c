@@ -1919,6 +1919,10 @@ static int tc_write_transposed(tc_writer *w, const tc_out *o, const tc_checkpoin
     size_t es = tc_src_elem_bytes(t->dtype), out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
     size_t k_n = (size_t)o->row_elems, row_bytes = k_n * es;
     uint64_t r, k;
+    if (t->bytes > (uint64_t)(SIZE_MAX / 2)) {
+        tc_error("tensor %s: too large for this platform", t->name);
+        return 0;
+    }
     if (!tc_grow(&w->in, &w->in_cap, (size_t)t->bytes + row_bytes) ||
         !tc_grow(&w->out, &w->out_cap, k_n * out_es) ||
         !tc_read_at(s->file, s->path, t->offset, w->in, (size_t)t->bytes))
