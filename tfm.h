@@ -1105,13 +1105,17 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
 
 /* >>simd -----------------------------------------------------------------------------------------
    Vector twins of the hot kernels, chosen at compile time (no runtime CPUID): the dot products
-   that make up matvec (decode time is almost all matvec) and the axpy of the attention value
-   sum. Each has a scalar twin in >>kernels with the same signature; the rest of the file calls
-   tfm__dot_f32 / tfm__dot_f16 / tfm__axpy and never sees an intrinsic. */
+   under matvec (decode time is almost all matvec) and the axpy of the attention value sum. Each
+   has a scalar twin in >>kernels; the rest of the file calls tfm__dot_f32 / tfm__dot_f16 /
+   tfm__axpy / tfm__matmul_rows and never sees an intrinsic.
+   Exactness rule: a weight row times one token gives the same bits whether it is computed alone
+   (tfm__dot_*) or paired with a second token (tfm__dot2_*): same accumulators, same order, same
+   scalar tail. So evaluating a prompt in one call or token by token gives identical logits. */
 
 #ifdef TFM__AVX2
-/* Sum of the 8 lanes. */
-TFM_PRIVATE float tfm__hsum_avx2(__m256 v) {
+/* ((s0 + s1) + (s2 + s3)), then the sum of the 8 lanes. */
+TFM_PRIVATE float tfm__hsum4_avx2(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
+    __m256 v = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -1119,20 +1123,43 @@ TFM_PRIVATE float tfm__hsum_avx2(__m256 v) {
 }
 
 /* Four independent accumulators hide the FMA latency; unaligned loads throughout. */
-TFM_PRIVATE float tfm__dot_f32_avx2(const float *a, const float *b, int n) {
+TFM_PRIVATE float tfm__dot_f32_avx2(const float *w, const float *x, int n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    float sum;
     int i = 0;
     for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(x + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24), _mm256_loadu_ps(x + i + 24), s3);
     }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    sum = tfm__hsum_avx2(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) sum += a[i] * b[i];
-    return sum;
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), s0);
+    return tfm__hsum4_avx2(s0, s1, s2, s3) + tfm__dot_f32_scalar(w + i, x + i, n - i);
+}
+
+/* One weight row against two tokens: each weight load feeds two FMA chains (prompt batches). */
+TFM_PRIVATE void tfm__dot2_f32_avx2(const float *w, const float *x0, const float *x1, int n, float *out) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 w0 = _mm256_loadu_ps(w + i), w1 = _mm256_loadu_ps(w + i + 8);
+        __m256 w2 = _mm256_loadu_ps(w + i + 16), w3 = _mm256_loadu_ps(w + i + 24);
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + i), a0);
+        a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x0 + i + 8), a1);
+        a2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x0 + i + 16), a2);
+        a3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x0 + i + 24), a3);
+        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + i), b0);
+        b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + i + 8), b1);
+        b2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x1 + i + 16), b2);
+        b3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x1 + i + 24), b3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 w0 = _mm256_loadu_ps(w + i);
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + i), a0);
+        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + i), b0);
+    }
+    out[0] = tfm__hsum4_avx2(a0, a1, a2, a3) + tfm__dot_f32_scalar(w + i, x0 + i, n - i);
+    out[1] = tfm__hsum4_avx2(b0, b1, b2, b3) + tfm__dot_f32_scalar(w + i, x1 + i, n - i);
 }
 
 #ifdef __F16C__
@@ -1144,7 +1171,6 @@ TFM_PRIVATE __m256 tfm__load_f16x8(const uint16_t *w) {
 
 TFM_PRIVATE float tfm__dot_f16_avx2(const uint16_t *w, const float *x, int n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    float sum;
     int i = 0;
     for (; i + 32 <= n; i += 32) {
         s0 = _mm256_fmadd_ps(tfm__load_f16x8(w + i), _mm256_loadu_ps(x + i), s0);
@@ -1153,44 +1179,66 @@ TFM_PRIVATE float tfm__dot_f16_avx2(const uint16_t *w, const float *x, int n) {
         s3 = _mm256_fmadd_ps(tfm__load_f16x8(w + i + 24), _mm256_loadu_ps(x + i + 24), s3);
     }
     for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(tfm__load_f16x8(w + i), _mm256_loadu_ps(x + i), s0);
-    sum = tfm__hsum_avx2(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) sum += tfm__f16_to_f32(w[i]) * x[i];
-    return sum;
+    return tfm__hsum4_avx2(s0, s1, s2, s3) + tfm__dot_f16_scalar(w + i, x + i, n - i);
+}
+
+TFM_PRIVATE void tfm__dot2_f16_avx2(const uint16_t *w, const float *x0, const float *x1, int n, float *out) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 w0 = tfm__load_f16x8(w + i), w1 = tfm__load_f16x8(w + i + 8);
+        __m256 w2 = tfm__load_f16x8(w + i + 16), w3 = tfm__load_f16x8(w + i + 24);
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + i), a0);
+        a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x0 + i + 8), a1);
+        a2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x0 + i + 16), a2);
+        a3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x0 + i + 24), a3);
+        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + i), b0);
+        b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + i + 8), b1);
+        b2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x1 + i + 16), b2);
+        b3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x1 + i + 24), b3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 w0 = tfm__load_f16x8(w + i);
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + i), a0);
+        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + i), b0);
+    }
+    out[0] = tfm__hsum4_avx2(a0, a1, a2, a3) + tfm__dot_f16_scalar(w + i, x0 + i, n - i);
+    out[1] = tfm__hsum4_avx2(b0, b1, b2, b3) + tfm__dot_f16_scalar(w + i, x1 + i, n - i);
 }
 #endif
 
 TFM_PRIVATE void tfm__axpy_avx2(float *y, float a, const float *x, int n) {
     __m256 va = _mm256_set1_ps(a);
     int i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += a * x[i];
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    tfm__axpy_scalar(y + i, a, x + i, n - i);
 }
 #endif /* TFM__AVX2 */
 
 #ifdef TFM__NEON
-TFM_PRIVATE float tfm__dot_f32_neon(const float *a, const float *b, int n) {
+TFM_PRIVATE float tfm__dot_f32_neon(const float *w, const float *x, int n) {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
-    float sum;
     int i = 0;
     for (; i + 8 <= n; i += 8) {
-        s0 = vmlaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vmlaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+        s0 = vmlaq_f32(s0, vld1q_f32(w + i), vld1q_f32(x + i));
+        s1 = vmlaq_f32(s1, vld1q_f32(w + i + 4), vld1q_f32(x + i + 4));
     }
     s0 = vaddq_f32(s0, s1);
-    sum = vgetq_lane_f32(s0, 0) + vgetq_lane_f32(s0, 1) + vgetq_lane_f32(s0, 2) + vgetq_lane_f32(s0, 3);
-    for (; i < n; i++) sum += a[i] * b[i];
-    return sum;
+    return vgetq_lane_f32(s0, 0) + vgetq_lane_f32(s0, 1) + vgetq_lane_f32(s0, 2) + vgetq_lane_f32(s0, 3) +
+           tfm__dot_f32_scalar(w + i, x + i, n - i);
 }
 #endif
 
 /* The dispatchers: one name each, the compiled path underneath. */
-TFM_PRIVATE float tfm__dot_f32(const float *a, const float *b, int n) {
+TFM_PRIVATE float tfm__dot_f32(const float *w, const float *x, int n) {
 #if defined(TFM__AVX2)
-    return tfm__dot_f32_avx2(a, b, n);
+    return tfm__dot_f32_avx2(w, x, n);
 #elif defined(TFM__NEON)
-    return tfm__dot_f32_neon(a, b, n);
+    return tfm__dot_f32_neon(w, x, n);
 #else
-    return tfm__dot_f32_scalar(a, b, n);
+    return tfm__dot_f32_scalar(w, x, n);
 #endif
 }
 
@@ -1210,19 +1258,49 @@ TFM_PRIVATE void tfm__axpy(float *y, float a, const float *x, int n) {
 #endif
 }
 
-/* Matrix-vector product over rows [r0, r1): y[r] = W[r, :] . x (+ b[r]); W [rows, cols],
-   x [cols], y and b [rows], b may be NULL. One interface for every dtype. Each row is one dot
-   product computed by exactly one caller, so splitting rows across threads never changes a bit. */
-TFM_PRIVATE void tfm__matvec_rows(const tfm__tensor *w, const float *x, const float *b, float *y, int r0, int r1) {
+/* Matrix times a batch of n_b tokens over rows [r0, r1):
+     y[b, r] = W[r, :] . x[b, :] (+ bias[r])   for b in [0, n_b)
+   W [rows, cols] (f32 or f16, one interface); x rows x_stride floats apart, y rows y_stride
+   apart; bias [rows] or NULL. Each weight row is read once for the whole batch (the point of
+   evaluating prompts in batches) and each output is one dot product computed by exactly one
+   caller, so neither the batch size nor the split of rows across threads changes a bit. */
+TFM_PRIVATE void tfm__matmul_rows(const tfm__tensor *w, const float *x, size_t x_stride, const float *bias,
+                                  float *y, size_t y_stride, int n_b, int r0, int r1) {
     size_t cols = (size_t)w->cols;
-    int r;
-    if (w->dtype == TFM_DTYPE_F16) {
-        const uint16_t *m = TFM__CAST(const uint16_t *, w->data);
-        for (r = r0; r < r1; r++) y[r] = tfm__dot_f16(m + (size_t)r * cols, x, w->cols) + (b ? b[r] : 0.0f);
-    } else {
-        const float *m = TFM__CAST(const float *, w->data);
-        for (r = r0; r < r1; r++) y[r] = tfm__dot_f32(m + (size_t)r * cols, x, w->cols) + (b ? b[r] : 0.0f);
+    int r, b;
+    for (r = r0; r < r1; r++) {
+        float add = bias ? bias[r] : 0.0f, pair[2];
+        b = 0;
+        if (w->dtype == TFM_DTYPE_F16) {
+            const uint16_t *row = TFM__CAST(const uint16_t *, w->data) + (size_t)r * cols;
+#ifdef TFM__F16C
+            for (; b + 2 <= n_b; b += 2) {
+                tfm__dot2_f16_avx2(row, x + (size_t)b * x_stride, x + (size_t)(b + 1) * x_stride, w->cols, pair);
+                y[(size_t)b * y_stride + (size_t)r] = pair[0] + add;
+                y[(size_t)(b + 1) * y_stride + (size_t)r] = pair[1] + add;
+            }
+#endif
+            for (; b < n_b; b++)
+                y[(size_t)b * y_stride + (size_t)r] = tfm__dot_f16(row, x + (size_t)b * x_stride, w->cols) + add;
+        } else {
+            const float *row = TFM__CAST(const float *, w->data) + (size_t)r * cols;
+#ifdef TFM__AVX2
+            for (; b + 2 <= n_b; b += 2) {
+                tfm__dot2_f32_avx2(row, x + (size_t)b * x_stride, x + (size_t)(b + 1) * x_stride, w->cols, pair);
+                y[(size_t)b * y_stride + (size_t)r] = pair[0] + add;
+                y[(size_t)(b + 1) * y_stride + (size_t)r] = pair[1] + add;
+            }
+#endif
+            for (; b < n_b; b++)
+                y[(size_t)b * y_stride + (size_t)r] = tfm__dot_f32(row, x + (size_t)b * x_stride, w->cols) + add;
+        }
+        (void)pair;
     }
+}
+
+/* One token: y[r] = W[r, :] . x (+ bias[r]) over rows [r0, r1). */
+TFM_PRIVATE void tfm__matvec_rows(const tfm__tensor *w, const float *x, const float *bias, float *y, int r0, int r1) {
+    tfm__matmul_rows(w, x, 0, bias, y, 0, 1, r0, r1);
 }
 
 /* >>model ----------------------------------------------------------------------------------------
@@ -1414,11 +1492,12 @@ TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
 /* >>session --------------------------------------------------------------------------------------
    A session is one sequence being decoded: the KV cache (every layer's keys and values for every
    position so far, so each new token costs one pass instead of re-running the prefix), the
-   scratch vectors of one step, and the precomputed position tables. It is carved out of one
-   allocation at create time; eval allocates nothing. */
+   scratch of one step for a batch of up to TFM__BATCH tokens, and the precomputed position
+   tables. It is carved out of one allocation at create time; eval allocates nothing. */
 
-#define TFM__TASKS_PER_THREAD 4  /* tasks per thread with a host parallel_for: load balancing */
-#define TFM__MIN_ROWS_PER_TASK 16 /* below this a matvec runs on the calling thread */
+#define TFM__BATCH 16             /* prompt tokens per pass: each weight row is read once per batch */
+#define TFM__TASKS_PER_THREAD 4   /* tasks per thread with a host parallel_for: load balancing */
+#define TFM__MIN_ROWS_PER_TASK 16 /* below this a matmul runs on the calling thread */
 
 struct tfm_session {
     const tfm_model *model;
@@ -1432,18 +1511,18 @@ struct tfm_session {
     void *parallel_user;
     bool (*should_abort)(void *user);
     void *abort_user;
-    float *k_cache, *v_cache; /* [n_layers, n_ctx, kv_dim] */
-    float *x;                 /* [d_model] the residual stream of the current token */
-    float *xn, *xn2;          /* [d_model] normalized inputs of the sublayers */
-    float *q;                 /* [q_dim] queries */
-    float *att;               /* [q_dim] attention output, heads side by side */
-    float *attn_out, *ffn_out; /* [d_model] sublayer outputs */
-    float *up, *gate;         /* [d_ff] FFN hidden */
-    float *scores;            /* [n_heads, n_ctx] attention weights, one row per head */
-    float *logits;            /* [n_vocab] of the last evaluated token */
+    float *k_cache, *v_cache;   /* [n_layers, n_ctx, kv_dim] */
+    float *x;                   /* [TFM__BATCH, d_model] the residual stream of each token */
+    float *xn, *xn2;            /* [TFM__BATCH, d_model] normalized inputs of the sublayers */
+    float *attn_out, *ffn_out;  /* [TFM__BATCH, d_model] sublayer outputs */
+    float *q;                   /* [TFM__BATCH, q_dim] queries */
+    float *att;                 /* [TFM__BATCH, q_dim] attention output, heads side by side */
+    float *up, *gate;           /* [TFM__BATCH, d_ff] FFN hidden */
+    float *scores;              /* [n_heads, n_ctx] attention weights, one row per head */
+    float *logits;              /* [n_vocab] of the last evaluated token */
     float *rope_cos, *rope_sin; /* [n_ctx, rope_dim/2] (RoPE only) */
-    float *alibi;             /* [n_heads] slopes (ALiBi only) */
-    float *pos_table;         /* [n_ctx, d_model] (sinusoidal only) */
+    float *alibi;               /* [n_heads] slopes (ALiBi only) */
+    float *pos_table;           /* [n_ctx, d_model] (sinusoidal only) */
     char last_error[TFM__ERROR_BYTES];
 };
 
@@ -1469,20 +1548,21 @@ TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_
 TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsigned char *base, tfm__plan *p) {
     size_t d = (size_t)c->d_model, q_dim = (size_t)c->n_heads * (size_t)c->d_head, ctx = (size_t)s->n_ctx;
     size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, half = (size_t)c->rope_dim / 2;
+    size_t nb = TFM__BATCH;
     bool rope = c->pos == TFM_POS_ROPE_HALF || c->pos == TFM_POS_ROPE_INTERLEAVED;
     p->bytes = sizeof(tfm_session);
     p->overflow = false;
     s->k_cache = tfm__carve(p, base, (size_t)c->n_layers, ctx, kv_dim);
     s->v_cache = tfm__carve(p, base, (size_t)c->n_layers, ctx, kv_dim);
-    s->x = tfm__carve(p, base, d, 1, 1);
-    s->xn = tfm__carve(p, base, d, 1, 1);
-    s->xn2 = tfm__carve(p, base, d, 1, 1);
-    s->q = tfm__carve(p, base, q_dim, 1, 1);
-    s->att = tfm__carve(p, base, q_dim, 1, 1);
-    s->attn_out = tfm__carve(p, base, d, 1, 1);
-    s->ffn_out = tfm__carve(p, base, d, 1, 1);
-    s->up = tfm__carve(p, base, (size_t)c->d_ff, 1, 1);
-    s->gate = tfm__carve(p, base, (size_t)c->d_ff, 1, 1);
+    s->x = tfm__carve(p, base, nb, d, 1);
+    s->xn = tfm__carve(p, base, nb, d, 1);
+    s->xn2 = tfm__carve(p, base, nb, d, 1);
+    s->attn_out = tfm__carve(p, base, nb, d, 1);
+    s->ffn_out = tfm__carve(p, base, nb, d, 1);
+    s->q = tfm__carve(p, base, nb, q_dim, 1);
+    s->att = tfm__carve(p, base, nb, q_dim, 1);
+    s->up = tfm__carve(p, base, nb, (size_t)c->d_ff, 1);
+    s->gate = tfm__carve(p, base, nb, (size_t)c->d_ff, 1);
     s->scores = tfm__carve(p, base, (size_t)c->n_heads, ctx, 1);
     s->logits = tfm__carve(p, base, (size_t)c->n_vocab, 1, 1);
     s->rope_cos = rope ? tfm__carve(p, base, ctx, half, 1) : NULL;
@@ -1521,11 +1601,13 @@ TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, cons
 }
 
 /* >>forward --------------------------------------------------------------------------------------
-   One transformer step for one token at one position, reading the architecture from the config:
+   One transformer step for a batch of n_b consecutive tokens (1 when decoding) at positions
+   pos..pos+n_b-1, reading the architecture from the config:
      x = embed(token) (+ position vector)
      for each layer: x = block(x)         (the residual layout decides how attn and FFN combine)
      logits = W_out norm(x) (+ b_out)
-   Parallel work (matvec rows, attention heads) goes through tfm__run_tasks. */
+   Batch arrays are [n_b, width] row-major. Parallel work (matrix rows, attention heads) goes
+   through tfm__run_tasks. */
 
 /* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, on OpenMP threads, or in
    a loop. Tasks write disjoint outputs, so the order and the thread never change a result. */
@@ -1545,35 +1627,40 @@ TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn t
     for (t = 0; t < n_tasks; t++) task(ctx, t);
 }
 
-typedef struct tfm__matvec_job {
+typedef struct tfm__matmul_job {
     const tfm__tensor *w;
     const float *x, *b;
     float *y;
-    int rows_per_task;
-} tfm__matvec_job;
+    size_t x_stride, y_stride;
+    int n_b, rows_per_task;
+} tfm__matmul_job;
 
-TFM_PRIVATE void tfm__matvec_task(void *ctx, int t) {
-    const tfm__matvec_job *job = TFM__CAST(const tfm__matvec_job *, ctx);
-    int r0 = t * job->rows_per_task, r1 = r0 + job->rows_per_task;
-    tfm__matvec_rows(job->w, job->x, job->b, job->y, r0, r1 < job->w->rows ? r1 : job->w->rows);
+TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
+    const tfm__matmul_job *j = TFM__CAST(const tfm__matmul_job *, ctx);
+    int r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task;
+    tfm__matmul_rows(j->w, j->x, j->x_stride, j->b, j->y, j->y_stride, j->n_b, r0, r1 < j->w->rows ? r1 : j->w->rows);
 }
 
-/* y = W x (+ b), rows split across the session's tasks. */
-TFM_PRIVATE void tfm__matvec(const tfm_session *s, const tfm__tensor *w, const float *x, const float *b, float *y) {
-    tfm__matvec_job job;
+/* y[b] = W x[b] (+ bias) for the batch, rows split across the session's tasks. */
+TFM_PRIVATE void tfm__matmul(const tfm_session *s, const tfm__tensor *w, const float *x, size_t x_stride,
+                             const float *bias, float *y, size_t y_stride, int n_b) {
+    tfm__matmul_job job;
     int n_tasks = s->n_tasks;
     if (n_tasks <= 1 || w->rows < 2 * TFM__MIN_ROWS_PER_TASK) {
-        tfm__matvec_rows(w, x, b, y, 0, w->rows);
+        tfm__matmul_rows(w, x, x_stride, bias, y, y_stride, n_b, 0, w->rows);
         return;
     }
     job.w = w;
     job.x = x;
-    job.b = b;
+    job.b = bias;
     job.y = y;
+    job.x_stride = x_stride;
+    job.y_stride = y_stride;
+    job.n_b = n_b;
     job.rows_per_task = (w->rows + n_tasks - 1) / n_tasks;
     if (job.rows_per_task < TFM__MIN_ROWS_PER_TASK) job.rows_per_task = TFM__MIN_ROWS_PER_TASK;
     n_tasks = (w->rows + job.rows_per_task - 1) / job.rows_per_task;
-    tfm__run_tasks(s, n_tasks, tfm__matvec_task, &job);
+    tfm__run_tasks(s, n_tasks, tfm__matmul_task, &job);
 }
 
 /* Causal attention of one head for the query at position n_pos - 1 over positions [0, n_pos):
@@ -1596,132 +1683,160 @@ TFM_PRIVATE void tfm__attention_head(const float *q, const float *k, const float
 
 typedef struct tfm__attn_job {
     const tfm_session *s;
-    int layer, pos;
+    int layer, pos, n_b;
 } tfm__attn_job;
 
-/* Task h: query head h reads kv head h / (n_heads / n_kv_heads) (grouped-query attention: a
-   group of query heads shares one key/value head, shrinking the cache). */
+/* Task h: head h for every token of the batch, in order (token b sees positions 0..pos+b).
+   Query head h reads kv head h / (n_heads / n_kv_heads): grouped-query attention, where a
+   group of query heads shares one key/value head to shrink the cache. */
 TFM_PRIVATE void tfm__attn_task(void *ctx, int h) {
     const tfm__attn_job *job = TFM__CAST(const tfm__attn_job *, ctx);
     const tfm_session *s = job->s;
     const tfm_config *c = &s->model->config;
-    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
+    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, q_dim = (size_t)c->n_heads * (size_t)c->d_head;
     size_t layer_at = (size_t)job->layer * (size_t)s->n_ctx * kv_dim;
     size_t kv_col = (size_t)(h / (c->n_heads / c->n_kv_heads)) * (size_t)c->d_head;
     size_t q_at = (size_t)h * (size_t)c->d_head;
-    tfm__attention_head(s->q + q_at, s->k_cache + layer_at + kv_col, s->v_cache + layer_at + kv_col, kv_dim,
-                        c->d_head, job->pos + 1, s->alibi ? s->alibi[h] : 0.0f,
-                        s->scores + (size_t)h * (size_t)s->n_ctx, s->att + q_at);
+    int b;
+    for (b = 0; b < job->n_b; b++)
+        tfm__attention_head(s->q + (size_t)b * q_dim + q_at, s->k_cache + layer_at + kv_col,
+                            s->v_cache + layer_at + kv_col, kv_dim, c->d_head, job->pos + b + 1,
+                            s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
+                            s->att + (size_t)b * q_dim + q_at);
 }
 
-/* Self-attention sublayer for the token at pos, in [d_model] -> out [d_model]:
-   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv (k, v written straight into cache row pos),
-   RoPE on every head of q and k, each head attends over positions 0..pos, out = Wo att + bo. */
-TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *out, int pos) {
+/* RoPE on every query and key head of the batch, token b at position pos + b. */
+TFM_PRIVATE void tfm__rope_batch(const tfm_session *s, float *k_rows, int n_b, int pos) {
+    const tfm_config *c = &s->model->config;
+    size_t half = (size_t)c->rope_dim / 2, dh = (size_t)c->d_head;
+    size_t q_dim = (size_t)c->n_heads * dh, kv_dim = (size_t)c->n_kv_heads * dh;
+    bool inter = c->pos == TFM_POS_ROPE_INTERLEAVED;
+    int b, h;
+    for (b = 0; b < n_b; b++) {
+        const float *cos_t = s->rope_cos + (size_t)(pos + b) * half, *sin_t = s->rope_sin + (size_t)(pos + b) * half;
+        for (h = 0; h < c->n_heads; h++) tfm__rope(s->q + (size_t)b * q_dim + (size_t)h * dh, c->rope_dim, cos_t, sin_t, inter);
+        for (h = 0; h < c->n_kv_heads; h++) tfm__rope(k_rows + (size_t)b * kv_dim + (size_t)h * dh, c->rope_dim, cos_t, sin_t, inter);
+    }
+}
+
+/* Self-attention sublayer, in [n_b, d_model] -> out [n_b, d_model]:
+   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv (k, v written straight into cache rows
+   pos..pos+n_b-1), RoPE on every head of q and k, each head attends over the positions up to
+   its own, out = Wo att + bo. */
+TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *out, int n_b, int pos) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
-    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, half = (size_t)c->rope_dim / 2;
+    size_t d = (size_t)c->d_model, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
+    size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head;
     size_t row_at = ((size_t)l * (size_t)s->n_ctx + (size_t)pos) * kv_dim;
-    float *k_row = s->k_cache + row_at, *v_row = s->v_cache + row_at;
     tfm__attn_job job;
-    int h;
-    tfm__matvec(s, &L->wq, in, L->bq, s->q);
-    tfm__matvec(s, &L->wk, in, L->bk, k_row);
-    tfm__matvec(s, &L->wv, in, L->bv, v_row);
-    if (s->rope_cos) {
-        const float *cos_t = s->rope_cos + (size_t)pos * half, *sin_t = s->rope_sin + (size_t)pos * half;
-        bool inter = c->pos == TFM_POS_ROPE_INTERLEAVED;
-        for (h = 0; h < c->n_heads; h++) tfm__rope(s->q + (size_t)h * (size_t)c->d_head, c->rope_dim, cos_t, sin_t, inter);
-        for (h = 0; h < c->n_kv_heads; h++) tfm__rope(k_row + (size_t)h * (size_t)c->d_head, c->rope_dim, cos_t, sin_t, inter);
-    }
+    tfm__matmul(s, &L->wq, in, d, L->bq, s->q, q_dim, n_b);
+    tfm__matmul(s, &L->wk, in, d, L->bk, s->k_cache + row_at, kv_dim, n_b);
+    tfm__matmul(s, &L->wv, in, d, L->bv, s->v_cache + row_at, kv_dim, n_b);
+    if (s->rope_cos) tfm__rope_batch(s, s->k_cache + row_at, n_b, pos);
     job.s = s;
     job.layer = l;
     job.pos = pos;
+    job.n_b = n_b;
     tfm__run_tasks(s, c->n_heads, tfm__attn_task, &job);
-    tfm__matvec(s, &L->wo, s->att, L->bo, out);
+    tfm__matmul(s, &L->wo, s->att, q_dim, L->bo, out, d, n_b);
 }
 
-/* Feed-forward sublayer, in [d_model] -> out [d_model]:
+/* Feed-forward sublayer, in [n_b, d_model] -> out [n_b, d_model]:
      plain:  out = W_down act(W_up in + b_up) + b_down
      gated:  out = W_down (act(W_gate in + b_gate) * (W_up in + b_up)) + b_down  (SwiGLU, GeGLU)
    Why: attention only mixes information between positions; the FFN is where each position is
    transformed on its own, through a wider hidden layer (d_ff) and a nonlinearity. */
-TFM_PRIVATE void tfm__ffn_block(tfm_session *s, int l, const float *in, float *out) {
+TFM_PRIVATE void tfm__ffn_block(tfm_session *s, int l, const float *in, float *out, int n_b) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
-    int i;
-    tfm__matvec(s, &L->w_up, in, L->b_up, s->up);
+    size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff, n = (size_t)n_b * ff, i;
+    tfm__matmul(s, &L->w_up, in, d, L->b_up, s->up, ff, n_b);
     if (c->ffn == TFM_FFN_GATED) {
-        tfm__matvec(s, &L->w_gate, in, L->b_gate, s->gate);
-        for (i = 0; i < c->d_ff; i++) s->up[i] *= tfm__act(c->act, s->gate[i]);
+        tfm__matmul(s, &L->w_gate, in, d, L->b_gate, s->gate, ff, n_b);
+        for (i = 0; i < n; i++) s->up[i] *= tfm__act(c->act, s->gate[i]);
     } else {
-        for (i = 0; i < c->d_ff; i++) s->up[i] = tfm__act(c->act, s->up[i]);
+        for (i = 0; i < n; i++) s->up[i] = tfm__act(c->act, s->up[i]);
     }
-    tfm__matvec(s, &L->w_down, s->up, L->b_down, out);
+    tfm__matmul(s, &L->w_down, s->up, ff, L->b_down, out, d, n_b);
 }
 
-TFM_PRIVATE void tfm__norm(const tfm_model *m, float *out, const float *x, const float *w, const float *b) {
-    if (m->config.norm == TFM_NORM_RMSNORM) tfm__rmsnorm(out, x, w, m->config.d_model, m->config.norm_eps);
-    else tfm__layernorm(out, x, w, b, m->config.d_model, m->config.norm_eps);
+/* out[b] = norm(x[b]) for the n_b rows, with the config's norm. */
+TFM_PRIVATE void tfm__norm_rows(const tfm_model *m, float *out, const float *x, const float *w, const float *bias, int n_b) {
+    size_t d = (size_t)m->config.d_model;
+    int b;
+    for (b = 0; b < n_b; b++) {
+        if (m->config.norm == TFM_NORM_RMSNORM)
+            tfm__rmsnorm(out + (size_t)b * d, x + (size_t)b * d, w, m->config.d_model, m->config.norm_eps);
+        else
+            tfm__layernorm(out + (size_t)b * d, x + (size_t)b * d, w, bias, m->config.d_model, m->config.norm_eps);
+    }
 }
 
 /* One block on the residual stream x, in the file's layout:
      sequential:       x += attn(ln1 x);  x += ffn(ln2 x)
      parallel:         x += attn(ln1 x) + ffn(ln2 x)   (both norms read the same x)
      parallel shared:  x += attn(ln1 x) + ffn(ln1 x) */
-TFM_PRIVATE void tfm__layer_step(tfm_session *s, int l, int pos) {
+TFM_PRIVATE void tfm__layer_step(tfm_session *s, int l, int n_b, int pos) {
     const tfm_model *m = s->model;
     const tfm__layer *L = &m->layers[l];
-    int d = m->config.d_model, i;
-    tfm__norm(m, s->xn, s->x, L->ln1_w, L->ln1_b);
-    tfm__attn_block(s, l, s->xn, s->attn_out, pos);
+    size_t n = (size_t)n_b * (size_t)m->config.d_model, i;
+    tfm__norm_rows(m, s->xn, s->x, L->ln1_w, L->ln1_b, n_b);
+    tfm__attn_block(s, l, s->xn, s->attn_out, n_b, pos);
     switch (m->config.residual) {
     case TFM_RESIDUAL_SEQUENTIAL:
-        for (i = 0; i < d; i++) s->x[i] += s->attn_out[i];
-        tfm__norm(m, s->xn2, s->x, L->ln2_w, L->ln2_b);
-        tfm__ffn_block(s, l, s->xn2, s->ffn_out);
+        for (i = 0; i < n; i++) s->x[i] += s->attn_out[i];
+        tfm__norm_rows(m, s->xn2, s->x, L->ln2_w, L->ln2_b, n_b);
+        tfm__ffn_block(s, l, s->xn2, s->ffn_out, n_b);
         break;
     case TFM_RESIDUAL_PARALLEL:
-        tfm__norm(m, s->xn2, s->x, L->ln2_w, L->ln2_b);
-        tfm__ffn_block(s, l, s->xn2, s->ffn_out);
-        for (i = 0; i < d; i++) s->x[i] += s->attn_out[i];
+        tfm__norm_rows(m, s->xn2, s->x, L->ln2_w, L->ln2_b, n_b);
+        tfm__ffn_block(s, l, s->xn2, s->ffn_out, n_b);
+        for (i = 0; i < n; i++) s->x[i] += s->attn_out[i];
         break;
     case TFM_RESIDUAL_PARALLEL_SHARED:
     default:
-        tfm__ffn_block(s, l, s->xn, s->ffn_out);
-        for (i = 0; i < d; i++) s->x[i] += s->attn_out[i];
+        tfm__ffn_block(s, l, s->xn, s->ffn_out, n_b);
+        for (i = 0; i < n; i++) s->x[i] += s->attn_out[i];
         break;
     }
-    for (i = 0; i < d; i++) s->x[i] += s->ffn_out[i];
+    for (i = 0; i < n; i++) s->x[i] += s->ffn_out[i];
 }
 
-/* x = the token's embedding row plus, for learned or sinusoidal positions, the position's vector. */
-TFM_PRIVATE void tfm__embed(tfm_session *s, int32_t token, int pos) {
+/* x[b] = the embedding row of tokens[b] plus, for learned or sinusoidal positions, the vector
+   of position pos + b. */
+TFM_PRIVATE void tfm__embed(tfm_session *s, const int32_t *tokens, int n_b, int pos) {
     const tfm_model *m = s->model;
-    int d = m->config.d_model, i;
-    tfm__tensor_row(&m->tok_embd, (int)token, s->x);
-    if (m->config.pos == TFM_POS_LEARNED) {
-        tfm__tensor_row(&m->pos_embd, pos, s->xn);
-        for (i = 0; i < d; i++) s->x[i] += s->xn[i];
-    } else if (m->config.pos == TFM_POS_SINUSOIDAL) {
-        const float *pe = s->pos_table + (size_t)pos * (size_t)d;
-        for (i = 0; i < d; i++) s->x[i] += pe[i];
+    size_t d = (size_t)m->config.d_model, i;
+    int b;
+    for (b = 0; b < n_b; b++) {
+        float *x = s->x + (size_t)b * d;
+        tfm__tensor_row(&m->tok_embd, (int)tokens[b], x);
+        if (m->config.pos == TFM_POS_LEARNED) {
+            tfm__tensor_row(&m->pos_embd, pos + b, s->xn);
+            for (i = 0; i < d; i++) x[i] += s->xn[i];
+        } else if (m->config.pos == TFM_POS_SINUSOIDAL) {
+            const float *pe = s->pos_table + (size_t)(pos + b) * d;
+            for (i = 0; i < d; i++) x[i] += pe[i];
+        }
     }
 }
 
-/* The whole step for one token at pos (cache rows < pos must be valid). logits [n_vocab] or
-   NULL to skip the output projection (prompt tokens whose logits nobody reads). */
-TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, int32_t token, int pos, float *logits) {
+/* The whole step for tokens[0..n_b) at pos.. (cache rows < pos must be valid). logits: NULL
+   to skip the output projection (prompt tokens nobody reads), else [n_b, n_vocab] when all,
+   or [n_vocab] for the last token only. */
+TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n_b, int pos, float *logits, bool all) {
     const tfm_model *m = s->model;
-    int l;
-    tfm__embed(s, token, pos);
+    size_t d = (size_t)m->config.d_model;
+    int l, first = all ? 0 : n_b - 1;
+    tfm__embed(s, tokens, n_b, pos);
     for (l = 0; l < m->config.n_layers; l++) {
         if (s->should_abort && s->should_abort(s->abort_user)) return TFM_ERR_CANCELLED;
-        tfm__layer_step(s, l, pos);
+        tfm__layer_step(s, l, n_b, pos);
     }
     if (!logits) return TFM_OK;
-    tfm__norm(m, s->xn, s->x, m->lnf_w, m->lnf_b);
-    tfm__matvec(s, &m->w_out, s->xn, m->b_out, logits);
+    tfm__norm_rows(m, s->xn, s->x + (size_t)first * d, m->lnf_w, m->lnf_b, n_b - first);
+    tfm__matmul(s, &m->w_out, s->xn, d, m->b_out, logits, (size_t)m->config.n_vocab, n_b - first);
     return TFM_OK;
 }
 
@@ -3817,7 +3932,7 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
 
 TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
                                     float *logits_all) {
-    int i, n_vocab;
+    int i, n_b, n_vocab;
     tfm_result r;
     if (!s) return TFM_ERR_INVALID_ARG;
     s->last_error[0] = '\0';
@@ -3835,11 +3950,13 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n
             return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: token %d (index %d) is outside [0, %d)",
                                      (int)tokens[i], i, n_vocab);
     s->n_past = pos;
-    for (i = 0; i < n_tokens; i++) {
-        float *out = logits_all ? logits_all + (size_t)i * (size_t)n_vocab : i == n_tokens - 1 ? s->logits : NULL;
-        if ((r = tfm__forward(s, tokens[i], pos + i, out)) != TFM_OK)
-            return tfm__session_fail(s, r, "eval: cancelled at position %d", pos + i);
-        s->n_past = pos + i + 1;
+    for (i = 0; i < n_tokens; i += n_b) {
+        float *out = logits_all ? logits_all + (size_t)i * (size_t)n_vocab : NULL;
+        n_b = n_tokens - i < TFM__BATCH ? n_tokens - i : TFM__BATCH;
+        if (!logits_all && i + n_b == n_tokens) out = s->logits;
+        if ((r = tfm__forward(s, tokens + i, n_b, pos + i, out, logits_all != NULL)) != TFM_OK)
+            return tfm__session_fail(s, r, "eval: cancelled at positions %d..%d", pos + i, pos + i + n_b - 1);
+        s->n_past = pos + i + n_b;
     }
     if (logits_all && n_tokens > 0)
         memcpy(s->logits, logits_all + (size_t)(n_tokens - 1) * (size_t)n_vocab, (size_t)n_vocab * sizeof(float));

@@ -124,7 +124,7 @@ typedef struct spec {
     const char *label;
 } spec;
 
-#define MAX_T 128
+#define MAX_T 512
 typedef struct wtensor { char name[64]; int rows, cols; float *v; } wtensor; /* cols 0: vector */
 typedef struct wmodel { spec sp; wtensor t[MAX_T]; int n; } wmodel;
 
@@ -711,6 +711,9 @@ static void test_model_spec(const spec *sp) {
         report(what, md, 2e-5 * (1 + scale));
         CHECK(scale > 0.5); /* the logits are not trivially small */
     }
+    /* 19 tokens without logits_all (a batch and an odd remainder): the same last logits */
+    CHECK(tfm_session_eval(s, tok, SEQ - 1, 0, NULL) == TFM_OK);
+    CHECK(memcmp(tfm_session_logits(s), all + (size_t)(SEQ - 2) * nv, (size_t)nv * sizeof(float)) == 0);
     /* one by one through the cache, from a fresh start (pos 0 rewinds) */
     for (i = 0; i < SEQ; i++) {
         const float *lg = NULL;
@@ -1094,14 +1097,27 @@ static void test_api(void) {
     CHECK(tfm_session_eval(s, tok, 1, 9, NULL) == TFM_ERR_INVALID_ARG); /* pos > n_past */
     CHECK(tfm_session_eval(s, NULL, 0, 2, NULL) == TFM_OK && tfm_session_n_past(s) == 2); /* rewind only */
     CHECK(tfm_session_eval(s, tok, 1, 3, NULL) == TFM_ERR_INVALID_ARG); /* past the rewind */
-    /* cancellation between layers */
-    abort_after = 3; /* 2 layers per token: token 0 done, cancelled inside token 1 */
+    /* cancellation between layers: the batch in flight is not counted */
+    abort_after = 1; /* 2 layers: cancelled before layer 1 of the only batch */
     CHECK(tfm_session_eval(s, tok, 3, 0, NULL) == TFM_ERR_CANCELLED);
-    CHECK(tfm_session_n_past(s) == 1);
+    CHECK(tfm_session_n_past(s) == 0 && strstr(tfm_session_last_error(s), "cancel") != NULL);
     abort_after = 1000;
-    CHECK(tfm_session_eval(s, tok + 1, 2, 1, lg) == TFM_OK && tfm_session_n_past(s) == 3);
+    CHECK(tfm_session_eval(s, tok, 3, 0, lg) == TFM_OK && tfm_session_n_past(s) == 3);
     tfm_session_destroy(s);
     s = NULL;
+    sd.n_ctx = 0;
+    CHECK(tfm_session_create(m, &sd, &s) == TFM_OK);
+    if (s) {
+        for (i = 0; i < 30; i++) tok[i] = i % sp.n_vocab;
+        abort_after = 2; /* the first batch of TFM__BATCH runs, the second is cancelled */
+        CHECK(tfm_session_eval(s, tok, 20, 0, NULL) == TFM_ERR_CANCELLED);
+        CHECK(tfm_session_n_past(s) == TFM__BATCH);
+        abort_after = 1000;
+        CHECK(tfm_session_eval(s, tok + TFM__BATCH, 20 - TFM__BATCH, TFM__BATCH, NULL) == TFM_OK);
+        CHECK(tfm_session_n_past(s) == 20);
+        tfm_session_destroy(s);
+        s = NULL;
+    }
 done:
     tfm_model_close(m);
     free(f); free(lg);
