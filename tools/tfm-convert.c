@@ -6,19 +6,30 @@
                                                    vocab.json + merges.txt
        tfm-convert --help
 
+   model_type: gpt_neox, gpt2, llama, phi, gptj, starcoder2. Source dtypes F32, F16, BF16;
+   matrices are written as --type (default f32), vectors (norms, biases) and learned position
+   tables always f32. f32 -> f16 rounds to nearest even (subnormals, inf and NaN included).
+
    Writes exactly the format documented at the top of tfm.h (header, tensor directory,
    tokenizer blob, 64-byte aligned tensor data, every field little-endian and written byte by
-   byte). Tensor data is streamed tensor by tensor; the output goes to OUT.tmp, renamed to OUT
-   only when everything succeeded. Every failure is one "tfm-convert: error: ..." line and
-   exit status 1.
+   byte). Tensor data is streamed one tensor at a time in chunks; the output goes to OUT.tmp,
+   renamed to OUT only when everything succeeded. Every failure is one "tfm-convert: error:"
+   line (naming the file, key or tensor, and both shapes on a mismatch) and exit status 1.
 
-   ADDING AN ARCHITECTURE (see >>arch): one tc_arch entry = a config reader (HF keys to the
-   .tfm header fields), a tensor table (HF name -> .tfm name, expected shape in symbolic dims,
-   a row-gather op for fused or transposed layouts) and a list of buffers to skip. The
-   checkpoint reader, the writer and the tokenizer are shared by every architecture.
+   ADDING AN ARCHITECTURE (see >>arch): one tc_arch entry =
+     - a config reader: config.json keys -> tc_hparams (the .tfm header fields), with the
+       typed helpers of >>config (missing/null -> default, wrong type -> error) and
+       tc_cfg_rope for RoPE (rope_parameters, then legacy keys, then defaults);
+     - a tensor table: HF name (printf %d = layer) -> .tfm name(s), the expected checkpoint
+       shape in symbolic dims (TC_DIM_*), presence flags (TC_IF_ATTN_BIAS, TC_IF_MLP_BIAS,
+       TC_IF_UNTIED), a layout op (copy, fused q/k/v split per head or in thirds) and
+       TC_CONV1D for weights stored [in, out];
+     - buffer suffixes to skip, and optional name prefixes ("transformer.").
+   The checkpoint reader, the row-gather writer and the tokenizer are shared by all of them.
 
    Policy: a checkpoint tensor that no table entry uses (and that is not a known buffer) is an
-   ERROR, so a half-understood checkpoint never turns silently into a wrong model.
+   ERROR, so a half-understood checkpoint never turns silently into a wrong model. A present
+   output head with tie_word_embeddings true is ignored with a warning, as Hugging Face does.
 
    SECTIONS: >>util >>f16 >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check
    >>main */
@@ -1490,10 +1501,10 @@ static int tc_tok_add_merge(tc_tok *t, const char *a, size_t na, const char *b, 
     memcpy(t->concat + na, b, nb);
     im = tc_tok_lookup(t, t->concat, na + nb);
     if (ia < 0 || ib < 0 || im < 0) {
-        tc_error("%s: merge %lu (\"%.*s\" \"%.*s\"): \"%.*s\" is not in the vocab", src,
-                 (unsigned long)t->n_merges, (int)(na > 40 ? 40 : na), a, (int)(nb > 40 ? 40 : nb), b,
-                 ia < 0 ? (int)(na > 40 ? 40 : na) : ib < 0 ? (int)(nb > 40 ? 40 : nb) : (int)((na + nb) > 80 ? 80 : na + nb),
-                 ia < 0 ? a : ib < 0 ? b : t->concat);
+        const char *what = ia < 0 ? a : ib < 0 ? b : t->concat;
+        size_t what_bytes = ia < 0 ? na : ib < 0 ? nb : na + nb;
+        tc_error("%s: merge %lu: \"%.*s\" is not in the vocab", src, (unsigned long)t->n_merges,
+                 (int)(what_bytes > 80 ? 80 : what_bytes), what);
         return 0;
     }
     if (t->n_merges == t->cap_merges) {
