@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DUMP_BATCH 64 /* prompt positions per tfm_session_eval call when dumping logits */
+#define DUMP_BATCH 64       /* prompt positions per tfm_session_eval call when dumping logits */
+#define MAX_COUNT (1L << 30) /* bound for -n and --top-k */
+#define MAX_THREADS 1024
 
 static const char *const usage =
     "usage: tfm-generate -m MODEL.tfm (-p PROMPT | --tokens ID,ID,...) [options]\n"
@@ -61,12 +63,14 @@ static void check_session(tfm_result r, const tfm_session *s, const char *what) 
     if (r != TFM_OK) die("%s: %s: %s", what, tfm_result_string(r), tfm_session_last_error(s));
 }
 
-static const char *need_value(int argc, char **argv, int *i) {
+/* The value after the flag argv[*i]; steps *i over it. */
+static const char *str_arg(int argc, char **argv, int *i) {
     if (*i + 1 >= argc) die("missing value for %s", argv[*i]);
     return argv[++*i];
 }
 
-static long parse_long(const char *flag, const char *s, long lo, long hi) {
+static long long_arg(int argc, char **argv, int *i, long lo, long hi) {
+    const char *flag = argv[*i], *s = str_arg(argc, argv, i);
     char *end;
     long v;
     errno = 0;
@@ -76,7 +80,8 @@ static long parse_long(const char *flag, const char *s, long lo, long hi) {
     return v;
 }
 
-static float parse_float(const char *flag, const char *s) {
+static float float_arg(int argc, char **argv, int *i) {
+    const char *flag = argv[*i], *s = str_arg(argc, argv, i);
     char *end;
     double v;
     errno = 0;
@@ -86,7 +91,8 @@ static float parse_float(const char *flag, const char *s) {
     return (float)v;
 }
 
-static uint64_t parse_seed(const char *s) {
+static uint64_t seed_arg(int argc, char **argv, int *i) {
+    const char *s = str_arg(argc, argv, i);
     char *end;
     unsigned long long v;
     errno = 0;
@@ -160,22 +166,22 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
-        else if (!strcmp(a, "-m")) model_path = need_value(argc, argv, &i);
-        else if (!strcmp(a, "-p")) prompt = need_value(argc, argv, &i);
-        else if (!strcmp(a, "--tokens")) tokens_arg = need_value(argc, argv, &i);
-        else if (!strcmp(a, "-n")) n_predict = parse_long(a, need_value(argc, argv, &i), 0, 1L << 30);
-        else if (!strcmp(a, "--temp")) temp = parse_float(a, need_value(argc, argv, &i));
-        else if (!strcmp(a, "--top-k")) top_k = parse_long(a, need_value(argc, argv, &i), 0, 1L << 30);
-        else if (!strcmp(a, "--top-p")) top_p = parse_float(a, need_value(argc, argv, &i));
-        else if (!strcmp(a, "--min-p")) min_p = parse_float(a, need_value(argc, argv, &i));
-        else if (!strcmp(a, "--repeat-penalty")) repeat_penalty = parse_float(a, need_value(argc, argv, &i));
-        else if (!strcmp(a, "--seed")) seed = parse_seed(need_value(argc, argv, &i));
-        else if (!strcmp(a, "-t")) n_threads = parse_long(a, need_value(argc, argv, &i), 1, 1024);
-        else if (!strcmp(a, "--dump-logits")) dump_path = need_value(argc, argv, &i);
+        else if (!strcmp(a, "-m")) model_path = str_arg(argc, argv, &i);
+        else if (!strcmp(a, "-p")) prompt = str_arg(argc, argv, &i);
+        else if (!strcmp(a, "--tokens")) tokens_arg = str_arg(argc, argv, &i);
+        else if (!strcmp(a, "-n")) n_predict = long_arg(argc, argv, &i, 0, MAX_COUNT);
+        else if (!strcmp(a, "--temp")) temp = float_arg(argc, argv, &i);
+        else if (!strcmp(a, "--top-k")) top_k = long_arg(argc, argv, &i, 0, MAX_COUNT);
+        else if (!strcmp(a, "--top-p")) top_p = float_arg(argc, argv, &i);
+        else if (!strcmp(a, "--min-p")) min_p = float_arg(argc, argv, &i);
+        else if (!strcmp(a, "--repeat-penalty")) repeat_penalty = float_arg(argc, argv, &i);
+        else if (!strcmp(a, "--seed")) seed = seed_arg(argc, argv, &i);
+        else if (!strcmp(a, "-t")) n_threads = long_arg(argc, argv, &i, 1, MAX_THREADS);
+        else if (!strcmp(a, "--dump-logits")) dump_path = str_arg(argc, argv, &i);
         else die("unknown argument '%s' (see --help)", a);
     }
     if (!model_path) die("-m MODEL.tfm is required (see --help)");
-    if ((prompt != NULL) == (tokens_arg != NULL)) die("give exactly one of -p PROMPT and --tokens LIST");
+    if ((prompt != NULL) == (tokens_arg != NULL)) die("give one of -p PROMPT and --tokens LIST");
     if (temp < 0.0f) die("--temp must be >= 0");
     if (!(top_p > 0.0f && top_p <= 1.0f)) die("--top-p must be in (0, 1]");
     if (min_p < 0.0f || min_p > 1.0f) die("--min-p must be in [0, 1]");
@@ -243,7 +249,8 @@ int main(int argc, char **argv) {
     FILE *dump = NULL;
     float *dump_buf = NULL;
     if (dump_path) {
-        if (!(dump = fopen(dump_path, "wb"))) die("cannot write '%s': %s", dump_path, strerror(errno));
+        if (!(dump = fopen(dump_path, "wb")))
+            die("cannot write '%s': %s", dump_path, strerror(errno));
         if (!(dump_buf = malloc((size_t)DUMP_BATCH * (size_t)cfg.n_vocab * sizeof *dump_buf)))
             die("out of memory");
     }
@@ -293,7 +300,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "\nstop: %s\n", n_predict == 0 ? "-n 0 (prompt only)" : stop);
     fprintf(stderr, "prompt: %d tokens, %.1f tokens/s\n", n_prompt,
             t_prompt > 0 ? n_prompt / t_prompt : 0.0);
-    fprintf(stderr, "generation: %d tokens, %.1f tokens/s\n", n_gen, t_gen > 0 ? n_gen / t_gen : 0.0);
+    fprintf(stderr, "generation: %d tokens, %.1f tokens/s\n", n_gen,
+            t_gen > 0 ? n_gen / t_gen : 0.0);
 
     free(text);
     free(dump_buf);

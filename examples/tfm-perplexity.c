@@ -23,6 +23,7 @@
 
 #define DEFAULT_CTX 512 /* window length unless --ctx (capped at the model's n_ctx) */
 #define EVAL_BATCH 64   /* positions per tfm_session_eval call: bounds the logits buffer */
+#define MAX_THREADS 1024
 
 static const char *const usage =
     "usage: tfm-perplexity -m MODEL.tfm -f FILE [--ctx N] [-t THREADS]\n"
@@ -53,12 +54,14 @@ static void log_to_stderr(void *user, tfm_result result, const char *message) {
     fprintf(stderr, "tfm-perplexity: %s: %s\n", tfm_result_string(result), message);
 }
 
-static const char *need_value(int argc, char **argv, int *i) {
+/* The value after the flag argv[*i]; steps *i over it. */
+static const char *str_arg(int argc, char **argv, int *i) {
     if (*i + 1 >= argc) die("missing value for %s", argv[*i]);
     return argv[++*i];
 }
 
-static long parse_long(const char *flag, const char *s, long lo, long hi) {
+static long long_arg(int argc, char **argv, int *i, long lo, long hi) {
+    const char *flag = argv[*i], *s = str_arg(argc, argv, i);
     char *end;
     long v;
     errno = 0;
@@ -98,10 +101,10 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
-        else if (!strcmp(a, "-m")) model_path = need_value(argc, argv, &i);
-        else if (!strcmp(a, "-f")) path = need_value(argc, argv, &i);
-        else if (!strcmp(a, "--ctx")) n_win = parse_long(a, need_value(argc, argv, &i), 2, 1L << 30);
-        else if (!strcmp(a, "-t")) n_threads = parse_long(a, need_value(argc, argv, &i), 1, 1024);
+        else if (!strcmp(a, "-m")) model_path = str_arg(argc, argv, &i);
+        else if (!strcmp(a, "-f")) path = str_arg(argc, argv, &i);
+        else if (!strcmp(a, "--ctx")) n_win = long_arg(argc, argv, &i, 2, TFM_MAX_CTX);
+        else if (!strcmp(a, "-t")) n_threads = long_arg(argc, argv, &i, 1, MAX_THREADS);
         else die("unknown argument '%s' (see --help)", a);
     }
     if (!model_path) die("-m MODEL.tfm is required (see --help)");
@@ -121,7 +124,7 @@ int main(int argc, char **argv) {
     if (cfg.n_layers == 0) die("'%s' has no weights (a vocab-only file?)", model_path);
     if (cfg.n_tokens == 0) die("'%s' has no tokenizer", model_path);
     if (n_win == 0) n_win = cfg.n_ctx < DEFAULT_CTX ? cfg.n_ctx : DEFAULT_CTX;
-    if (n_win > cfg.n_ctx) die("--ctx %ld is longer than the model's context (%d)", n_win, cfg.n_ctx);
+    if (n_win > cfg.n_ctx) die("--ctx %ld is past the model's context (%d)", n_win, cfg.n_ctx);
 
     /* Tokenize the whole file, no BOS: count, then fill. */
     size_t text_bytes, n_ids = 0;
@@ -157,9 +160,10 @@ int main(int argc, char **argv) {
             r = tfm_session_eval(session, win + j0, n, j0, logits); /* j0 = 0 rewinds the cache */
             if (r != TFM_OK)
                 die("window %zu: %s: %s", w, tfm_result_string(r), tfm_session_last_error(session));
-            for (j = 0; j < n; j++)
-                sum_nats += tfm_cross_entropy(logits + (size_t)j * (size_t)cfg.n_vocab, cfg.n_vocab,
-                                              win[j0 + j + 1]);
+            for (j = 0; j < n; j++) { /* logits row j (position j0 + j) predicts the next id */
+                const float *row = logits + (size_t)j * (size_t)cfg.n_vocab;
+                sum_nats += (double)tfm_cross_entropy(row, cfg.n_vocab, win[j0 + j + 1]);
+            }
             n_scored += (size_t)n;
         }
         fprintf(stderr, "\rwindow %zu/%zu  %.4f nats/token", w + 1, n_windows,

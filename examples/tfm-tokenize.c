@@ -42,7 +42,8 @@ static void log_to_stderr(void *user, tfm_result result, const char *message) {
     fprintf(stderr, "tfm-tokenize: %s: %s\n", tfm_result_string(result), message);
 }
 
-static const char *need_value(int argc, char **argv, int *i) {
+/* The value after the flag argv[*i]; steps *i over it. */
+static const char *str_arg(int argc, char **argv, int *i) {
     if (*i + 1 >= argc) die("missing value for %s", argv[*i]);
     return argv[++*i];
 }
@@ -64,29 +65,32 @@ static char *read_all(const char *path, size_t *n_bytes) {
     return buf;
 }
 
+static bool is_separator(char c) { return c != '\0' && strchr(" ,\t\r\n", c) != NULL; }
+
 /* Ids separated by spaces, commas or newlines back into their raw token bytes. */
 static void decode_ids(const tfm_model *model, int n_tokens, const char *s, size_t n_bytes) {
-    const char *end_all = s + n_bytes;
-    while (s < end_all) {
-        char digits[16];
-        size_t n = 0;
+    const char *s_end = s + n_bytes;
+    while (s < s_end) {
+        char digits[16], *end;
+        size_t n = 0, piece_bytes;
+        const char *piece;
         long id;
-        const char *bytes;
-        size_t piece_bytes;
         tfm_result r;
-        if (strchr(" ,\t\r\n", *s) && *s) { s++; continue; }
-        while (s + n < end_all && n < sizeof digits - 1 && !strchr(" ,\t\r\n", s[n])) n++;
+        if (is_separator(*s)) { s++; continue; }
+        while (s + n < s_end && !is_separator(s[n])) n++;
+        if (n >= sizeof digits || memchr(s, '\0', n))
+            die("--decode: '%.*s' is not a token id", (int)n, s);
         memcpy(digits, s, n);
         digits[n] = '\0';
-        char *end;
         errno = 0;
         id = strtol(digits, &end, 10);
-        if (end == digits || *end != '\0' || errno == ERANGE || (s + n < end_all && !strchr(" ,\t\r\n", s[n])))
+        if (end == digits || *end != '\0' || errno == ERANGE)
             die("--decode: '%s' is not a token id", digits);
-        if (id < 0 || id >= n_tokens) die("--decode: token id %ld is outside [0, %d)", id, n_tokens);
-        if ((r = tfm_model_token_bytes(model, (int32_t)id, &bytes, &piece_bytes)) != TFM_OK)
+        if (id < 0 || id >= n_tokens)
+            die("--decode: token id %ld is outside [0, %d)", id, n_tokens);
+        if ((r = tfm_model_token_bytes(model, (int32_t)id, &piece, &piece_bytes)) != TFM_OK)
             die("token %ld: %s", id, tfm_result_string(r));
-        fwrite(bytes, 1, piece_bytes, stdout);
+        fwrite(piece, 1, piece_bytes, stdout);
         s += n;
     }
 }
@@ -99,8 +103,8 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
-        else if (!strcmp(a, "-m")) model_path = need_value(argc, argv, &i);
-        else if (!strcmp(a, "-f")) file = need_value(argc, argv, &i);
+        else if (!strcmp(a, "-m")) model_path = str_arg(argc, argv, &i);
+        else if (!strcmp(a, "-f")) file = str_arg(argc, argv, &i);
         else if (!strcmp(a, "--add-special")) add_special = true;
         else if (!strcmp(a, "--decode")) decode = true;
         else if (a[0] == '-' && a[1] != '\0') die("unknown argument '%s' (see --help)", a);

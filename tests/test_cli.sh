@@ -12,7 +12,7 @@ GEN=$BIN/tfm-generate TOK=$BIN/tfm-tokenize PPL=$BIN/tfm-perplexity CONV=$BIN/tf
 DATA=tests/data/models
 M=build/models/neox_tok.tfm  # 2 layers, n_vocab 320 padded past a 300-token tokenizer, n_ctx 64
 MP=build/models/neox_par.tfm # no tokenizer, n_vocab 160, n_ctx 64
-W=build/test_cli
+W=build/test_cli.$$ # scratch of this run (other engineers may run the suite at the same time)
 rm -rf "$W" && mkdir -p "$W" || exit 1
 passed=0 failed=0
 
@@ -78,13 +78,15 @@ check "tfm-generate --help documents the defaults" grep -q 'default 0.8' "$W/out
 # --- minimal.c compiles as strict C99 -------------------------------------------------------------
 CCBIN=${CC:-cc}
 run_ok "examples/minimal.c compiles" \
-  "$CCBIN" -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I. examples/minimal.c -o build/minimal -lm
+  "$CCBIN" -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I. examples/minimal.c -o "$W/minimal" -lm &&
+  mv -f "$W/minimal" build/minimal
 run_err "minimal without a model" build/minimal
+run_ok "minimal --help" build/minimal --help
 
 if [ ! -f "$M" ] || [ ! -f "$MP" ]; then
   echo "SKIP: $M or $MP missing (make test converts tests/data/models); model tests skipped"
-  echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]; exit
+  echo "test_cli: $passed passed, $failed failed"
+  rm -rf "$W"; [ "$failed" -eq 0 ]; exit
 fi
 PROMPT_PAR=$(cat $DATA/neox_par/tokens.txt)
 TOKS_PAR=$(echo $PROMPT_PAR | tr ' ' ',')
@@ -251,7 +253,8 @@ run_err "decode: not an id"           $TOK -m $M --decode "1 2x 3"
 # tokenizer test vectors of Hugging Face tokenizers, through vocab-only files
 vectors() { # NAME SRC VECTORS: every 4th line of the vectors; ids and the --decode round trip
   if [ ! -e "$2" ] || [ ! -f "$3" ]; then echo "SKIP: $2 or $3 missing (SHARED=$SHARED)"; return; fi
-  run_ok "tfm-convert --vocab-only $1" $CONV --vocab-only "$2" -o "build/$1-vocab.tfm" || return
+  run_ok "tfm-convert --vocab-only $1" $CONV --vocab-only "$2" -o "$W/$1-vocab.tfm" || return
+  mv -f "$W/$1-vocab.tfm" "build/$1-vocab.tfm"
   i=0 bad_ids=0 bad_rt=0
   while IFS= read -r line; do
     i=$((i + 1)); [ $((i % 4)) -eq 1 ] || continue
@@ -334,4 +337,5 @@ else
 fi
 
 echo "test_cli: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+[ "$failed" -eq 0 ] || { echo "(outputs kept in $W)"; exit 1; }
+rm -rf "$W"
