@@ -373,6 +373,19 @@ if [ -f tests/data/arch/phi/config.json ]; then
   cp -r tests/data/arch/phi "$T/e14"; sed -i 's/"qk_layernorm": false/"qk_layernorm": true/' "$T/e14/config.json"
   expect_fail "phi qk_layernorm" "qk_layernorm" -- "$CONV" "$T/e14" -o "$O"
 fi
+if [ -f tests/data/models/neox_shard/model.safetensors.index.json ]; then # sharded checkpoints
+  S=tests/data/models/neox_shard
+  cp -r $S "$T/e15"; sed -i 's/"gpt_neox.embed_in.weight": "model-00001/"gpt_neox.embed_in.weight": "model-00002/' "$T/e15/model.safetensors.index.json"
+  expect_fail "index names the wrong shard" "gpt_neox.embed_in.weight is not in model-00002\|listed in model-00002" -- "$CONV" "$T/e15" -o "$O"
+  cp -r $S "$T/e16"; rm "$T/e16/model-00002-of-00002.safetensors"
+  expect_fail "missing shard" "cannot open.*model-00002-of-00002.safetensors" -- "$CONV" "$T/e16" -o "$O"
+  cp -r $S "$T/e17"; sed -i 's|"embed_out.weight": "model-00002|"embed_out.weight": "../model-00002|' "$T/e17/model.safetensors.index.json"
+  expect_fail "shard outside the folder" "must be a plain file name" -- "$CONV" "$T/e17" -o "$O"
+fi
+cp -r "$T/neox" "$T/e18"; sed -i 's/"data_offsets": \[0, 512\]/"data_offsets": [4, 516]/' "$T/e18/model.safetensors"
+expect_fail "tensor data not tiling the buffer" "leaves a hole\|overlaps" -- "$CONV" "$T/e18" -o "$O"
+cp -r "$T/neox" "$T/e19"; sed -i '0,/"dtype": "F32", "shape": \[8\]/s//"dtype": "I32", "shape": [8]/' "$T/e19/model.safetensors"
+expect_fail "integer dtype for a weight" "dtype I32 is not supported" -- "$CONV" "$T/e19" -o "$O"
 rm -f "$T/e4/model.safetensors"
 expect_fail "no safetensors" "no model.safetensors" -- "$CONV" "$T/e4" -o "$O"
 expect_fail "bad --type" "expected f32 or f16" -- "$CONV" "$T/neox" -o "$O" --type q4
