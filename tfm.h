@@ -1627,40 +1627,65 @@ TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn t
     for (t = 0; t < n_tasks; t++) task(ctx, t);
 }
 
+#define TFM__MAX_FUSED 3 /* matrices sharing one input that one parallel pass computes (q, k, v) */
+
+/* Up to TFM__MAX_FUSED products y_k = W_k x (+ b_k) over the same input batch, split as one
+   range of rows (the rows of W_0, then W_1, ...): one parallel pass instead of three. */
 typedef struct tfm__matmul_job {
-    const tfm__tensor *w;
-    const float *x, *b;
-    float *y;
-    size_t x_stride, y_stride;
-    int n_b, rows_per_task;
+    const tfm__tensor *w[TFM__MAX_FUSED];
+    const float *b[TFM__MAX_FUSED];
+    float *y[TFM__MAX_FUSED];
+    size_t y_stride[TFM__MAX_FUSED];
+    int n_w;
+    const float *x;
+    size_t x_stride;
+    int n_b, rows, rows_per_task;
 } tfm__matmul_job;
 
 TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
     const tfm__matmul_job *j = TFM__CAST(const tfm__matmul_job *, ctx);
-    int r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task;
-    tfm__matmul_rows(j->w, j->x, j->x_stride, j->b, j->y, j->y_stride, j->n_b, r0, r1 < j->w->rows ? r1 : j->w->rows);
+    int r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task, base = 0, k;
+    for (k = 0; k < j->n_w; base += j->w[k]->rows, k++) {
+        int lo = r0 > base ? r0 : base, hi = r1 < base + j->w[k]->rows ? r1 : base + j->w[k]->rows;
+        if (lo < hi) tfm__matmul_rows(j->w[k], j->x, j->x_stride, j->b[k], j->y[k], j->y_stride[k], j->n_b, lo - base, hi - base);
+    }
 }
 
-/* y[b] = W x[b] (+ bias) for the batch, rows split across the session's tasks. */
+/* Run a filled job: rows split across the session's tasks (or all on this thread). */
+TFM_PRIVATE void tfm__matmul_run(const tfm_session *s, tfm__matmul_job *job) {
+    int n_tasks = s->n_tasks, k;
+    for (k = 0, job->rows = 0; k < job->n_w; k++) job->rows += job->w[k]->rows;
+    if (n_tasks <= 1 || job->rows < 2 * TFM__MIN_ROWS_PER_TASK) n_tasks = 1;
+    job->rows_per_task = (job->rows + n_tasks - 1) / n_tasks;
+    if (n_tasks > 1 && job->rows_per_task < TFM__MIN_ROWS_PER_TASK) job->rows_per_task = TFM__MIN_ROWS_PER_TASK;
+    n_tasks = (job->rows + job->rows_per_task - 1) / job->rows_per_task;
+    tfm__run_tasks(s, n_tasks, tfm__matmul_task, job);
+}
+
+/* Add y = W x (+ bias) to a job (its input x and batch are set by the caller). */
+TFM_PRIVATE void tfm__job_add(tfm__matmul_job *job, const tfm__tensor *w, const float *bias, float *y, size_t y_stride) {
+    TFM_ASSERT(job->n_w < TFM__MAX_FUSED);
+    job->w[job->n_w] = w;
+    job->b[job->n_w] = bias;
+    job->y[job->n_w] = y;
+    job->y_stride[job->n_w] = y_stride;
+    job->n_w++;
+}
+
+TFM_PRIVATE void tfm__job_init(tfm__matmul_job *job, const float *x, size_t x_stride, int n_b) {
+    memset(job, 0, sizeof *job);
+    job->x = x;
+    job->x_stride = x_stride;
+    job->n_b = n_b;
+}
+
+/* y[b] = W x[b] (+ bias) for the batch. */
 TFM_PRIVATE void tfm__matmul(const tfm_session *s, const tfm__tensor *w, const float *x, size_t x_stride,
                              const float *bias, float *y, size_t y_stride, int n_b) {
     tfm__matmul_job job;
-    int n_tasks = s->n_tasks;
-    if (n_tasks <= 1 || w->rows < 2 * TFM__MIN_ROWS_PER_TASK) {
-        tfm__matmul_rows(w, x, x_stride, bias, y, y_stride, n_b, 0, w->rows);
-        return;
-    }
-    job.w = w;
-    job.x = x;
-    job.b = bias;
-    job.y = y;
-    job.x_stride = x_stride;
-    job.y_stride = y_stride;
-    job.n_b = n_b;
-    job.rows_per_task = (w->rows + n_tasks - 1) / n_tasks;
-    if (job.rows_per_task < TFM__MIN_ROWS_PER_TASK) job.rows_per_task = TFM__MIN_ROWS_PER_TASK;
-    n_tasks = (w->rows + job.rows_per_task - 1) / job.rows_per_task;
-    tfm__run_tasks(s, n_tasks, tfm__matmul_task, &job);
+    tfm__job_init(&job, x, x_stride, n_b);
+    tfm__job_add(&job, w, bias, y, y_stride);
+    tfm__matmul_run(s, &job);
 }
 
 /* Causal attention of one head for the query at position n_pos - 1 over positions [0, n_pos):
@@ -1730,9 +1755,12 @@ TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *
     size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head;
     size_t row_at = ((size_t)l * (size_t)s->n_ctx + (size_t)pos) * kv_dim;
     tfm__attn_job job;
-    tfm__matmul(s, &L->wq, in, d, L->bq, s->q, q_dim, n_b);
-    tfm__matmul(s, &L->wk, in, d, L->bk, s->k_cache + row_at, kv_dim, n_b);
-    tfm__matmul(s, &L->wv, in, d, L->bv, s->v_cache + row_at, kv_dim, n_b);
+    tfm__matmul_job qkv;
+    tfm__job_init(&qkv, in, d, n_b);
+    tfm__job_add(&qkv, &L->wq, L->bq, s->q, q_dim);
+    tfm__job_add(&qkv, &L->wk, L->bk, s->k_cache + row_at, kv_dim);
+    tfm__job_add(&qkv, &L->wv, L->bv, s->v_cache + row_at, kv_dim);
+    tfm__matmul_run(s, &qkv);
     if (s->rope_cos) tfm__rope_batch(s, s->k_cache + row_at, n_b, pos);
     job.s = s;
     job.layer = l;
@@ -1751,9 +1779,12 @@ TFM_PRIVATE void tfm__ffn_block(tfm_session *s, int l, const float *in, float *o
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
     size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff, n = (size_t)n_b * ff, i;
-    tfm__matmul(s, &L->w_up, in, d, L->b_up, s->up, ff, n_b);
+    tfm__matmul_job job;
+    tfm__job_init(&job, in, d, n_b);
+    tfm__job_add(&job, &L->w_up, L->b_up, s->up, ff);
+    if (c->ffn == TFM_FFN_GATED) tfm__job_add(&job, &L->w_gate, L->b_gate, s->gate, ff);
+    tfm__matmul_run(s, &job);
     if (c->ffn == TFM_FFN_GATED) {
-        tfm__matmul(s, &L->w_gate, in, d, L->b_gate, s->gate, ff, n_b);
         for (i = 0; i < n; i++) s->up[i] *= tfm__act(c->act, s->gate[i]);
     } else {
         for (i = 0; i < n; i++) s->up[i] = tfm__act(c->act, s->up[i]);
