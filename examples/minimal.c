@@ -12,10 +12,17 @@
 #define N_GENERATE 32
 #define MAX_PROMPT 256
 
-/* The library never prints: it hands each failure's detail to a logger. */
+/* The library never prints: it hands each failure's detail to a logger (model open) or keeps
+   it in tfm_session_last_error (session calls). */
 static void log_error(void *user, tfm_result result, const char *message) {
     (void)user;
     fprintf(stderr, "tfm: %s: %s\n", tfm_result_string(result), message);
+}
+
+static int fail(const char *what, tfm_result r, const char *detail) {
+    fprintf(stderr, "minimal: %s: %s%s%s\n", what, tfm_result_string(r), *detail ? ": " : "",
+            detail);
+    return 1;
 }
 
 int main(int argc, char **argv) {
@@ -30,23 +37,22 @@ int main(int argc, char **argv) {
     md.logger.log = log_error;
     tfm_model *model;
     tfm_result r = tfm_model_open(&md, &model);
-    if (r != TFM_OK) { fprintf(stderr, "open: %s\n", tfm_result_string(r)); return 1; }
+    if (r != TFM_OK) return fail("open", r, "");
     tfm_config cfg = tfm_model_config(model);
 
     tfm_session_desc sd = {0};
     tfm_session *s;
     r = tfm_session_create(model, &sd, &s);
-    if (r != TFM_OK) { fprintf(stderr, "session: %s\n", tfm_result_string(r)); return 1; }
+    if (r != TFM_OK) return fail("session", r, "");
 
     int32_t ids[MAX_PROMPT];
-    size_t n_ids;
+    size_t n_ids = 0;
     r = tfm_model_tokenize(model, prompt, strlen(prompt), ids, MAX_PROMPT, &n_ids);
-    if (r != TFM_OK || n_ids == 0 || n_ids + N_GENERATE > (size_t)tfm_session_n_ctx(s)) {
-        fprintf(stderr, "tokenize: %s (%zu tokens)\n", tfm_result_string(r), n_ids);
-        return 1;
-    }
+    if (r != TFM_OK) return fail("tokenize", r, "no tokenizer, or a prompt over 256 tokens");
+    if (n_ids == 0 || n_ids + N_GENERATE > (size_t)tfm_session_n_ctx(s))
+        return fail("prompt", TFM_ERR_INVALID_ARG, "empty, or too long for the context");
     r = tfm_session_eval(s, ids, (int)n_ids, 0, NULL); /* positions 0 .. n_ids-1 */
-    if (r != TFM_OK) { fprintf(stderr, "eval: %s: %s\n", tfm_result_string(r), tfm_session_last_error(s)); return 1; }
+    if (r != TFM_OK) return fail("eval", r, tfm_session_last_error(s));
 
     tfm_sampler_desc pd = {0}; /* all-zero: greedy */
     pd.n_vocab = cfg.n_tokens < cfg.n_vocab ? cfg.n_tokens : cfg.n_vocab; /* no padding ids */
@@ -55,7 +61,7 @@ int main(int argc, char **argv) {
     pd.seed = 42;
     tfm_sampler *smp;
     r = tfm_sampler_create(&pd, &smp);
-    if (r != TFM_OK) { fprintf(stderr, "sampler: %s\n", tfm_result_string(r)); return 1; }
+    if (r != TFM_OK) return fail("sampler", r, "");
 
     printf("%s", prompt);
     tfm_utf8_stream stream = {{0}, 0}; /* holds a partial UTF-8 character between tokens */
@@ -65,15 +71,15 @@ int main(int argc, char **argv) {
     for (int i = 0; i < N_GENERATE; i++) {
         int32_t next;
         r = tfm_sample(smp, logits, pd.n_vocab, &next);
-        if (r != TFM_OK) { fprintf(stderr, "sample: %s\n", tfm_result_string(r)); return 1; }
+        if (r != TFM_OK) return fail("sample", r, "");
         if (next == cfg.eos_id) break;
         size_t n_text;
         r = tfm_model_decode(model, &stream, next, text, sizeof text, &n_text);
-        if (r != TFM_OK) { fprintf(stderr, "decode: %s\n", tfm_result_string(r)); return 1; }
+        if (r != TFM_OK) return fail("decode", r, "");
         fwrite(text, 1, n_text, stdout);
         fflush(stdout);
         r = tfm_session_decode(s, next, pos++, &logits); /* the next token's logits */
-        if (r != TFM_OK) { fprintf(stderr, "eval: %s: %s\n", tfm_result_string(r), tfm_session_last_error(s)); return 1; }
+        if (r != TFM_OK) return fail("eval", r, tfm_session_last_error(s));
     }
     printf("%.*s\n", (int)tfm_utf8_stream_flush(&stream, text, sizeof text), text);
 
