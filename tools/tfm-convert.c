@@ -2202,9 +2202,11 @@ static void tc_usage(FILE *f) {
         "           model.safetensors.index.json), tokenizer.json or vocab.json + merges.txt\n"
         "           (optional: without them the model is usable by token ids only).\n"
         "           model_type: " TC_SUPPORTED ". Source dtypes F32, F16, BF16.\n"
+        "           Every checkpoint tensor must be used (known buffers aside), else error.\n"
         "--type     dtype of the matrices (default f32); vectors are always f32\n"
         "--quiet    no progress or summary (warnings and errors still print)\n"
-        "--check    open the written file with tfm.h and print its configuration\n"
+        "--check    open the written file with tfm.h, print its configuration, compare it with\n"
+        "           what was written and round-trip a sample text through the tokenizer\n"
         "--vocab-only SRC  only the tokenizer (n_layers 0, no tensors); SRC is a tokenizer.json\n"
         "           or a directory with tokenizer.json or vocab.json + merges.txt\n"
         "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n");
