@@ -490,6 +490,9 @@ TFM_PRIVATE float tfm__f16_to_f32(uint16_t h) {
     return f;
 }
 
+/* base + offset bytes, for carving one allocation into arrays. */
+TFM_PRIVATE void *tfm__at(void *base, size_t offset) { return TFM__CAST(unsigned char *, base) + offset; }
+
 #define TFM__ERROR_BYTES 256
 
 /* Format a detail message into buf (always NUL-terminated). */
@@ -1443,7 +1446,8 @@ TFM_PRIVATE tfm_result tfm__resolve(tfm__resolver *r, tfm_model *m, int n_slots)
     char name[TFM__NAME_BYTES + 16];
     int l, s;
     if (!res) res = tfm__take(r, TFM__T_TOK_EMBD, c->n_vocab, c->d_model, true, &m->tok_embd);
-    if (!res && c->pos == TFM_POS_LEARNED) res = tfm__take(r, TFM__T_POS_EMBD, c->n_ctx, c->d_model, true, &m->pos_embd);
+    if (!res && c->pos == TFM_POS_LEARNED)
+        res = tfm__take(r, TFM__T_POS_EMBD, c->n_ctx, c->d_model, true, &m->pos_embd);
     if (!res) res = tfm__take_vec(r, TFM__T_LNF_W, c->d_model, true, &m->lnf_w);
     if (!res && ln) res = tfm__take_vec(r, TFM__T_LNF_B, c->d_model, false, &m->lnf_b);
     if (!res) res = tfm__take(r, TFM__T_OUTPUT_W, c->n_vocab, c->d_model, false, &m->w_out);
@@ -1541,7 +1545,7 @@ TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_
         p->overflow = true;
         return NULL;
     }
-    return base ? TFM__CAST(float *, TFM__CAST(void *, base + at)) : NULL;
+    return base ? TFM__CAST(float *, tfm__at(base, at)) : NULL;
 }
 
 /* Lay out every array of s after the struct itself; base NULL only sizes. */
@@ -1647,7 +1651,8 @@ TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
     int r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task, base = 0, k;
     for (k = 0; k < j->n_w; base += j->w[k]->rows, k++) {
         int lo = r0 > base ? r0 : base, hi = r1 < base + j->w[k]->rows ? r1 : base + j->w[k]->rows;
-        if (lo < hi) tfm__matmul_rows(j->w[k], j->x, j->x_stride, j->b[k], j->y[k], j->y_stride[k], j->n_b, lo - base, hi - base);
+        if (lo < hi)
+            tfm__matmul_rows(j->w[k], j->x, j->x_stride, j->b[k], j->y[k], j->y_stride[k], j->n_b, lo - base, hi - base);
     }
 }
 
@@ -1663,7 +1668,8 @@ TFM_PRIVATE void tfm__matmul_run(const tfm_session *s, tfm__matmul_job *job) {
 }
 
 /* Add y = W x (+ bias) to a job (its input x and batch are set by the caller). */
-TFM_PRIVATE void tfm__job_add(tfm__matmul_job *job, const tfm__tensor *w, const float *bias, float *y, size_t y_stride) {
+TFM_PRIVATE void tfm__job_add(tfm__matmul_job *job, const tfm__tensor *w, const float *bias, float *y,
+                              size_t y_stride) {
     TFM_ASSERT(job->n_w < TFM__MAX_FUSED);
     job->w[job->n_w] = w;
     job->b[job->n_w] = bias;
@@ -1739,8 +1745,9 @@ TFM_PRIVATE void tfm__rope_batch(const tfm_session *s, float *k_rows, int n_b, i
     int b, h;
     for (b = 0; b < n_b; b++) {
         const float *cos_t = s->rope_cos + (size_t)(pos + b) * half, *sin_t = s->rope_sin + (size_t)(pos + b) * half;
-        for (h = 0; h < c->n_heads; h++) tfm__rope(s->q + (size_t)b * q_dim + (size_t)h * dh, c->rope_dim, cos_t, sin_t, inter);
-        for (h = 0; h < c->n_kv_heads; h++) tfm__rope(k_rows + (size_t)b * kv_dim + (size_t)h * dh, c->rope_dim, cos_t, sin_t, inter);
+        float *q = s->q + (size_t)b * q_dim, *k = k_rows + (size_t)b * kv_dim;
+        for (h = 0; h < c->n_heads; h++) tfm__rope(q + (size_t)h * dh, c->rope_dim, cos_t, sin_t, inter);
+        for (h = 0; h < c->n_kv_heads; h++) tfm__rope(k + (size_t)h * dh, c->rope_dim, cos_t, sin_t, inter);
     }
 }
 
@@ -1793,7 +1800,8 @@ TFM_PRIVATE void tfm__ffn_block(tfm_session *s, int l, const float *in, float *o
 }
 
 /* out[b] = norm(x[b]) for the n_b rows, with the config's norm. */
-TFM_PRIVATE void tfm__norm_rows(const tfm_model *m, float *out, const float *x, const float *w, const float *bias, int n_b) {
+TFM_PRIVATE void tfm__norm_rows(const tfm_model *m, float *out, const float *x, const float *w, const float *bias,
+                                int n_b) {
     size_t d = (size_t)m->config.d_model;
     int b;
     for (b = 0; b < n_b; b++) {
@@ -1856,7 +1864,8 @@ TFM_PRIVATE void tfm__embed(tfm_session *s, const int32_t *tokens, int n_b, int 
 /* The whole step for tokens[0..n_b) at pos.. (cache rows < pos must be valid). logits: NULL
    to skip the output projection (prompt tokens nobody reads), else [n_b, n_vocab] when all,
    or [n_vocab] for the last token only. */
-TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n_b, int pos, float *logits, bool all) {
+TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n_b, int pos, float *logits,
+                                    bool all) {
     const tfm_model *m = s->model;
     size_t d = (size_t)m->config.d_model;
     int l, first = all ? 0 : n_b - 1;
@@ -1872,16 +1881,25 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
 }
 
 /* >>tokenizer ------------------------------------------------------------------------------------
-   Byte-level BPE as Hugging Face tokenizers runs it for GPT-2 / GPT-NeoX, and the streaming
-   UTF-8 decoder. Encoding: added tokens are cut out of the raw text first (leftmost, longest);
-   each piece between them is NFC-normalized (TFM_TOKFLAG_NFC), split by the GPT-2 pattern
-     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-   (a hand-written scanner over the Unicode tables below), and every pre-token's bytes are merged
-   from single-byte tokens by merge rank (lowest first, leftmost on ties).
+   Text <-> token ids. Two kinds share one table layout (see the TOKENIZER BLOB in the top
+   comment; the blob must outlive the tokenizer, texts and merges are read in place):
+   - TFM_TOKENIZER_BPE_BYTES: byte-level BPE exactly as Hugging Face tokenizers runs it for
+     GPT-2 / GPT-NeoX. Added tokens (TFM_TOKATTR_ADDED) are cut out of the raw text first
+     (leftmost, longest); each piece between them is NFC-normalized (TFM_TOKFLAG_NFC), split by
+       's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+     (TFM_PRETOK_GPT2; a hand-written scanner over the Unicode tables below, \s = White_Space),
+     and each pre-token's bytes merge from single-byte tokens by rank (lowest first, leftmost
+     on ties).
+   - TFM_TOKENIZER_SPM: SentencePiece-style BPE as llama2.c's run.c: an optional dummy-prefix
+     space (TFM_TOKFLAG_PREFIX_SPACE, once at the start of the text), each code point its token
+     or else its bytes' TFM_TOKATTR_BYTE tokens (or unk_id), then the adjacent pair whose
+     concatenation is a token of the highest score merges (leftmost on ties) until none does.
+     The text is merged word by word (split before each space that follows a non-space), which
+     is exact because SentencePiece pieces never hold a space after a non-space.
    Encoding allocates nothing and uses about 6 KiB of stack. Limits (documented deviations):
-   - A pre-token longer than TFM__BPE_MAX_BYTES (1024) bytes is merged in consecutive chunks of
-     at most 1024 bytes cut at character boundaries; shorter pre-tokens match HF exactly. Where
-     NFC changes the text, pre-tokens are exact up to 512 bytes and chunked beyond that.
+   - A pre-token (an SPM word) longer than TFM__BPE_MAX_BYTES (1024) bytes is merged in
+     consecutive chunks of at most 1024 bytes cut at character starts; shorter ones match
+     exactly. Where NFC changes the text, pre-tokens are exact up to 512 bytes.
    - NFC treats at most TFM__NFC_MAX_RUN (32) code points (a starter and its combining marks)
      as one unit; longer runs of combining marks are normalized in units of 32.
    - Bytes that are not valid UTF-8 become single-byte pre-tokens (HF accepts only valid text);
@@ -1889,7 +1907,9 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
      they then encode as unk_id, or to nothing without one.
    - Added tokens are all matched in one pass on the raw text (HF matches normalized=true ones
      after normalizing; the same for the whitespace runs of GPT-NeoX, which NFC never changes).
-   Decoding: U+FFFD replaces each maximal invalid subpart (Python's errors="replace"). */
+   Decoding gives each token's raw bytes through a tfm_utf8_stream: complete characters only,
+   U+FFFD for each maximal invalid subpart (Python's errors="replace"); it does not strip the
+   SentencePiece dummy-prefix space after BOS (run.c does). */
 
 /* generated by tools/gen_unicode.py from Unicode 14.0.0 (Python unicodedata); do not edit.
    1534 class runs, 549 NFC-flag runs, 571 ccc runs, 2061 decompositions, 941 compositions;
@@ -2784,6 +2804,7 @@ static const uint16_t tfm__uc_comp[941] = {
 #define TFM__NFC_MAX_RUN 32     /* raw code points normalized as one unit */
 #define TFM__NFC_MAX_CPS (TFM__NFC_MAX_RUN * TFM__UC_MAX_DECOMP)
 #define TFM__CP_INVALID 0x110000u /* a byte that is not part of valid UTF-8 */
+#define TFM__SPM_MIN_SCORE -1e10f /* pairs must score above this to merge (as llama2.c) */
 #define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE)
 #define TFM__TOK_ATTRS (TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED | TFM_TOKATTR_BYTE)
 #define TFM__HANGUL_S 0xAC00u
@@ -2835,7 +2856,8 @@ TFM_PRIVATE int tfm__uc_class_of(uint32_t cp) {
         if (cp == ' ' || (cp >= 0x09u && cp <= 0x0Du)) return TFM__UC_SPACE;
         return TFM__UC_OTHER;
     }
-    return (int)tfm__uc_lookup(tfm__uc_class, sizeof tfm__uc_class / sizeof tfm__uc_class[0], 2, cp);
+    return (int)tfm__uc_lookup(tfm__uc_class, sizeof tfm__uc_class / sizeof tfm__uc_class[0], 2,
+                               cp);
 }
 
 TFM_PRIVATE unsigned tfm__uc_ccc_of(uint32_t cp) {
@@ -2932,7 +2954,8 @@ TFM_PRIVATE void tfm__nfc_decompose(uint32_t cp, uint32_t *out, size_t *n) {
         return;
     }
     tfm__nfc_decompose(TFM__UC_DEC_A(tfm__uc_decomp[i]), out, n);
-    if (TFM__UC_DEC_B(tfm__uc_decomp[i])) tfm__nfc_decompose(TFM__UC_DEC_B(tfm__uc_decomp[i]), out, n);
+    if (TFM__UC_DEC_B(tfm__uc_decomp[i]))
+        tfm__nfc_decompose(TFM__UC_DEC_B(tfm__uc_decomp[i]), out, n);
 }
 
 /* The primary composite of (a, b), or 0. */
@@ -2949,7 +2972,8 @@ TFM_PRIVATE uint32_t tfm__nfc_compose_pair(uint32_t a, uint32_t b) {
         return a + (b - TFM__HANGUL_T);
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        uint64_t e = tfm__uc_decomp[tfm__uc_comp[mid]], k = e & 0xFFFFFFFFFull; /* (first << 18) | second */
+        uint64_t e = tfm__uc_decomp[tfm__uc_comp[mid]];
+        uint64_t k = e & 0xFFFFFFFFFull; /* (first << 18) | second */
         if (k == key) return TFM__UC_DEC_CP(e);
         if (k < key) lo = mid + 1; else hi = mid;
     }
@@ -3147,10 +3171,11 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
     pretok = tfm__rd_u32(blob + 16);
     text_bytes = tfm__rd_u32(blob + 36);
     for (i = 40; i < TFM__TOK_HEADER_BYTES; i++)
-        if (blob[i]) return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: reserved byte %zu is not 0", i);
+        if (blob[i])
+            return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: reserved byte %zu is not 0", i);
     if (kind == TFM_TOKENIZER_NONE)
         return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: blob of kind 0 (none)");
-    if (kind != TFM_TOKENIZER_BPE_BYTES)
+    if (kind != TFM_TOKENIZER_BPE_BYTES && kind != TFM_TOKENIZER_SPM)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: kind %u is not supported", kind);
     if (pretok > TFM_PRETOK_GPT2)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: pre-tokenizer %u is unknown", pretok);
@@ -3190,7 +3215,8 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
 
 /* Offsets monotonic and inside the text, attributes known, merges in range and consistent. */
 TFM_PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger *lg) {
-    uint32_t prev = tfm__rd_u32(t->offsets), last = tfm__rd_u32(t->offsets + 4 * (size_t)t->n_tokens);
+    uint32_t prev = tfm__rd_u32(t->offsets);
+    uint32_t last = tfm__rd_u32(t->offsets + 4 * (size_t)t->n_tokens);
     int32_t i, j;
     if (prev != 0 || last != t->text_bytes)
         return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: text offsets run %u..%u, not 0..%zu", prev,
@@ -3198,11 +3224,16 @@ TFM_PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger 
     for (i = 0; i < t->n_tokens; i++) {
         uint32_t next = tfm__rd_u32(t->offsets + 4 * ((size_t)i + 1)), attr = t->attrs[i];
         if (next < prev)
-            return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: token %d ends before it starts", (int)i);
+            return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: token %d ends before it starts",
+                            (int)i);
         if ((attr & ~(uint32_t)TFM__TOK_ATTRS) || ((attr & TFM_TOKATTR_BYTE) && next - prev != 1) ||
             ((attr & TFM_TOKATTR_ADDED) && next == prev))
             return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: token %d has bad attributes 0x%x "
                             "for its %u bytes", (int)i, attr, next - prev);
+        if (t->kind == TFM_TOKENIZER_SPM && !(tfm__rd_f32(t->scores + 4 * (size_t)i) > -INFINITY &&
+                                                tfm__rd_f32(t->scores + 4 * (size_t)i) < INFINITY))
+            return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: token %d has a score that is not finite",
+                            (int)i);
         prev = next;
     }
     for (i = 0; i < t->n_merges; i++) {
@@ -3254,9 +3285,12 @@ TFM_PRIVATE void tfm__tok_build_hashes(tfm__tokenizer *t) {
         for (i = 0; i < t->n_tokens; i++) {
             size_t n;
             const unsigned char *s = tfm__tok_text(t, i, &n);
-            if ((int32_t)((tfm__tok_attr(t, i) & TFM_TOKATTR_ADDED) != 0) != pass) continue;
+            if ((int32_t)((tfm__tok_attr(t, i) & TFM_TOKATTR_ADDED) != 0) != pass ||
+                (tfm__tok_attr(t, i) & TFM_TOKATTR_BYTE))
+                continue; /* byte tokens are reached through byte_id only */
             if (tfm__tok_find(t, s, n, NULL, 0) >= 0) continue;
-            for (k = tfm__hash_bytes(s, n, NULL, 0) & mask; t->token_hash[k] >= 0; k = (k + 1) & mask) {}
+            k = tfm__hash_bytes(s, n, NULL, 0) & mask;
+            while (t->token_hash[k] >= 0) k = (k + 1) & mask;
             t->token_hash[k] = i;
         }
     }
@@ -3341,11 +3375,23 @@ TFM_PRIVATE void tfm__tokenizer_info(const tfm__tokenizer *t, int *n_tokens, int
 typedef struct tfm__tok_out {
     int32_t *ids; /* written while n < cap; n counts every id */
     size_t cap, n;
+    bool prefix;  /* SentencePiece: the dummy-prefix space is still to come */
 } tfm__tok_out;
 
 TFM_PRIVATE void tfm__tok_emit(tfm__tok_out *o, int32_t id) {
     if (o->n < o->cap) o->ids[o->n] = id;
     o->n++;
+}
+
+/* Emit sym[0..k); a byte without a token (kind BPE_BYTES: never in valid UTF-8; SPM: no byte
+   fallback token) becomes unk_id, or nothing without one. */
+TFM_PRIVATE void tfm__tok_emit_all(const tfm__tokenizer *t, const int32_t *sym, size_t k,
+                                   tfm__tok_out *o) {
+    size_t i;
+    for (i = 0; i < k; i++) {
+        if (sym[i] >= 0) tfm__tok_emit(o, sym[i]);
+        else if (t->unk_id >= 0) tfm__tok_emit(o, t->unk_id);
+    }
 }
 
 /* Merge the bytes s[0..n) (1 <= n <= TFM__BPE_MAX_BYTES) from single-byte tokens: always the
@@ -3369,23 +3415,75 @@ TFM_PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s,
         memmove(sym + at + 1, sym + at + 2, (k - at - 2) * sizeof sym[0]);
         k--;
     }
-    for (i = 0; i < k; i++) { /* a byte without a token (never in valid UTF-8): unk or nothing */
-        if (sym[i] >= 0) tfm__tok_emit(o, sym[i]);
-        else if (t->unk_id >= 0) tfm__tok_emit(o, t->unk_id);
+    tfm__tok_emit_all(t, sym, k, o);
+}
+
+/* SentencePiece-style, as llama2.c run.c: each code point is its token if there is one, else
+   its bytes' <0xNN> tokens; then the adjacent pair whose concatenation is a token of the
+   highest score (leftmost on ties) merges, until none does. A pending dummy prefix comes first
+   as a space. s[0..n): at most TFM__BPE_MAX_BYTES - 1 bytes. */
+TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
+                                tfm__tok_out *o) {
+    int32_t sym[TFM__BPE_MAX_BYTES];
+    size_t i, j, k = 0, at = 0, len;
+    for (i = 0; i < n || o->prefix; i += len) {
+        const unsigned char *c = o->prefix ? TFM__CAST(const unsigned char *, " ") : s + i;
+        uint32_t cp;
+        int32_t id;
+        len = o->prefix ? 1 : tfm__utf8_next(c, n - i, &cp);
+        id = !o->prefix && cp == TFM__CP_INVALID ? -1 : tfm__tok_find(t, c, len, NULL, 0);
+        if (id >= 0) sym[k++] = id;
+        else for (j = 0; j < len; j++) sym[k++] = t->byte_id[c[j]];
+        if (o->prefix) len = 0;
+        o->prefix = false;
     }
+    while (k > 1) {
+        float best = TFM__SPM_MIN_SCORE;
+        int32_t best_id = -1;
+        for (i = 0; i + 1 < k; i++) {
+            size_t na, nb;
+            const unsigned char *a, *b;
+            int32_t id;
+            if (sym[i] < 0 || sym[i + 1] < 0) continue;
+            a = tfm__tok_text(t, sym[i], &na);
+            b = tfm__tok_text(t, sym[i + 1], &nb);
+            id = tfm__tok_find(t, a, na, b, nb);
+            if (id >= 0 && tfm__rd_f32(t->scores + 4 * (size_t)id) > best) {
+                best = tfm__rd_f32(t->scores + 4 * (size_t)id);
+                best_id = id;
+                at = i;
+            }
+        }
+        if (best_id < 0) break;
+        sym[at] = best_id;
+        memmove(sym + at + 1, sym + at + 2, (k - at - 2) * sizeof sym[0]);
+        k--;
+    }
+    tfm__tok_emit_all(t, sym, k, o);
 }
 
 /* One pre-token; longer than TFM__BPE_MAX_BYTES: merged in chunks cut at character starts. */
 TFM_PRIVATE void tfm__bpe_piece(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
-    while (n > TFM__BPE_MAX_BYTES) {
-        size_t cut = TFM__BPE_MAX_BYTES;
-        while (cut > TFM__BPE_MAX_BYTES - 3 && (s[cut] & 0xC0u) == 0x80u) cut--;
-        tfm__bpe_chunk(t, s, cut, o);
+    size_t max = TFM__BPE_MAX_BYTES - (t->kind == TFM_TOKENIZER_SPM);
+    while (n > max) {
+        size_t cut = max;
+        while (cut > max - 3 && (s[cut] & 0xC0u) == 0x80u) cut--;
+        if (t->kind == TFM_TOKENIZER_SPM) tfm__spm_chunk(t, s, cut, o);
+        else tfm__bpe_chunk(t, s, cut, o);
         s += cut;
         n -= cut;
     }
-    if (n) tfm__bpe_chunk(t, s, n, o);
+    if (t->kind == TFM_TOKENIZER_SPM) tfm__spm_chunk(t, s, n, o);
+    else if (n) tfm__bpe_chunk(t, s, n, o);
+}
+
+/* SentencePiece pieces never hold a space after a non-space, so the text splits exactly
+   before every space that follows a non-space: optional spaces, then non-spaces. */
+TFM_PRIVATE size_t tfm__pretok_spm(const unsigned char *s, size_t n, size_t pos, bool final) {
+    while (pos < n && s[pos] == ' ') pos++;
+    while (pos < n && s[pos] != ' ') pos++;
+    return pos < n ? pos : final ? n : 0;
 }
 
 /* End of the run of class k that starts at s[pos]; 0 if it reaches s[n) and more may follow. */
@@ -3442,8 +3540,9 @@ TFM_PRIVATE size_t tfm__tok_pieces(const tfm__tokenizer *t, const unsigned char 
                                    bool final, tfm__tok_out *o) {
     size_t pos = 0;
     while (pos < n) {
-        size_t end = t->pretok == TFM_PRETOK_GPT2 ? tfm__pretok_gpt2(s, n, pos, final)
-                                                  : (final ? n : 0);
+        size_t end = t->kind == TFM_TOKENIZER_SPM      ? tfm__pretok_spm(s, n, pos, final)
+                     : t->pretok == TFM_PRETOK_GPT2 ? tfm__pretok_gpt2(s, n, pos, final)
+                                                    : (final ? n : 0);
         if (end == 0) break;
         tfm__bpe_piece(t, s + pos, end - pos, o);
         pos = end;
@@ -3512,6 +3611,7 @@ TFM_PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char
     o.ids = ids;
     o.cap = ids ? ids_cap : 0;
     o.n = 0;
+    o.prefix = t->kind == TFM_TOKENIZER_SPM && (t->flags & TFM_TOKFLAG_PREFIX_SPACE) && text_bytes;
     while (pos < text_bytes) {
         size_t len = 0;
         int32_t id = t->n_added ? tfm__tok_match_added(t, s + pos, text_bytes - pos, &len) : -1;
@@ -3579,7 +3679,8 @@ TFM_PRIVATE size_t tfm__utf8_stream_run(const tfm_utf8_stream *st, const unsigne
             i += need == 4 ? 1 : j;
             continue;
         }
-        for (j = 0; j <= need; j++, w++) if (out) out[w] = (unsigned char)tfm__stream_at(st, p, i + j);
+        for (j = 0; j <= need; j++, w++)
+            if (out) out[w] = (unsigned char)tfm__stream_at(st, p, i + j);
         i += need + 1;
     }
     return w;
@@ -3857,7 +3958,7 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
         m->allocator = desc->allocator;
         m->logger = desc->logger;
         m->block_bytes = model_bytes;
-        m->layers = TFM__CAST(tfm__layer *, TFM__CAST(void *, TFM__CAST(unsigned char *, TFM__CAST(void *, m)) + layers_at));
+        m->layers = TFM__CAST(tfm__layer *, tfm__at(m, layers_at));
         tfm__config_from_header(&h, &m->config);
         rs.file = f->data;
         rs.file_bytes = f->data_bytes;
@@ -3928,7 +4029,8 @@ TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_
     tfm__session_layout(&tmp, c, NULL, &plan);
     if (plan.overflow) return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: size overflows");
     s = TFM__CAST(tfm_session *, tfm__alloc(&d.allocator, plan.bytes));
-    if (!s) return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: cannot allocate %zu bytes", plan.bytes);
+    if (!s)
+        return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: cannot allocate %zu bytes", plan.bytes);
     memset(s, 0, sizeof *s);
     s->model = model;
     s->allocator = d.allocator;
@@ -3969,7 +4071,8 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n
     s->last_error[0] = '\0';
     n_vocab = s->model->config.n_vocab;
     if (n_tokens < 0 || (n_tokens > 0 && !tokens))
-        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: %d tokens at %p", n_tokens, (const void *)tokens);
+        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: %d tokens at %p", n_tokens,
+                                 (const void *)tokens);
     if (pos < 0 || pos > s->n_past)
         return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: pos %d, but only %d positions are evaluated",
                                  pos, s->n_past);
@@ -3986,7 +4089,8 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n
         n_b = n_tokens - i < TFM__BATCH ? n_tokens - i : TFM__BATCH;
         if (!logits_all && i + n_b == n_tokens) out = s->logits;
         if ((r = tfm__forward(s, tokens + i, n_b, pos + i, out, logits_all != NULL)) != TFM_OK)
-            return tfm__session_fail(s, r, "eval: cancelled at positions %d..%d", pos + i, pos + i + n_b - 1);
+            return tfm__session_fail(s, r, "eval: cancelled at positions %d..%d", pos + i,
+                                     pos + i + n_b - 1);
         s->n_past = pos + i + n_b;
     }
     if (logits_all && n_tokens > 0)
@@ -4089,10 +4193,10 @@ TFM_API tfm_result tfm_sampler_create(const tfm_sampler_desc *desc, tfm_sampler 
     s->min_p = d.min_p;
     s->repeat_penalty = d.repeat_penalty;
     s->rng = d.seed;
-    s->recent = TFM__CAST(int32_t *, TFM__CAST(void *, TFM__CAST(unsigned char *, TFM__CAST(void *, s)) + at_recent));
-    s->val = TFM__CAST(float *, TFM__CAST(void *, TFM__CAST(unsigned char *, TFM__CAST(void *, s)) + at_val));
-    s->idx = TFM__CAST(int32_t *, TFM__CAST(void *, TFM__CAST(unsigned char *, TFM__CAST(void *, s)) + at_idx));
-    s->mark = TFM__CAST(unsigned char *, TFM__CAST(void *, s)) + at_mark;
+    s->recent = TFM__CAST(int32_t *, tfm__at(s, at_recent));
+    s->val = TFM__CAST(float *, tfm__at(s, at_val));
+    s->idx = TFM__CAST(int32_t *, tfm__at(s, at_idx));
+    s->mark = TFM__CAST(unsigned char *, tfm__at(s, at_mark));
     *out_sampler = s;
     return TFM_OK;
 }
