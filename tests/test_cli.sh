@@ -230,6 +230,12 @@ run_ok "EOS: the greedy sequence as a prompt" $GEN -m $M --tokens "$(sed -n 1p "
   --dump-logits "$W/eos2.f32"
 d=$(maxdiff "$W/eos.f32" "$W/eos2.f32")
 check "EOS: greedy sampled only tokenizer ids (rel diff $d)" close_to "$d" 0 1e-4
+# --tokens on a model with a tokenizer echoes the prompt's text: the bytes --decode gives
+$TOK -m $M --decode -f $DATA/neox_tok/tokens.txt >"$W/prompt.txt" 2>"$W/err"
+run_ok "--tokens separated by spaces" $GEN -m $M --tokens "$(cat $DATA/neox_tok/tokens.txt)" -n 3 -t 1
+check "--tokens echoes the prompt text" cmp -s -n "$(fsize "$W/prompt.txt")" "$W/prompt.txt" "$W/out"
+run_ok "an empty prompt starts from BOS" $GEN -m $M -p "" -n 3 --temp 0 -t 1
+check "empty prompt: generated something" [ "$(fsize "$W/out")" -gt 1 ]
 run_ok "dump with a tokenizer, -n 0" $GEN -m $M --tokens "$(tr ' ' ',' <$DATA/neox_tok/tokens.txt)" \
   -n 0 -t 1 --dump-logits "$W/tok0.f32"
 check "tokenizer model: 35 x 320 x 4 bytes" [ "$(fsize "$W/tok0.f32")" -eq $((35 * 320 * 4)) ]
@@ -254,7 +260,7 @@ run_err "decode: not an id"           $TOK -m $M --decode "1 2x 3"
 vectors() { # NAME SRC VECTORS: every 4th line of the vectors; ids and the --decode round trip
   if [ ! -e "$2" ] || [ ! -f "$3" ]; then echo "SKIP: $2 or $3 missing (SHARED=$SHARED)"; return; fi
   run_ok "tfm-convert --vocab-only $1" $CONV --vocab-only "$2" -o "$W/$1-vocab.tfm" || return
-  mv -f "$W/$1-vocab.tfm" "build/$1-vocab.tfm"
+  mv -f "$W/$1-vocab.tfm" "build/$1-vocab.tfm" && eval "have_$1=1"
   i=0 bad_ids=0 bad_rt=0
   while IFS= read -r line; do
     i=$((i + 1)); [ $((i % 4)) -eq 1 ] || continue
@@ -268,9 +274,10 @@ vectors() { # NAME SRC VECTORS: every 4th line of the vectors; ids and the --dec
   check "$1: ids equal the Hugging Face vectors ($bad_ids of 25 differ)" [ "$bad_ids" -eq 0 ]
   check "$1: --decode round-trips ($bad_rt of 25 differ)" [ "$bad_rt" -eq 0 ]
 }
+have_gpt2=0
 vectors gpt2 "$SHARED/tokenizers/gpt2" "$SHARED/tokenizers/vectors/gpt-2.txt"
 vectors neox "$SHARED/tokenizers/gpt-neox-20b" "$SHARED/tokenizers/vectors/gpt-neox.txt"
-if [ -f build/gpt2-vocab.tfm ]; then
+if [ "$have_gpt2" = 1 ]; then
   run_ok "tokenize TEXT argument" $TOK -m build/gpt2-vocab.tfm "Hello World!"
   check "gpt2: Hello World! = 15496 2159 0" [ "$(cat "$W/out")" = "15496 2159 0" ]
   run_ok "decode ids over lines" $TOK -m build/gpt2-vocab.tfm --decode "$(printf '15496,\n2159 \n0')"
