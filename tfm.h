@@ -3426,8 +3426,9 @@ TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s,
                                 tfm__tok_out *o) {
     int32_t sym[TFM__BPE_MAX_BYTES];
     size_t i, j, k = 0, at = 0, len;
+    const unsigned char space = ' ';
     for (i = 0; i < n || o->prefix; i += len) {
-        const unsigned char *c = o->prefix ? TFM__CAST(const unsigned char *, " ") : s + i;
+        const unsigned char *c = o->prefix ? &space : s + i;
         uint32_t cp;
         int32_t id;
         len = o->prefix ? 1 : tfm__utf8_next(c, n - i, &cp);

@@ -216,7 +216,9 @@ typedef struct vocab {
     uint32_t *merges; /* [n_merges][3] */
     int n_merges, cap_merges;
     uint32_t flags;
-    int32_t bos, eos;
+    int32_t bos, eos, unk;
+    int kind;      /* 0: BPE_BYTES, else TFM_TOKENIZER_SPM */
+    float *scores; /* [n_tok] SPM only */
     int *sorted; /* ids sorted by text, for lookups while reading merges */
 } vocab;
 
@@ -324,7 +326,7 @@ static int vocab_merge(vocab *v, char *a, size_t na, char *b, size_t nb) {
 static void vocab_free(vocab *v) {
     int i;
     for (i = 0; i < v->n_tok; i++) free(v->tok[i].text);
-    free(v->tok); free(v->merges); free(v->sorted);
+    free(v->tok); free(v->merges); free(v->sorted); free(v->scores);
     memset(v, 0, sizeof *v);
 }
 
@@ -333,14 +335,14 @@ static bytes_t vocab_blob(const vocab *v) {
     bytes_t b = {0, 0, 0};
     uint32_t off = 0;
     int i;
-    bytes_u32(&b, TFM_TOKENIZER_BPE_BYTES);
+    bytes_u32(&b, v->kind ? TFM_TOKENIZER_SPM : TFM_TOKENIZER_BPE_BYTES);
     bytes_u32(&b, (uint32_t)v->n_tok);
     bytes_u32(&b, (uint32_t)v->n_merges);
     bytes_u32(&b, v->flags);
-    bytes_u32(&b, TFM_PRETOK_GPT2);
+    bytes_u32(&b, v->kind ? TFM_PRETOK_NONE : TFM_PRETOK_GPT2);
     bytes_u32(&b, (uint32_t)v->bos);
     bytes_u32(&b, (uint32_t)v->eos);
-    bytes_u32(&b, (uint32_t)-1);
+    bytes_u32(&b, (uint32_t)(v->kind ? v->unk : -1));
     bytes_u32(&b, (uint32_t)-1);
     for (i = 0; i < v->n_tok; i++) off += (uint32_t)v->tok[i].len;
     bytes_u32(&b, off);
@@ -349,7 +351,11 @@ static bytes_t vocab_blob(const vocab *v) {
         bytes_u32(&b, off);
         if (i < v->n_tok) off += (uint32_t)v->tok[i].len;
     }
-    for (i = 0; i < v->n_tok; i++) bytes_u32(&b, 0);
+    for (i = 0; i < v->n_tok; i++) {
+        uint32_t u = 0;
+        if (v->scores) memcpy(&u, &v->scores[i], 4);
+        bytes_u32(&b, u);
+    }
     for (i = 0; i < v->n_tok; i++) {
         unsigned char a = (unsigned char)v->tok[i].attr;
         bytes_put(&b, &a, 1);
@@ -441,6 +447,45 @@ static int load_hf_json(const char *path, vocab *v) {
     j_free(&d);
     free(text);
     return ok;
+}
+
+/* llama2.c tokenizer.bin: i32 max_token_length, then per token f32 score, i32 length, bytes.
+   <0xNN> tokens become byte tokens (their text is that byte); <unk>, <s>, </s> are special but
+   not added (run.c never matches them in text); the dummy prefix is on. */
+static int load_llama2c(const char *path, vocab *v, int n_vocab) {
+    size_t n, at = 4;
+    char *f = read_file(path, &n);
+    int i;
+    memset(v, 0, sizeof *v);
+    if (!f) return 0;
+    v->scores = (float *)calloc((size_t)n_vocab, sizeof(float));
+    for (i = 0; i < n_vocab; i++) {
+        int32_t len;
+        unsigned hex;
+        if (at + 8 > n) break;
+        memcpy(&v->scores[i], f + at, 4);
+        memcpy(&len, f + at + 4, 4);
+        at += 8;
+        if (len < 0 || at + (size_t)len > n) break;
+        if (len == 6 && sscanf(f + at, "<0x%02X>", &hex) == 1) {
+            char byte = (char)hex;
+            vocab_set(v, i, &byte, 1);
+            v->tok[i].attr = TFM_TOKATTR_BYTE;
+        } else {
+            vocab_set(v, i, f + at, (size_t)len);
+        }
+        at += (size_t)len;
+    }
+    free(f);
+    if (i != n_vocab) return 0;
+    v->tok[0].attr = v->tok[1].attr = v->tok[2].attr = TFM_TOKATTR_SPECIAL;
+    v->kind = 1;
+    v->flags = TFM_TOKFLAG_PREFIX_SPACE;
+    v->unk = 0;
+    v->bos = 1;
+    v->eos = 2;
+    vocab_index(v);
+    return 1;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -963,6 +1008,120 @@ static void test_public_api(const bytes_t *blob) {
     free(file);
 }
 
+/* The non-byte token with this text (SPM lookups skip <0xNN> tokens), or -1. */
+static int spm_find(const vocab *v, const char *s, size_t n) {
+    int id = vocab_find(v, s, n), k;
+    if (id < 0 || !(v->tok[id].attr & TFM_TOKATTR_BYTE)) return id;
+    for (k = 0; k < v->n_tok; k++)
+        if (!(v->tok[k].attr & TFM_TOKATTR_BYTE) && v->tok[k].len == n && !memcmp(v->tok[k].text, s, n)) return k;
+    return -1;
+}
+
+/* run.c's encode written plainly (one merge loop over the whole text, no splitting), to check
+   the tokenizer's split-at-words shortcut. Returns the id count. */
+static size_t spm_reference(const vocab *v, const char *text, size_t n, int32_t *out) {
+    size_t k = 0, i = 0, j;
+    char buf[2048];
+    out[k++] = spm_find(v, " ", 1);
+    while (i < n) {
+        uint32_t cp;
+        size_t len = tfm__utf8_next((const unsigned char *)text + i, n - i, &cp);
+        int id = spm_find(v, text + i, len);
+        if (id >= 0) out[k++] = id;
+        else for (j = 0; j < len; j++) out[k++] = vocab_find(v, text + i + j, 1); /* the byte token */
+        i += len;
+    }
+    for (;;) {
+        float best = -1e10f;
+        int best_id = -1;
+        size_t at = 0;
+        for (i = 0; i + 1 < k; i++) {
+            const vtok *a = &v->tok[out[i]], *b = &v->tok[out[i + 1]];
+            int id;
+            memcpy(buf, a->text, a->len);
+            memcpy(buf + a->len, b->text, b->len);
+            id = spm_find(v, buf, a->len + b->len);
+            if (id >= 0 && v->scores[id] > best) { best = v->scores[id]; best_id = id; at = i; }
+        }
+        if (best_id < 0) break;
+        out[at] = best_id;
+        memmove(out + at + 1, out + at + 2, (k - at - 2) * sizeof(int32_t));
+        k--;
+    }
+    return k;
+}
+
+/* SentencePiece kind on llama2.c's tok512: ids as run.c computes them (its encode.txt, with
+   the BOS it adds dropped: tfm_model_tokenize adds none). */
+static void test_spm(const char *shared) {
+    char path[1024], *text, *line, *cursor;
+    size_t n;
+    vocab v;
+    bytes_t blob;
+    tfm__tokenizer *t;
+    int cases = 0, bad = 0;
+    snprintf(path, sizeof path, "%s/models/tok512.bin", shared);
+    if (!load_llama2c(path, &v, 512)) {
+        printf("SKIP SentencePiece test: %s not found\n", path);
+        vocab_free(&v);
+        return;
+    }
+    blob = vocab_blob(&v);
+    t = make_tokenizer(&blob);
+    CHECK(t != NULL);
+    snprintf(path, sizeof path, "%s/models/stories260K.ref/encode.txt", shared);
+    text = read_file(path, &n);
+    for (cursor = text; t && text && (line = next_line(&cursor)) != NULL;) {
+        char *tab = strchr(line, '\t'), *p, *q;
+        int32_t want[256], got[256];
+        size_t n_want = 0, n_got = 0;
+        if (!tab) continue;
+        for (q = tab + 1; *q;) {
+            want[n_want++] = (int32_t)strtol(q, &p, 10);
+            if (p == q) break;
+            q = p;
+        }
+        cases++;
+        if (n_want < 1 || want[0] != 1 || !encode(t, line, (size_t)(tab - line), got, 256, &n_got) ||
+            n_got != n_want - 1 || memcmp(got, want + 1, n_got * sizeof(int32_t)) != 0)
+            bad++;
+    }
+    CHECK_MSG(cases == 3 && bad == 0, "tok512 encode.txt: %d of %d cases differ", bad, cases);
+    printf("tok512 encode.txt: %d cases, %d mismatches\n", cases, bad);
+    if (t) { /* decoding: byte tokens give their byte; code points are reassembled */
+        int32_t ids[64];
+        size_t n_ids;
+        char out[256];
+        CHECK(encode(t, "caf\xC3\xA9 \xE2\x82\xAC", 9, ids, 64, &n_ids));
+        CHECK(decode_all(t, ids, n_ids, out, sizeof out) == 10 && !memcmp(out, " caf\xC3\xA9 \xE2\x82\xAC", 10));
+        CHECK(encode(t, "", 0, ids, 64, &n_ids) && n_ids == 0);
+    }
+    if (t) { /* random texts against the plain run.c algorithm */
+        static const char *parts[] = {"the", "a", "lily", "Once", " ", "  ", "   ", "upon", "time",
+            ".", ",", "!", "\n", "\xC3\xA9", "\xE4\xB8\xAD", "said", "to", "play", "'s", "ing",
+            "x", "Q", "7", "42", "\t", "happy", "dog", "\xF0\x9F\x98\x80"};
+        unsigned seed = 99;
+        int r, diff = 0;
+        for (r = 0; r < 300; r++) {
+            char buf[512];
+            int32_t a[600], b[600];
+            size_t len = 0, na = 0, nb, parts_n = 1 + (seed = seed * 1103515245u + 12345u) % 40, q;
+            for (q = 0; q < parts_n; q++) {
+                const char *part = parts[((seed = seed * 1103515245u + 12345u) >> 16) % (sizeof parts / sizeof parts[0])];
+                memcpy(buf + len, part, strlen(part));
+                len += strlen(part);
+            }
+            nb = spm_reference(&v, buf, len, b);
+            if (!encode(t, buf, len, a, 600, &na) || na != nb || memcmp(a, b, na * sizeof(int32_t))) diff++;
+        }
+        CHECK_MSG(diff == 0, "SPM: %d of 300 random texts differ from the plain run.c algorithm", diff);
+    }
+    free(text);
+    tfm__tokenizer_destroy(t, &(tfm_allocator){0, 0, 0});
+    free(blob.p);
+    vocab_free(&v);
+}
+
 int main(void) {
     const char *shared = check_shared_dir();
     char path[1024];
@@ -1023,6 +1182,7 @@ int main(void) {
     }
     test_nfc_vectors();
     test_hostile_blobs();
+    test_spm(shared);
     tfm__tokenizer_destroy(gpt2, &a);
     tfm__tokenizer_destroy(neox, &a);
     free(blob2.p);
