@@ -3,7 +3,8 @@
 # GPT-NeoX per-head q/k/v split and the GPT-2 Conv1D transpose + q|k|v thirds on checkpoints
 # built here in shell; the real GPT-NeoX-20B and GPT-2 tokenizers ($SHARED); the golden
 # checkpoints in tests/data/models and tests/data/arch (every architecture opened by tfm.h with
-# --check); and the error paths (exit status 1, one message, no output and no .tmp left
+# --check, and its logits from build/tfm-generate compared with the float64 reference when that
+# program is built); and the error paths (exit status 1, one message, no output and no .tmp left
 # behind), hostile JSON included. No Python needed.
 cd "$(dirname "$0")/.." || exit 1
 CONV=${CONV:-build/tfm-convert}
@@ -215,6 +216,24 @@ expect_eq "gpt2 f16 wk column 0" "$(od -An -v -t x2 -w16 -j "$o" -N 128 "$F" | a
 # the other architectures' golden checkpoints (tests/data/arch, tools/make_arch_models.py):
 # header fields per architecture, and tfm.h must open each file (--check)
 # arch_case DIR "arch n_kv_heads d_head rope_dim norm ffn residual pos theta_bits" LAST_TENSOR
+# End to end, when build/tfm-generate exists: its logits on tokens.txt against logits.f32 (the
+# float64 reference); a correct conversion lands at ~1e-6, a plausible mistake at >= 9e-4.
+GEN=${GEN:-build/tfm-generate}
+LOGITS_BOUND=1e-4
+floats() { od -An -v -t f4 "$1" | tr -s ' ' '\n' | grep -v '^$'; }
+logits_maxdiff() { # MODEL DIR REFERENCE -> max |diff|, or "failed"
+  "$GEN" -m "$1" --tokens "$(cat "$2/tokens.txt")" -n 0 -t 1 --dump-logits "$T/logits" > /dev/null 2>&1 ||
+    { echo failed; return; }
+  floats "$T/logits" > "$T/a"; floats "$3" > "$T/b"
+  [ "$(wc -l < "$T/a")" -eq "$(wc -l < "$T/b")" ] || { echo failed; return; }
+  paste "$T/a" "$T/b" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%.3g", m }'
+}
+check_logits() { # WHAT MODEL DIR REFERENCE
+  [ -x "$GEN" ] || return
+  m=$(logits_maxdiff "$2" "$3" "$4")
+  if [ "$m" != failed ] && awk "BEGIN { exit !($m <= $LOGITS_BOUND) }"; then ok; echo "    $1 logits maxdiff $m"
+  else bad "$1: logits maxdiff $m > $LOGITS_BOUND"; fi
+}
 arch_case() {
   d=tests/data/arch/$1
   [ -f "$d/config.json" ] || { echo "SKIP: $d not found"; return; }
@@ -223,7 +242,9 @@ arch_case() {
   else bad "convert --check $1"; cat "$T/err" "$T/out"; return; fi
   expect_eq "$1 header" "$(u32 "$F" 16) $(u32 "$F" 36) $(u32 "$F" 44) $(u32 "$F" 52) $(u32 "$F" 64) $(u32 "$F" 72) $(u32 "$F" 76) $(u32 "$F" 80) $(u32 "$F" 56)" "$2"
   expect_eq "$1 last tensor" "$(ename "$F" $(($(u32 "$F" 84) - 1)))" "$3"
+  check_logits "$1" "$F" "$d" "$d/logits.f32"
 }
+[ -x "$GEN" ] || echo "SKIP: $GEN not built: no end-to-end logits check of the converted architectures"
 arch_case gpt2 "2 4 8 0 0 0 0 3 0" lnf.b
 arch_case gpt2_prefixed "2 4 4 0 0 0 0 3 0" lnf.b
 arch_case gpt_neox "1 2 16 4 0 0 1 1 1176256512" output.w
@@ -232,6 +253,10 @@ arch_case llama_untied "3 2 8 8 1 1 0 1 1223959552" output.w
 arch_case phi "4 4 12 4 0 0 2 1 1176256512" output.b
 arch_case gptj "5 4 8 4 0 0 2 2 1176256512" output.b
 arch_case starcoder2 "6 2 8 8 0 0 0 1 1203982336" lnf.b
+if [ -f tests/data/arch/gpt2/logits_f16.f32 ]; then # f16 matrices (Conv1D transposed, then rounded)
+  if "$CONV" tests/data/arch/gpt2 -o "$T/gpt2-f16.tfm" --type f16 --quiet 2> "$T/err"; then ok; else bad "gpt2 --type f16"; fi
+  check_logits gpt2-f16 "$T/gpt2-f16.tfm" tests/data/arch/gpt2 tests/data/arch/gpt2/logits_f16.f32
+fi
 
 # --- tokenizers ($SHARED) ---------------------------------------------------------------------
 # blob_field FILE FIELD_OFFSET; tok_text FILE ID; tok_attr FILE ID (uses the blob layout of tfm.h)
