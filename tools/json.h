@@ -161,6 +161,11 @@ static int json_string(json_parser *p, uint32_t *off, uint32_t *bytes) {
         c = p->src[p->pos];
         if (c == '"') { p->pos++; break; }
         if (c < 0x20) return json_fail(p, "control character in string");
+        if (c < 0x80 && c != '\\') { /* the common case */
+            d->strings[o++] = (char)c;
+            p->pos++;
+            continue;
+        }
         if (c != '\\') {
             size_t k = json_utf8_len(p->src + p->pos, p->n - p->pos);
             if (k == 0) return json_fail(p, "invalid UTF-8 in string");
