@@ -3593,7 +3593,7 @@ TFM_PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned
     for (i = t->added_first[s[0]]; i < t->added_first[s[0] + 1]; i++) {
         size_t m;
         const unsigned char *a = tfm__tok_text(t, t->added[i], &m);
-        if (m <= n && memcmp(a, s, m) == 0) {
+        if (m <= n && (m < 2 || a[1] == s[1]) && memcmp(a, s, m) == 0) {
             *len = m;
             return t->added[i];
         }
