@@ -450,6 +450,8 @@ sed 's/"\\u010a\\u00e9": 5/"\\u0800": 5/' "$T/tj/tokenizer.json" > "$T/t1/tokeni
 expect_fail "not byte-level" "not spelled in the byte-level alphabet" -- "$CONV" --vocab-only "$T/t1" -o "$O"
 sed 's/"normalizer": null/"normalizer": {"type": "NFKC"}/' "$T/tj/tokenizer.json" > "$T/t1/tokenizer.json"
 expect_fail "unsupported normalizer" "normalizer NFKC is not supported" -- "$CONV" --vocab-only "$T/t1" -o "$O"
+sed 's/"add_prefix_space": false/"add_prefix_space": true/' "$T/tj/tokenizer.json" > "$T/t1/tokenizer.json"
+expect_fail "add_prefix_space" "add_prefix_space = true is not supported" -- "$CONV" --vocab-only "$T/t1" -o "$O"
 sed 's/"b": 1,/"b": 99999999,/' "$T/tj/tokenizer.json" > "$T/t1/tokenizer.json"
 expect_fail "huge id" "id must be an integer below" -- "$CONV" --vocab-only "$T/t1" -o "$O"
 rm "$T/t1/tokenizer.json"

@@ -1645,8 +1645,11 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
         tc_error("%s: ByteLevel pre_tokenizer without its regex is not supported", src);
         return 0;
     }
-    if ((n = json_get(d, pre, "add_prefix_space")) && n->type == JSON_TRUE)
-        t->flags |= TFM_TOKFLAG_PREFIX_SPACE;
+    if ((n = json_get(d, pre, "add_prefix_space")) && n->type == JSON_TRUE) {
+        /* TFM_TOKFLAG_PREFIX_SPACE is defined for the SentencePiece kind only (tfm.h >>tokenizer) */
+        tc_error("%s: ByteLevel add_prefix_space = true is not supported", src);
+        return 0;
+    }
     t->pretok = TFM_PRETOK_GPT2;
     return 1;
 }
