@@ -339,6 +339,19 @@ if [ -f build/demo.tfm ]; then
   run_ok "demo: generate" $GEN -m build/demo.tfm -p "In the beginning" -n 16 --seed 1 -t 2
   check "demo: output continues the prompt" grep -q '^In the beginning' "$W/out"
   run_ok "demo: minimal" build/minimal build/demo.tfm "And God said"
+  REF=models/demo/reference # written by tools/train_demo.py with a float64 forward
+  if [ -f $REF/heldout_ce.txt ] && [ -f $REF/prompt_tokens.txt ] && [ -f $REF/logits.f32 ]; then
+    run_ok "demo: tokenize the reference prompt" $TOK -m build/demo.tfm -f $REF/prompt.txt
+    check "demo: prompt ids equal prompt_tokens.txt" [ "$(cat "$W/out")" = "$(cat $REF/prompt_tokens.txt)" ]
+    run_ok "demo: dump the prompt logits" $GEN -m build/demo.tfm -t 1 -n 0 \
+      --tokens "$(tr ' ' ',' <$REF/prompt_tokens.txt)" --dump-logits "$W/demo.f32"
+    d=$(maxdiff "$W/demo.f32" $REF/logits.f32)
+    check "demo: prompt logits match the reference (rel diff $d)" close_to "$d" 0 1e-4
+    run_ok "demo: perplexity --ctx 64" $PPL -m build/demo.tfm -f $REF/heldout.txt --ctx 64 -t 2
+    ce=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
+    check "demo: held-out cross-entropy $ce = reference $(cat $REF/heldout_ce.txt)" \
+      close_to "$ce" "$(cat $REF/heldout_ce.txt)" 1e-4
+  fi
 else
   echo "SKIP: build/demo.tfm missing (make demo); demo model not tested"
 fi
