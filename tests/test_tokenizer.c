@@ -752,6 +752,44 @@ static void test_two_call(const tfm__tokenizer *t) {
     CHECK(tfm__tokenizer_encode(t, "", 0, NULL, 0, &m) == TFM_OK && m == 0);
 }
 
+/* Long texts that need NFC go through a 1 KiB window: pre-tokens that cross its edges must
+   come out as if the whole text were normalized first and encoded without NFC. */
+static void test_nfc_window(const tfm__tokenizer *neox, const vocab *vx) {
+    /* no part ends in a space: two spaces would be an added token and split the text */
+    static const char *parts[] = {"word", " word", "e\xCC\x81", "\xE2\x84\xAB", "\n",
+        "\xE1\x84\x80\xE1\x85\xA1", "'s", "'ll", "123", " 45", "!?", " \xCC\x81", "\xC3\xA9t\xC3\xA9",
+        "\xEA\xB0\x80", "\xE1\x86\xA8", "q\xCC\x87\xCC\xA3", "\t", "ab", "x"};
+    static char text[8192];
+    static unsigned char norm[16384];
+    static int32_t a[16384], b[16384];
+    vocab raw = *vx;
+    bytes_t blob;
+    tfm__tokenizer *plain;
+    unsigned seed = 4242;
+    int r, diff = 0;
+    raw.flags = 0;
+    blob = vocab_blob(&raw);
+    plain = make_tokenizer(&blob);
+    CHECK(plain != NULL);
+    for (r = 0; plain && r < 20; r++) {
+        size_t len = 0, na, nb, n_norm;
+        tfm__nfc_src src;
+        while (len < 6000) {
+            const char *part = parts[((seed = seed * 1103515245u + 12345u) >> 16) % (sizeof parts / sizeof parts[0])];
+            memcpy(text + len, part, strlen(part));
+            len += strlen(part);
+        }
+        src.s = (const unsigned char *)text; src.n = len; src.pos = 0;
+        n_norm = tfm__nfc_fill(&src, norm, sizeof norm);
+        if (!encode(neox, text, len, a, 16384, &na) || !encode(plain, (char *)norm, n_norm, b, 16384, &nb) ||
+            na != nb || memcmp(a, b, na * sizeof(int32_t)))
+            diff++;
+    }
+    CHECK_MSG(diff == 0, "NFC window: %d of 20 long texts differ from normalize-then-encode", diff);
+    tfm__tokenizer_destroy(plain, &(tfm_allocator){0, 0, 0});
+    free(blob.p);
+}
+
 /* Documented limit: a pre-token longer than 1024 bytes is merged in 1024-byte chunks. */
 static void test_long_piece(const tfm__tokenizer *gpt2, const tfm__tokenizer *neox) {
     static char text[8192], composed[8192];
@@ -1177,6 +1215,7 @@ int main(void) {
         test_invalid_utf8(gpt2, neox);
         test_two_call(gpt2);
         test_long_piece(gpt2, neox);
+        test_nfc_window(neox, &vx);
         test_allocation(&blobx);
         test_public_api(&blob2);
     }
