@@ -1201,6 +1201,11 @@ int main(void) {
         CHECK_MSG(cases >= 60 && bad == 0, "gpt2_extra.txt: %d of %d cases differ", bad, cases);
         printf("gpt2_extra.txt: %d cases, %d mismatches\n", cases, bad);
     }
+    if (gpt2) {
+        cases = check_vectors(gpt2, "tests/data/tokenizer/gpt2_hf.txt", 1, &bad);
+        CHECK_MSG(cases >= 240 && bad == 0, "gpt2_hf.txt: %d of %d cases differ", bad, cases);
+        printf("gpt2_hf.txt: %d cases, %d mismatches\n", cases, bad);
+    }
     if (neox) {
         cases = check_vectors(neox, "tests/data/tokenizer/neox_extra.txt", 1, &bad);
         CHECK_MSG(cases >= 240 && bad == 0, "neox_extra.txt: %d of %d cases differ", bad, cases);

@@ -1,10 +1,14 @@
-// make_neox_vectors.js - golden GPT-NeoX token ids from Hugging Face tokenizers itself (the npm
-// package tokenizers@0.23.2: the Rust library's Node binding, prebuilt for linux-x64).
+// make_hf_vectors.js - golden token ids from Hugging Face tokenizers itself (the npm package
+// tokenizers@0.23.2: the Rust library's Node binding, prebuilt for linux-x64).
 //
 //   mkdir -p /tmp/npmhf && cd /tmp/npmhf && npm install tokenizers@0.23.2
-//   NODE_PATH=/tmp/npmhf/node_modules node tools/make_neox_vectors.js \
-//       /work/shared/tokenizers/gpt-neox-20b/tokenizer.json > tests/data/tokenizer/neox_extra.txt
+//   export NODE_PATH=/tmp/npmhf/node_modules
+//   node tools/make_hf_vectors.js neox /work/shared/tokenizers/gpt-neox-20b/tokenizer.json \
+//       > tests/data/tokenizer/neox_extra.txt
+//   node tools/make_hf_vectors.js gpt2 /work/shared/tokenizers/gpt2 > tests/data/tokenizer/gpt2_hf.txt
 //
+// gpt2 builds the tokenizer Hugging Face's GPT2TokenizerFast is: BPE from vocab.json +
+// merges.txt, the ByteLevel pre-tokenizer (no prefix space) and <|endoftext|> as a special token.
 // Output: "text => id,id,..." per line; backslash, newline, tab and carriage return in the text
 // are written \\, \n, \t and \r. The texts stress what GPT-NeoX adds to GPT-2: NFC (composed and
 // decomposed input), the whitespace-run added tokens, special tokens inside text, and Unicode
@@ -12,7 +16,7 @@
 // U+001C..U+001F are not). The last 200 cases are pseudo-random strings (fixed seed) over
 // scripts whose character classes are stable across Unicode versions.
 'use strict';
-const { Tokenizer } = require('tokenizers');
+const { Tokenizer, BPE, byteLevelPreTokenizer } = require('tokenizers');
 
 const texts = [
   'Hello world',
@@ -89,9 +93,17 @@ for (let i = 0; i < 200; i++) {
   texts.push(s);
 }
 
-const tok = Tokenizer.fromFile(process.argv[2]);
+async function load(mode, src) {
+  if (mode === 'neox') return Tokenizer.fromFile(src);
+  const tok = new Tokenizer(await BPE.fromFile(src + '/vocab.json', src + '/merges.txt'));
+  tok.setPreTokenizer(byteLevelPreTokenizer(false, true));
+  tok.addSpecialTokens(['<|endoftext|>']);
+  return tok;
+}
+
 const esc = s => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '\\t').replace(/\r/g, '\\r');
 (async () => {
+  const tok = await load(process.argv[2], process.argv[3]);
   for (const t of texts) {
     const e = await tok.encode(t);
     process.stdout.write(esc(t) + ' => ' + e.getIds().join(',') + '\n');
