@@ -274,7 +274,7 @@ int main(int argc, char **argv) {
 
     /* Generate: each sampled token takes the next position, which must fit in the context. */
     int pos = n_prompt, n_gen = 0;
-    const char *stop = "-n tokens generated";
+    const char *stop = "-n tokens generated";  /* or why it ended sooner */
     const float *logits = tfm_session_logits(session);
     t0 = now_seconds();
     while (n_gen < n_predict) {
@@ -297,7 +297,8 @@ int main(int argc, char **argv) {
     putchar('\n');
     fflush(stdout);
     if (dump && fclose(dump) != 0) die("%s: write failed", dump_path);
-    fprintf(stderr, "\nstop: %s\n", n_predict == 0 ? "-n 0 (prompt only)" : stop);
+    fprintf(stderr, "stop: %s (%d of %d positions used)\n",
+            n_predict == 0 ? "-n 0, the prompt only" : stop, pos, n_ctx);
     fprintf(stderr, "prompt: %d tokens, %.1f tokens/s\n", n_prompt,
             t_prompt > 0 ? n_prompt / t_prompt : 0.0);
     fprintf(stderr, "generation: %d tokens, %.1f tokens/s\n", n_gen,

@@ -148,6 +148,7 @@ int main(int argc, char **argv) {
     float *logits = malloc((size_t)EVAL_BATCH * (size_t)cfg.n_vocab * sizeof *logits);
     if (!logits) die("out of memory");
 
+    bool progress = isatty(STDERR_FILENO); /* a running figure, on a terminal only */
     double sum_nats = 0.0, t0 = now_seconds();
     size_t n_scored = 0, w;
     for (w = 0; w < n_windows; w++) {
@@ -166,12 +167,13 @@ int main(int argc, char **argv) {
             }
             n_scored += (size_t)n;
         }
-        fprintf(stderr, "\rwindow %zu/%zu  %.4f nats/token", w + 1, n_windows,
-                n_scored ? sum_nats / (double)n_scored : 0.0);
+        if (progress)
+            fprintf(stderr, "\rwindow %zu/%zu: %.4f nats/token so far", w + 1, n_windows,
+                    n_scored ? sum_nats / (double)n_scored : 0.0);
     }
     double seconds = now_seconds() - t0;
-    fprintf(stderr, "\n%zu predictions in %.2f s (%.1f tokens/s)\n", n_scored, seconds,
-            seconds > 0 ? (double)n_scored / seconds : 0.0);
+    fprintf(stderr, "%s%zu predictions in %.2f s (%.1f tokens/s)\n", progress ? "\n" : "",
+            n_scored, seconds, seconds > 0 ? (double)n_scored / seconds : 0.0);
 
     double ce = sum_nats / (double)n_scored;
     printf("tokens: %zu\n", n_ids);

@@ -243,6 +243,8 @@ check "tokenizer model: 35 x 320 x 4 bytes" [ "$(fsize "$W/tok0.f32")" -eq $((35
 # --- tfm-tokenize ---------------------------------------------------------------------------------
 run_ok "tokenize the neox_tok text" $TOK -m $M -f $DATA/neox_tok/text.txt
 check "neox_tok ids equal tokens.txt" [ "$(cat "$W/out")" = "$(cat $DATA/neox_tok/tokens.txt)" ]
+run_ok "tokenize standard input (-f -)" sh -c "$TOK -m $M -f - <$DATA/neox_tok/text.txt"
+check "-f - gives the same ids" [ "$(cat "$W/out")" = "$(cat $DATA/neox_tok/tokens.txt)" ]
 run_ok "decode tokens.txt" $TOK -m $M --decode -f $DATA/neox_tok/tokens.txt
 run_ok "decode, comma separated" $TOK -m $M --decode "$(tr ' ' ',' <$DATA/neox_tok/tokens.txt)"
 run_ok "tokenize, add special" $TOK -m $M --add-special "The fox"
