@@ -668,6 +668,37 @@ static size_t decode_all(const tfm__tokenizer *t, const int32_t *ids, size_t n_i
     return total + tfm_utf8_stream_flush(&st, out + total, cap - total);
 }
 
+/* Streaming decode + flush against Hugging Face's decode of random id sequences ("ids => hex"). */
+static void test_hf_decode(const tfm__tokenizer *neox) {
+    size_t n;
+    char *text = read_file("tests/data/tokenizer/neox_hf_decode.txt", &n), *line, *cursor = text;
+    int cases = 0, bad = 0;
+    CHECK_MSG(text != NULL, "tests/data/tokenizer/neox_hf_decode.txt is missing");
+    while (text && (line = next_line(&cursor)) != NULL) {
+        char *sep = strstr(line, " => "), *p, *q, want[512], got[1024];
+        int32_t ids[64];
+        size_t n_ids = 0, n_want = 0, n_got;
+        if (!sep) continue;
+        for (q = line; q < sep && n_ids < 64;) {
+            ids[n_ids++] = (int32_t)strtol(q, &p, 10);
+            if (p == q) break;
+            q = *p == ',' ? p + 1 : p;
+        }
+        for (q = sep + 4; q[0] && q[1] && n_want < sizeof want; q += 2) {
+            char hex[3] = {q[0], q[1], 0};
+            want[n_want++] = (char)strtol(hex, NULL, 16);
+        }
+        n_got = decode_all(neox, ids, n_ids, got, sizeof got);
+        cases++;
+        if (n_got != n_want || memcmp(got, want, n_want) != 0) {
+            if (++bad <= 3) fprintf(stderr, "  decode mismatch: %s\n", line);
+        }
+    }
+    free(text);
+    CHECK_MSG(cases == 300 && bad == 0, "neox_hf_decode.txt: %d of %d cases differ", bad, cases);
+    printf("neox_hf_decode.txt: %d cases, %d mismatches\n", cases, bad);
+}
+
 static void test_decode_stream(const tfm__tokenizer *gpt2) {
     int32_t ids[64];
     size_t n_ids = 0, got = 0;
@@ -1217,6 +1248,7 @@ int main(void) {
         rt_bad = check_round_trip(neox, "tests/data/tokenizer/neox_extra.txt", 1, &rt_cases);
         CHECK_MSG(rt_cases >= 240 && rt_bad == 0, "neox round trip: %d of %d differ", rt_bad, rt_cases);
         test_decode_stream(gpt2);
+        test_hf_decode(neox);
         test_invalid_utf8(gpt2, neox);
         test_two_call(gpt2);
         test_long_piece(gpt2, neox);

@@ -6,6 +6,13 @@
 //   node tools/make_hf_vectors.js neox /work/shared/tokenizers/gpt-neox-20b/tokenizer.json \
 //       > tests/data/tokenizer/neox_extra.txt
 //   node tools/make_hf_vectors.js gpt2 /work/shared/tokenizers/gpt2 > tests/data/tokenizer/gpt2_hf.txt
+//   node tools/make_hf_vectors.js neox-decode /work/shared/tokenizers/gpt-neox-20b/tokenizer.json \
+//       > tests/data/tokenizer/neox_hf_decode.txt
+//
+// neox-decode writes "id,id,... => HEX": 300 random id sequences mixing single-byte tokens of
+// every byte NeoX has (so most are not valid UTF-8 on their own) with words, emoji pieces and
+// added tokens, and the UTF-8 bytes (hex) of Hugging Face's decode (its ByteLevel decoder ends
+// in String::from_utf8_lossy: one U+FFFD for each maximal invalid subpart).
 //
 // gpt2 builds the tokenizer Hugging Face's GPT2TokenizerFast is: BPE from vocab.json +
 // merges.txt, the ByteLevel pre-tokenizer (no prefix space) and <|endoftext|> as a special token.
@@ -94,16 +101,44 @@ for (let i = 0; i < 200; i++) {
 }
 
 async function load(mode, src) {
-  if (mode === 'neox') return Tokenizer.fromFile(src);
+  if (mode !== 'gpt2') return Tokenizer.fromFile(src);  // neox, neox-decode
   const tok = new Tokenizer(await BPE.fromFile(src + '/vocab.json', src + '/merges.txt'));
   tok.setPreTokenizer(byteLevelPreTokenizer(false, true));
   tok.addSpecialTokens(['<|endoftext|>']);
   return tok;
 }
 
+// The byte-to-unicode alphabet: the token of each single byte (null where there is none)
+function byteTokens(tok) {
+  const ids = [];
+  let n = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    ids.push(tok.tokenToId(String.fromCodePoint(printable ? b : 256 + n++)));
+  }
+  return ids;
+}
+
+async function decodeCases(tok) {
+  const bytes = byteTokens(tok).filter(id => id !== null && id !== undefined);
+  const others = [12092, 1533, 13, 0, 50276, 50254, 36241, 6868, 229, 9129, 8582, 98, 20442];
+  for (let i = 0; i < 300; i++) {
+    const ids = [];
+    const len = 1 + rand(8);
+    for (let j = 0; j < len; j++) {
+      const r = rand(10);
+      ids.push(r < 5 ? bytes[0x80 + rand(bytes.length - 0x80)] : r < 7 ? bytes[rand(bytes.length)]
+                                                       : others[rand(others.length)]);
+    }
+    const text = await tok.decode(ids, false);
+    process.stdout.write(ids.join(',') + ' => ' + Buffer.from(text, 'utf8').toString('hex') + '\n');
+  }
+}
+
 const esc = s => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '\\t').replace(/\r/g, '\\r');
 (async () => {
   const tok = await load(process.argv[2], process.argv[3]);
+  if (process.argv[2] === 'neox-decode') return decodeCases(tok);
   for (const t of texts) {
     const e = await tok.encode(t);
     process.stdout.write(esc(t) + ' => ' + e.getIds().join(',') + '\n');
