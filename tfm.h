@@ -116,6 +116,9 @@
             u8  pad[] to a multiple of 4
             u32 merges[n_merges][3]          left id, right id, merged id; rank = index
             u8  text[text_bytes]             raw token bytes (the byte-level alphabet is undone)
+       flags: TFM_TOKFLAG_NFC 1, TFM_TOKFLAG_PREFIX_SPACE 2 (SentencePiece dummy prefix),
+       TFM_TOKFLAG_ADD_BOS 4 (the model was trained with bos_id before each text: callers
+       prepend it, see tfm_config.add_bos; tokenizing never adds it).
 
    LICENSE: see end of file.
 */
@@ -204,6 +207,7 @@ typedef enum tfm_tokenizer_kind {
 typedef enum tfm_pretok { TFM_PRETOK_NONE = 0, TFM_PRETOK_GPT2 = 1 } tfm_pretok;
 #define TFM_TOKFLAG_NFC 1u          /* NFC-normalize text before splitting */
 #define TFM_TOKFLAG_PREFIX_SPACE 2u /* prepend a space (SentencePiece dummy prefix) */
+#define TFM_TOKFLAG_ADD_BOS 4u      /* the model expects bos_id first (Llama): tfm_config.add_bos */
 #define TFM_TOKATTR_SPECIAL 1u      /* control token such as <|endoftext|> */
 #define TFM_TOKATTR_ADDED 2u        /* matched verbatim in the text before pre-tokenizing */
 #define TFM_TOKATTR_BYTE 4u         /* byte-fallback token <0xNN>: its text is that one byte */
@@ -232,6 +236,7 @@ typedef struct tfm_config {
     int n_tokens;     /* tokenizer vocabulary (0: no tokenizer; use token ids) */
     int32_t bos_id;   /* -1 when the tokenizer has none */
     int32_t eos_id;
+    bool add_bos;     /* prepend bos_id to a text's ids, as in training (tokenize does not) */
 } tfm_config;
 
 /* Memory callbacks. Set both or neither; align is a power of two. */
@@ -1107,109 +1112,40 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
 }
 
 /* >>simd -----------------------------------------------------------------------------------------
-   Vector twins of the hot kernels, chosen at compile time (no runtime CPUID): the dot products
-   under matvec (decode time is almost all matvec) and the axpy of the attention value sum. Each
-   has a scalar twin in >>kernels; the rest of the file calls tfm__dot_f32 / tfm__dot_f16 /
-   tfm__axpy / tfm__matmul_rows and never sees an intrinsic.
-   Exactness rule: a weight row times one token gives the same bits whether it is computed alone
-   (tfm__dot_*) or paired with a second token (tfm__dot2_*): same accumulators, same order, same
-   scalar tail. So evaluating a prompt in one call or token by token gives identical logits. */
+   Vector twins of the hot kernels, chosen at compile time (no runtime CPUID): the weight-row dot
+   products under every matrix product (decode time is almost all matvec), and the dot / axpy of
+   attention. Each has a scalar twin in >>kernels; the rest of the file calls tfm__matmul_rows,
+   tfm__dot_f32 and tfm__axpy and never sees an intrinsic.
+   Exactness rule for matrix products: every output y[b, r] is ONE accumulator chain over 8-wide
+   steps, its 8 lanes summed in a fixed order, plus the scalar tail. Blocks of 4 rows x 1 or 2
+   tokens only run several such chains side by side (sharing loads, hiding FMA latency), so a
+   value never depends on the block, the batch size or the thread that computed it: a prompt
+   evaluated in one call and token by token gives identical logits. */
 
 #ifdef TFM__AVX2
-/* ((s0 + s1) + (s2 + s3)), then the sum of the 8 lanes. */
-TFM_PRIVATE float tfm__hsum4_avx2(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
-    __m256 v = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+/* Sum of the 8 lanes, always in this order. */
+TFM_PRIVATE float tfm__hsum_avx2(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
 
-/* Four independent accumulators hide the FMA latency; unaligned loads throughout. */
-TFM_PRIVATE float tfm__dot_f32_avx2(const float *w, const float *x, int n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+/* Attention dot q . k: four accumulators hide the FMA latency; unaligned loads throughout. */
+TFM_PRIVATE float tfm__dot_f32_avx2(const float *a, const float *b, int n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps();
+    __m256 s3 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(x + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24), _mm256_loadu_ps(x + i + 24), s3);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
     }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), s0);
-    return tfm__hsum4_avx2(s0, s1, s2, s3) + tfm__dot_f32_scalar(w + i, x + i, n - i);
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    return tfm__hsum_avx2(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3))) +
+           tfm__dot_f32_scalar(a + i, b + i, n - i);
 }
-
-/* One weight row against two tokens: each weight load feeds two FMA chains (prompt batches). */
-TFM_PRIVATE void tfm__dot2_f32_avx2(const float *w, const float *x0, const float *x1, int n, float *out) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        __m256 w0 = _mm256_loadu_ps(w + i), w1 = _mm256_loadu_ps(w + i + 8);
-        __m256 w2 = _mm256_loadu_ps(w + i + 16), w3 = _mm256_loadu_ps(w + i + 24);
-        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + i), a0);
-        a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x0 + i + 8), a1);
-        a2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x0 + i + 16), a2);
-        a3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x0 + i + 24), a3);
-        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + i), b0);
-        b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + i + 8), b1);
-        b2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x1 + i + 16), b2);
-        b3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x1 + i + 24), b3);
-    }
-    for (; i + 8 <= n; i += 8) {
-        __m256 w0 = _mm256_loadu_ps(w + i);
-        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + i), a0);
-        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + i), b0);
-    }
-    out[0] = tfm__hsum4_avx2(a0, a1, a2, a3) + tfm__dot_f32_scalar(w + i, x0 + i, n - i);
-    out[1] = tfm__hsum4_avx2(b0, b1, b2, b3) + tfm__dot_f32_scalar(w + i, x1 + i, n - i);
-}
-
-#ifdef __F16C__
-#define TFM__F16C 1
-/* 8 halves -> 8 floats per load with F16C. */
-TFM_PRIVATE __m256 tfm__load_f16x8(const uint16_t *w) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)w));
-}
-
-TFM_PRIVATE float tfm__dot_f16_avx2(const uint16_t *w, const float *x, int n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(tfm__load_f16x8(w + i), _mm256_loadu_ps(x + i), s0);
-        s1 = _mm256_fmadd_ps(tfm__load_f16x8(w + i + 8), _mm256_loadu_ps(x + i + 8), s1);
-        s2 = _mm256_fmadd_ps(tfm__load_f16x8(w + i + 16), _mm256_loadu_ps(x + i + 16), s2);
-        s3 = _mm256_fmadd_ps(tfm__load_f16x8(w + i + 24), _mm256_loadu_ps(x + i + 24), s3);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(tfm__load_f16x8(w + i), _mm256_loadu_ps(x + i), s0);
-    return tfm__hsum4_avx2(s0, s1, s2, s3) + tfm__dot_f16_scalar(w + i, x + i, n - i);
-}
-
-TFM_PRIVATE void tfm__dot2_f16_avx2(const uint16_t *w, const float *x0, const float *x1, int n, float *out) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        __m256 w0 = tfm__load_f16x8(w + i), w1 = tfm__load_f16x8(w + i + 8);
-        __m256 w2 = tfm__load_f16x8(w + i + 16), w3 = tfm__load_f16x8(w + i + 24);
-        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + i), a0);
-        a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x0 + i + 8), a1);
-        a2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x0 + i + 16), a2);
-        a3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x0 + i + 24), a3);
-        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + i), b0);
-        b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + i + 8), b1);
-        b2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x1 + i + 16), b2);
-        b3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x1 + i + 24), b3);
-    }
-    for (; i + 8 <= n; i += 8) {
-        __m256 w0 = tfm__load_f16x8(w + i);
-        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + i), a0);
-        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + i), b0);
-    }
-    out[0] = tfm__hsum4_avx2(a0, a1, a2, a3) + tfm__dot_f16_scalar(w + i, x0 + i, n - i);
-    out[1] = tfm__hsum4_avx2(b0, b1, b2, b3) + tfm__dot_f16_scalar(w + i, x1 + i, n - i);
-}
-#endif
 
 TFM_PRIVATE void tfm__axpy_avx2(float *y, float a, const float *x, int n) {
     __m256 va = _mm256_set1_ps(a);
@@ -1218,38 +1154,106 @@ TFM_PRIVATE void tfm__axpy_avx2(float *y, float a, const float *x, int n) {
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     tfm__axpy_scalar(y + i, a, x + i, n - i);
 }
+
+#define TFM__LOAD_F32(p) _mm256_loadu_ps(p)
+#ifdef __F16C__
+#define TFM__F16C 1
+#define TFM__LOAD_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#endif
+
+/* The three block kernels for one weight type W_T (8 weights loaded as floats by LOAD, the
+   scalar tail by TAIL), w the first row, ld the row stride in elements, n = cols:
+     NAME_1x1: one row . one token
+     NAME_4x1: 4 rows . one token           out[i]     = row i . x0
+     NAME_4x2: 4 rows . two tokens          out[t*4+i] = row i . x_t
+   One macro keeps the f32 and f16 kernels the same code, chain for chain. */
+#define TFM__BLOCK_KERNELS(NAME, W_T, LOAD, TAIL)                                                 \
+    TFM_PRIVATE float NAME##_1x1(const W_T *w, const float *x, int n) {                           \
+        __m256 a = _mm256_setzero_ps();                                                           \
+        int i = 0;                                                                                \
+        for (; i + 8 <= n; i += 8) a = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a);   \
+        return tfm__hsum_avx2(a) + TAIL(w + i, x + i, n - i);                                     \
+    }                                                                                             \
+    TFM_PRIVATE void NAME##_4x1(const W_T *w, size_t ld, const float *x, int n, float *out) {     \
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();      \
+        __m256 a3 = _mm256_setzero_ps();                                                          \
+        int i = 0, k;                                                                             \
+        for (; i + 8 <= n; i += 8) {                                                              \
+            __m256 xv = _mm256_loadu_ps(x + i);                                                   \
+            a0 = _mm256_fmadd_ps(LOAD(w + i), xv, a0);                                            \
+            a1 = _mm256_fmadd_ps(LOAD(w + ld + i), xv, a1);                                       \
+            a2 = _mm256_fmadd_ps(LOAD(w + 2 * ld + i), xv, a2);                                   \
+            a3 = _mm256_fmadd_ps(LOAD(w + 3 * ld + i), xv, a3);                                   \
+        }                                                                                         \
+        out[0] = tfm__hsum_avx2(a0);                                                              \
+        out[1] = tfm__hsum_avx2(a1);                                                              \
+        out[2] = tfm__hsum_avx2(a2);                                                              \
+        out[3] = tfm__hsum_avx2(a3);                                                              \
+        for (k = 0; k < 4; k++) out[k] += TAIL(w + (size_t)k * ld + i, x + i, n - i);             \
+    }                                                                                             \
+    TFM_PRIVATE void NAME##_4x2(const W_T *w, size_t ld, const float *x0, const float *x1, int n, \
+                                float *out) {                                                     \
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();      \
+        __m256 a3 = _mm256_setzero_ps(), b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();      \
+        __m256 b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();                                \
+        int i = 0, k;                                                                             \
+        for (; i + 8 <= n; i += 8) {                                                              \
+            __m256 u = _mm256_loadu_ps(x0 + i), v = _mm256_loadu_ps(x1 + i), wv;                  \
+            wv = LOAD(w + i);                                                                     \
+            a0 = _mm256_fmadd_ps(wv, u, a0);                                                      \
+            b0 = _mm256_fmadd_ps(wv, v, b0);                                                      \
+            wv = LOAD(w + ld + i);                                                                \
+            a1 = _mm256_fmadd_ps(wv, u, a1);                                                      \
+            b1 = _mm256_fmadd_ps(wv, v, b1);                                                      \
+            wv = LOAD(w + 2 * ld + i);                                                            \
+            a2 = _mm256_fmadd_ps(wv, u, a2);                                                      \
+            b2 = _mm256_fmadd_ps(wv, v, b2);                                                      \
+            wv = LOAD(w + 3 * ld + i);                                                            \
+            a3 = _mm256_fmadd_ps(wv, u, a3);                                                      \
+            b3 = _mm256_fmadd_ps(wv, v, b3);                                                      \
+        }                                                                                         \
+        out[0] = tfm__hsum_avx2(a0);                                                              \
+        out[1] = tfm__hsum_avx2(a1);                                                              \
+        out[2] = tfm__hsum_avx2(a2);                                                              \
+        out[3] = tfm__hsum_avx2(a3);                                                              \
+        out[4] = tfm__hsum_avx2(b0);                                                              \
+        out[5] = tfm__hsum_avx2(b1);                                                              \
+        out[6] = tfm__hsum_avx2(b2);                                                              \
+        out[7] = tfm__hsum_avx2(b3);                                                              \
+        for (k = 0; k < 4; k++) {                                                                 \
+            out[k] += TAIL(w + (size_t)k * ld + i, x0 + i, n - i);                                \
+            out[4 + k] += TAIL(w + (size_t)k * ld + i, x1 + i, n - i);                            \
+        }                                                                                         \
+    }
+
+TFM__BLOCK_KERNELS(tfm__rows_f32, float, TFM__LOAD_F32, tfm__dot_f32_scalar)
+#ifdef TFM__F16C
+TFM__BLOCK_KERNELS(tfm__rows_f16, uint16_t, TFM__LOAD_F16, tfm__dot_f16_scalar)
+#endif
 #endif /* TFM__AVX2 */
 
 #ifdef TFM__NEON
-TFM_PRIVATE float tfm__dot_f32_neon(const float *w, const float *x, int n) {
+TFM_PRIVATE float tfm__dot_f32_neon(const float *a, const float *b, int n) {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
     int i = 0;
     for (; i + 8 <= n; i += 8) {
-        s0 = vmlaq_f32(s0, vld1q_f32(w + i), vld1q_f32(x + i));
-        s1 = vmlaq_f32(s1, vld1q_f32(w + i + 4), vld1q_f32(x + i + 4));
+        s0 = vmlaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vmlaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
     }
     s0 = vaddq_f32(s0, s1);
     return vgetq_lane_f32(s0, 0) + vgetq_lane_f32(s0, 1) + vgetq_lane_f32(s0, 2) + vgetq_lane_f32(s0, 3) +
-           tfm__dot_f32_scalar(w + i, x + i, n - i);
+           tfm__dot_f32_scalar(a + i, b + i, n - i);
 }
 #endif
 
 /* The dispatchers: one name each, the compiled path underneath. */
-TFM_PRIVATE float tfm__dot_f32(const float *w, const float *x, int n) {
+TFM_PRIVATE float tfm__dot_f32(const float *a, const float *b, int n) {
 #if defined(TFM__AVX2)
-    return tfm__dot_f32_avx2(w, x, n);
+    return tfm__dot_f32_avx2(a, b, n);
 #elif defined(TFM__NEON)
-    return tfm__dot_f32_neon(w, x, n);
+    return tfm__dot_f32_neon(a, b, n);
 #else
-    return tfm__dot_f32_scalar(w, x, n);
-#endif
-}
-
-TFM_PRIVATE float tfm__dot_f16(const uint16_t *w, const float *x, int n) {
-#if defined(TFM__F16C)
-    return tfm__dot_f16_avx2(w, x, n);
-#else
-    return tfm__dot_f16_scalar(w, x, n);
+    return tfm__dot_f32_scalar(a, b, n);
 #endif
 }
 
@@ -1261,44 +1265,74 @@ TFM_PRIVATE void tfm__axpy(float *y, float a, const float *x, int n) {
 #endif
 }
 
+/* One output of a matrix product: row . x, any dtype, the same chain as the block kernels. */
+TFM_PRIVATE float tfm__row_dot(const tfm__tensor *w, int r, const float *x) {
+    size_t at = (size_t)r * (size_t)w->cols;
+    if (w->dtype == TFM_DTYPE_F16) {
+#ifdef TFM__F16C
+        return tfm__rows_f16_1x1(TFM__CAST(const uint16_t *, w->data) + at, x, w->cols);
+#else
+        return tfm__dot_f16_scalar(TFM__CAST(const uint16_t *, w->data) + at, x, w->cols);
+#endif
+    }
+#ifdef TFM__AVX2
+    return tfm__rows_f32_1x1(TFM__CAST(const float *, w->data) + at, x, w->cols);
+#else
+    return tfm__dot_f32(TFM__CAST(const float *, w->data) + at, x, w->cols);
+#endif
+}
+
+#ifdef TFM__AVX2
+/* Rows [r, r + 4) times tokens [b, b + n_t) (n_t 1 or 2) into out[t * 4 + i]. */
+TFM_PRIVATE void tfm__rows4(const tfm__tensor *w, int r, const float *x0, const float *x1, int n_t, float *out) {
+    size_t ld = (size_t)w->cols, at = (size_t)r * ld;
+    if (w->dtype == TFM_DTYPE_F32) {
+        const float *p = TFM__CAST(const float *, w->data) + at;
+        if (n_t == 2) tfm__rows_f32_4x2(p, ld, x0, x1, w->cols, out);
+        else tfm__rows_f32_4x1(p, ld, x0, w->cols, out);
+        return;
+    }
+#ifdef TFM__F16C
+    {
+        const uint16_t *p = TFM__CAST(const uint16_t *, w->data) + at;
+        if (n_t == 2) tfm__rows_f16_4x2(p, ld, x0, x1, w->cols, out);
+        else tfm__rows_f16_4x1(p, ld, x0, w->cols, out);
+        return;
+    }
+#else
+    {
+        int i, t;
+        for (t = 0; t < n_t; t++)
+            for (i = 0; i < 4; i++) out[t * 4 + i] = tfm__row_dot(w, r + i, t ? x1 : x0);
+    }
+#endif
+}
+#endif
+
 /* Matrix times a batch of n_b tokens over rows [r0, r1):
      y[b, r] = W[r, :] . x[b, :] (+ bias[r])   for b in [0, n_b)
    W [rows, cols] (f32 or f16, one interface); x rows x_stride floats apart, y rows y_stride
    apart; bias [rows] or NULL. Each weight row is read once for the whole batch (the point of
-   evaluating prompts in batches) and each output is one dot product computed by exactly one
-   caller, so neither the batch size nor the split of rows across threads changes a bit. */
+   evaluating prompts in batches); every output is computed the same way whatever the block,
+   batch or thread (see the exactness rule above). */
 TFM_PRIVATE void tfm__matmul_rows(const tfm__tensor *w, const float *x, size_t x_stride, const float *bias,
                                   float *y, size_t y_stride, int n_b, int r0, int r1) {
-    size_t cols = (size_t)w->cols;
-    int r, b;
-    for (r = r0; r < r1; r++) {
-        float add = bias ? bias[r] : 0.0f, pair[2];
-        b = 0;
-        if (w->dtype == TFM_DTYPE_F16) {
-            const uint16_t *row = TFM__CAST(const uint16_t *, w->data) + (size_t)r * cols;
-#ifdef TFM__F16C
-            for (; b + 2 <= n_b; b += 2) {
-                tfm__dot2_f16_avx2(row, x + (size_t)b * x_stride, x + (size_t)(b + 1) * x_stride, w->cols, pair);
-                y[(size_t)b * y_stride + (size_t)r] = pair[0] + add;
-                y[(size_t)(b + 1) * y_stride + (size_t)r] = pair[1] + add;
-            }
-#endif
-            for (; b < n_b; b++)
-                y[(size_t)b * y_stride + (size_t)r] = tfm__dot_f16(row, x + (size_t)b * x_stride, w->cols) + add;
-        } else {
-            const float *row = TFM__CAST(const float *, w->data) + (size_t)r * cols;
+    int r = r0, b, i;
 #ifdef TFM__AVX2
-            for (; b + 2 <= n_b; b += 2) {
-                tfm__dot2_f32_avx2(row, x + (size_t)b * x_stride, x + (size_t)(b + 1) * x_stride, w->cols, pair);
-                y[(size_t)b * y_stride + (size_t)r] = pair[0] + add;
-                y[(size_t)(b + 1) * y_stride + (size_t)r] = pair[1] + add;
-            }
-#endif
-            for (; b < n_b; b++)
-                y[(size_t)b * y_stride + (size_t)r] = tfm__dot_f32(row, x + (size_t)b * x_stride, w->cols) + add;
+    float out[8];
+    for (; r + 4 <= r1; r += 4) {
+        for (b = 0; b < n_b; b += 2) {
+            int n_t = n_b - b >= 2 ? 2 : 1;
+            tfm__rows4(w, r, x + (size_t)b * x_stride, x + (size_t)(b + n_t - 1) * x_stride, n_t, out);
+            for (i = 0; i < 4 * n_t; i++)
+                y[(size_t)(b + i / 4) * y_stride + (size_t)(r + i % 4)] = out[i] + (bias ? bias[r + i % 4] : 0.0f);
         }
-        (void)pair;
     }
+#endif
+    for (; r < r1; r++)
+        for (b = 0; b < n_b; b++)
+            y[(size_t)b * y_stride + (size_t)r] = tfm__row_dot(w, r, x + (size_t)b * x_stride) + (bias ? bias[r] : 0.0f);
+    (void)i;
 }
 
 /* One token: y[r] = W[r, :] . x (+ bias[r]) over rows [r0, r1). */
@@ -1896,7 +1930,8 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
      concatenation is a token of the highest score merges (leftmost on ties) until none does.
      The text is merged word by word (split before each space that follows a non-space), which
      is exact because SentencePiece pieces never hold a space after a non-space.
-   Encoding allocates nothing and uses about 6 KiB of stack. Limits (documented deviations):
+   Encoding allocates nothing and uses at most about 7 KiB of stack (6.5 KiB measured with gcc
+   -O2 -fstack-usage on x86-64). Limits (documented deviations):
    - A pre-token (an SPM word) longer than TFM__BPE_MAX_BYTES (1024) bytes is merged in
      consecutive chunks of at most 1024 bytes cut at character starts; shorter ones match
      exactly. Where NFC changes the text, pre-tokens are exact up to 512 bytes.
@@ -2805,7 +2840,7 @@ static const uint16_t tfm__uc_comp[941] = {
 #define TFM__NFC_MAX_CPS (TFM__NFC_MAX_RUN * TFM__UC_MAX_DECOMP)
 #define TFM__CP_INVALID 0x110000u /* a byte that is not part of valid UTF-8 */
 #define TFM__SPM_MIN_SCORE -1e10f /* pairs must score above this to merge (as llama2.c) */
-#define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE)
+#define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS)
 #define TFM__TOK_ATTRS (TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED | TFM_TOKATTR_BYTE)
 #define TFM__HANGUL_S 0xAC00u
 #define TFM__HANGUL_L 0x1100u
@@ -3973,8 +4008,10 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
     if (!r && h.tokenizer_bytes > 0)
         r = tfm__tokenizer_create(f->data + (size_t)h.tokenizer_offset, (size_t)h.tokenizer_bytes,
                                   &desc->allocator, lg, &m->tokenizer);
-    if (!r && m->tokenizer)
+    if (!r && m->tokenizer) {
         tfm__tokenizer_info(m->tokenizer, &m->config.n_tokens, &m->config.bos_id, &m->config.eos_id);
+        m->config.add_bos = (m->tokenizer->flags & TFM_TOKFLAG_ADD_BOS) && m->config.bos_id >= 0;
+    }
     if (r) {
         if (m) tfm__free(&desc->allocator, m, m->block_bytes); /* the tokenizer is never set on failure */
         return r;
