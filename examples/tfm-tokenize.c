@@ -22,6 +22,7 @@ static const char *const usage =
     "  --add-special    prepend the BOS id and append the EOS id (when the model has them)\n"
     "  --decode         the input is token ids (separated by spaces, commas or newlines);\n"
     "                   write their bytes, unchanged, to standard output\n"
+    "  --               the next argument is TEXT, even if it starts with '-'\n"
     "  -h, --help       show this help\n"
     "\n"
     "Without --decode, prints the ids of the input on one line, separated by spaces.\n"
@@ -107,6 +108,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-f")) file = str_arg(argc, argv, &i);
         else if (!strcmp(a, "--add-special")) add_special = true;
         else if (!strcmp(a, "--decode")) decode = true;
+        else if (!strcmp(a, "--") && i + 1 < argc && !text) text = argv[++i]; /* "-x" as TEXT */
         else if (a[0] == '-' && a[1] != '\0') die("unknown argument '%s' (see --help)", a);
         else if (text) die("more than one TEXT argument (quote the text)");
         else text = a;

@@ -282,6 +282,8 @@ vectors neox "$SHARED/tokenizers/gpt-neox-20b" "$SHARED/tokenizers/vectors/gpt-n
 if [ "$have_gpt2" = 1 ]; then
   run_ok "tokenize TEXT argument" $TOK -m build/gpt2-vocab.tfm "Hello World!"
   check "gpt2: Hello World! = 15496 2159 0" [ "$(cat "$W/out")" = "15496 2159 0" ]
+  run_ok "tokenize TEXT after --" $TOK -m build/gpt2-vocab.tfm -- "-x"
+  check "gpt2: -x = 12, 87" [ "$(cat "$W/out")" = "12 87" ]
   run_ok "decode ids over lines" $TOK -m build/gpt2-vocab.tfm --decode "$(printf '15496,\n2159 \n0')"
   check "gpt2: decode = Hello World!" [ "$(cat "$W/out")" = "Hello World!" ]
   run_err "generate: vocab-only file" $GEN -m build/gpt2-vocab.tfm -p hi
