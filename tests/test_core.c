@@ -636,19 +636,16 @@ static void test_simd(void) {
     enum { MAXN = 300 };
     float *a = (float *)malloc((MAXN + 8) * sizeof(float)), *b = (float *)malloc((MAXN + 8) * sizeof(float));
     float *y1 = (float *)malloc((MAXN + 8) * sizeof(float)), *y2 = (float *)malloc((MAXN + 8) * sizeof(float));
-    uint16_t *h = (uint16_t *)malloc((MAXN + 8) * sizeof(uint16_t));
-    double md32 = 0, md16 = 0, mdax = 0;
+    double md32 = 0, mdax = 0;
     int n, off, i;
     rng_seed(11);
-    for (i = 0; i < MAXN + 8; i++) { a[i] = rng_sym(1.0f); b[i] = rng_sym(1.0f); h[i] = f32_to_f16(rng_sym(2.0f)); }
+    for (i = 0; i < MAXN + 8; i++) { a[i] = rng_sym(1.0f); b[i] = rng_sym(1.0f); }
     for (n = 0; n <= MAXN; n += (n < 40 ? 1 : 37))
         for (off = 0; off < 4; off++) {
-            double r32 = 0, r16 = 0;
-            for (i = 0; i < n; i++) { r32 += (double)a[i + off] * b[i + 3 - off % 3]; r16 += (double)tfm__f16_to_f32(h[i + off]) * b[i + 1]; }
+            double r32 = 0;
+            for (i = 0; i < n; i++) r32 += (double)a[i + off] * b[i + 3 - off % 3];
             md32 = fmax(md32, fabs((double)tfm__dot_f32(a + off, b + 3 - off % 3, n) - r32));
             md32 = fmax(md32, fabs((double)tfm__dot_f32_scalar(a + off, b + 3 - off % 3, n) - r32));
-            md16 = fmax(md16, fabs((double)tfm__dot_f16(h + off, b + 1, n) - r16));
-            md16 = fmax(md16, fabs((double)tfm__dot_f16_scalar(h + off, b + 1, n) - r16));
             memcpy(y1, b, (MAXN + 8) * sizeof(float));
             memcpy(y2, b, (MAXN + 8) * sizeof(float));
             tfm__axpy(y1 + off, 0.37f, a + 1, n);
@@ -657,9 +654,58 @@ static void test_simd(void) {
         }
     printf("simd path: %s\n", tfm_build_info());
     report("dot f32 simd/scalar vs double, n 0..300", md32, 1e-4);
-    report("dot f16 simd/scalar vs double, n 0..300", md16, 1e-4);
     report("axpy simd vs scalar (incl. untouched tail)", mdax, 1e-6);
-    free(a); free(b); free(y1); free(y2); free(h);
+    free(a); free(b); free(y1); free(y2);
+}
+
+/* Matrix products: block kernels (4 rows x 1-2 tokens) against the scalar twins and double,
+   over odd shapes and misaligned inputs; and bit-exactness across batch sizes and row ranges. */
+static void test_matmul_blocks(void) {
+    int shapes[][2] = {{1, 1}, {3, 7}, {4, 8}, {5, 9}, {9, 31}, {13, 64}, {8, 100}, {17, 257}};
+    int si, dt, nb, off;
+    double md_simd = 0, md_scalar = 0;
+    int exact = 1;
+    for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+        int R = shapes[si][0], C = shapes[si][1], r, c, k;
+        size_t xs = (size_t)C + 3;
+        float *wf = (float *)malloc((size_t)(R * C) * sizeof(float)), *x = (float *)malloc((5 * xs + 4) * sizeof(float));
+        uint16_t *wh = (uint16_t *)malloc((size_t)(R * C) * sizeof(uint16_t));
+        float *y = (float *)malloc((size_t)(5 * R) * sizeof(float)), *y1 = (float *)malloc((size_t)R * sizeof(float));
+        float *bias = (float *)malloc((size_t)R * sizeof(float));
+        for (k = 0; k < R * C; k++) { wh[k] = f32_to_f16(rng_sym(1.0f)); wf[k] = rng_sym(1.0f); }
+        for (k = 0; k < (int)(5 * xs + 4); k++) x[k] = rng_sym(1.0f);
+        for (r = 0; r < R; r++) bias[r] = rng_sym(1.0f);
+        for (dt = 0; dt < 2; dt++)
+            for (off = 0; off < 2; off++) {
+                tfm__tensor t;
+                const float *xo = x + off; /* misaligned by one float */
+                t.data = dt ? (const void *)wh : (const void *)wf;
+                t.dtype = dt ? TFM_DTYPE_F16 : TFM_DTYPE_F32;
+                t.rows = R;
+                t.cols = C;
+                for (nb = 1; nb <= 5; nb++) {
+                    tfm__matmul_rows(&t, xo, xs, bias, y, (size_t)R, nb, 0, R);
+                    for (k = 0; k < nb; k++)
+                        for (r = 0; r < R; r++) {
+                            double ref = bias[r], sc;
+                            for (c = 0; c < C; c++) ref += (double)(dt ? tfm__f16_to_f32(wh[r * C + c]) : wf[r * C + c]) * xo[k * xs + c];
+                            sc = (dt ? tfm__dot_f16_scalar(wh + r * C, xo + k * xs, C) : tfm__dot_f32_scalar(wf + r * C, xo + k * xs, C)) + bias[r];
+                            md_simd = fmax(md_simd, fabs(y[k * R + r] - ref));
+                            md_scalar = fmax(md_scalar, fabs(sc - ref));
+                        }
+                    /* token by token, and in two row ranges split at an odd row: the same bits */
+                    for (k = 0; k < nb; k++) {
+                        tfm__matmul_rows(&t, xo + k * xs, 0, bias, y1, 0, 1, 0, R / 2 + 1 > R ? R : R / 2 + 1);
+                        tfm__matmul_rows(&t, xo + k * xs, 0, bias, y1, 0, 1, R / 2 + 1 > R ? R : R / 2 + 1, R);
+                        if (memcmp(y1, y + k * R, (size_t)R * sizeof(float)) != 0) exact = 0;
+                    }
+                }
+            }
+        free(wf); free(x); free(wh); free(y); free(y1); free(bias);
+    }
+    report("matmul blocks (f32+f16, 1-5 tokens) vs double", md_simd, 5e-5);
+    report("matmul scalar twins vs double", md_scalar, 5e-5);
+    CHECK_MSG(exact, "matmul outputs depend on the batch or the row split");
 }
 
 /* ---- whole models --------------------------------------------------------------------------- */
@@ -1426,6 +1472,7 @@ int main(void) {
     test_matvec();
     test_attention();
     test_simd();
+    test_matmul_blocks();
     for (i = 0; i < N_SPECS; i++) {
         spec sp = make_spec(i);
         test_model_spec(&sp);
