@@ -1245,7 +1245,28 @@ static void test_files(void) {
         md.logger.user = &lg;
         CHECK(tfm_model_open(&md, &m) == TFM_ERR_IO && m == NULL && lg.count == 1);
     }
+#else
+    memset(&md, 0, sizeof md);
+    md.path = "model.tfm";
+    CHECK(tfm_model_open(&md, &m2) == TFM_ERR_UNSUPPORTED && m2 == NULL);
+    (void)tok;
 #endif
+    /* RoPE models may run a longer context than they were trained for (the caller's choice) */
+    CHECK(open_mem(f, bytes, &m, NULL) == TFM_OK);
+    if (m) {
+        tfm_session_desc sd;
+        int32_t many[40];
+        int i;
+        memset(&sd, 0, sizeof sd);
+        sd.n_ctx = 2 * sp.n_ctx;
+        for (i = 0; i < 40; i++) many[i] = i % sp.n_vocab;
+        CHECK(tfm_session_create(m, &sd, &s) == TFM_OK);
+        if (s) CHECK(tfm_session_eval(s, many, 40, 0, NULL) == TFM_OK && tfm_session_n_past(s) == 40);
+        tfm_session_destroy(s);
+        s = NULL;
+        tfm_model_close(m);
+        m = NULL;
+    }
     free(f);
     free_model(&wm);
 }
