@@ -200,6 +200,10 @@ int main(int argc, char **argv) {
     if (r != TFM_OK) die("cannot open model '%s': %s", model_path, tfm_result_string(r));
     tfm_config cfg = tfm_model_config(model);
     if (cfg.n_layers == 0) die("'%s' has no weights (a vocab-only file?)", model_path);
+    fprintf(stderr, "model: %d layers, d_model %d, %d heads, n_vocab %d, n_ctx %d, %s\n",
+            cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.n_vocab, cfg.n_ctx,
+            cfg.dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+    fprintf(stderr, "build: %s, threads: %ld\n", tfm_build_info(), n_threads);
     /* Sample only among ids the tokenizer knows when the vocab is padded past it. */
     int n_sample = cfg.n_tokens > 0 && cfg.n_tokens < cfg.n_vocab ? cfg.n_tokens : cfg.n_vocab;
 

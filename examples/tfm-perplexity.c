@@ -123,6 +123,10 @@ int main(int argc, char **argv) {
     tfm_config cfg = tfm_model_config(model);
     if (cfg.n_layers == 0) die("'%s' has no weights (a vocab-only file?)", model_path);
     if (cfg.n_tokens == 0) die("'%s' has no tokenizer", model_path);
+    fprintf(stderr, "model: %d layers, d_model %d, %d heads, n_vocab %d, n_ctx %d, %s\n",
+            cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.n_vocab, cfg.n_ctx,
+            cfg.dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+    fprintf(stderr, "build: %s, threads: %ld\n", tfm_build_info(), n_threads);
     if (n_win == 0) n_win = cfg.n_ctx < DEFAULT_CTX ? cfg.n_ctx : DEFAULT_CTX;
     if (n_win > cfg.n_ctx) die("--ctx %ld is past the model's context (%d)", n_win, cfg.n_ctx);
 
