@@ -35,7 +35,7 @@ run_err() {
   else fail "$d: expected exit 1 with a message, got exit $rc: $(head -c 300 "$W/err")"; fi
 }
 # Float32 files as one number per line.
-floats() { od -An -v -tf4 -w4 "$1" | awk '{print $1}'; }
+floats() { od -An -v -tf4 "$1" | awk '{for (i = 1; i <= NF; i++) print $i}'; }
 # max |a - b| / (1 + |b|) over two float32 files of equal length
 maxdiff() {
   floats "$1" >"$W/fa"; floats "$2" >"$W/fb"
