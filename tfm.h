@@ -1536,6 +1536,7 @@ TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
 #define TFM__BATCH 16             /* prompt tokens per pass: each weight row is read once per batch */
 #define TFM__TASKS_PER_THREAD 4   /* tasks per thread with a host parallel_for: load balancing */
 #define TFM__MIN_ROWS_PER_TASK 16 /* below this a matmul runs on the calling thread */
+#define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
 
 struct tfm_session {
     const tfm_model *model;
@@ -1694,7 +1695,9 @@ TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
 TFM_PRIVATE void tfm__matmul_run(const tfm_session *s, tfm__matmul_job *job) {
     int n_tasks = s->n_tasks, k;
     for (k = 0, job->rows = 0; k < job->n_w; k++) job->rows += job->w[k]->rows;
-    if (n_tasks <= 1 || job->rows < 2 * TFM__MIN_ROWS_PER_TASK) n_tasks = 1;
+    if (n_tasks <= 1 || job->rows < 2 * TFM__MIN_ROWS_PER_TASK ||
+        (size_t)job->rows * (size_t)job->w[0]->cols * (size_t)job->n_b < TFM__MIN_PARALLEL_WORK)
+        n_tasks = 1;
     job->rows_per_task = (job->rows + n_tasks - 1) / n_tasks;
     if (n_tasks > 1 && job->rows_per_task < TFM__MIN_ROWS_PER_TASK) job->rows_per_task = TFM__MIN_ROWS_PER_TASK;
     n_tasks = (job->rows + job->rows_per_task - 1) / job->rows_per_task;
@@ -1797,6 +1800,7 @@ TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *
     size_t row_at = ((size_t)l * (size_t)s->n_ctx + (size_t)pos) * kv_dim;
     tfm__attn_job job;
     tfm__matmul_job qkv;
+    int h;
     tfm__job_init(&qkv, in, d, n_b);
     tfm__job_add(&qkv, &L->wq, L->bq, s->q, q_dim);
     tfm__job_add(&qkv, &L->wk, L->bk, s->k_cache + row_at, kv_dim);
@@ -1807,7 +1811,11 @@ TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *
     job.layer = l;
     job.pos = pos;
     job.n_b = n_b;
-    tfm__run_tasks(s, c->n_heads, tfm__attn_task, &job);
+    if ((size_t)q_dim * (size_t)n_b * (size_t)(pos + n_b) < TFM__MIN_PARALLEL_WORK) {
+        for (h = 0; h < c->n_heads; h++) tfm__attn_task(&job, h); /* short context: not worth a sync */
+    } else {
+        tfm__run_tasks(s, c->n_heads, tfm__attn_task, &job);
+    }
     tfm__matmul(s, &L->wo, s->att, q_dim, L->bo, out, d, n_b);
 }
 
@@ -4101,6 +4109,9 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
     tfm__free(&a, session, session->block_bytes);
 }
 
+/* Arguments are all checked before anything is evaluated. Tokens go through the layers in
+   batches of TFM__BATCH; n_tokens == 0 only rewinds (n_past = pos). When should_abort cancels,
+   n_past counts the batches that finished, so the caller can continue from there. */
 TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
                                     float *logits_all) {
     int i, n_b, n_vocab;
