@@ -4,6 +4,8 @@
        tfm-convert MODEL_DIR -o out.tfm [--type f32|f16] [--quiet] [--check]
        tfm-convert --vocab-only SRC -o vocab.tfm   SRC: tokenizer.json, or a dir holding it or
                                                    vocab.json + merges.txt
+       tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type f32|f16] [--quiet]
+                   [--check]                   a llama2.c checkpoint (tools/convert_llama2c.h)
        tfm-convert --help
 
    model_type: gpt_neox, gpt2, llama, phi, gptj, starcoder2. Source dtypes F32, F16, BF16;
@@ -1347,6 +1349,8 @@ typedef struct tc_tok {
     uint32_t *merges;              /* [n_merges][3] */
     size_t n_merges, cap_merges;
     uint32_t flags, pretok;
+    uint32_t kind;                 /* tfm_tokenizer_kind; 0: TFM_TOKENIZER_BPE_BYTES */
+    float *scores;                 /* [n_tokens] merge scores (SentencePiece); NULL: all 0 */
     int32_t bos_id, eos_id, unk_id, pad_id;
     const char **h_key;            /* alphabet spelling -> id (keys borrowed from the source) */
     uint32_t *h_len;
@@ -1368,6 +1372,7 @@ static void tc_tok_free(tc_tok *t) {
     free(t->h_len);
     free(t->h_id);
     free(t->concat);
+    free(t->scores);
     memset(t, 0, sizeof *t);
 }
 
@@ -1798,7 +1803,7 @@ static int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) 
     }
     b = (unsigned char *)calloc(bytes, 1);
     if (!b) { tc_error("out of memory"); return 0; }
-    tc_put_u32(b + 0, TFM_TOKENIZER_BPE_BYTES);
+    tc_put_u32(b + 0, t->kind ? t->kind : (uint32_t)TFM_TOKENIZER_BPE_BYTES);
     tc_put_u32(b + 4, (uint32_t)n);
     tc_put_u32(b + 8, (uint32_t)t->n_merges);
     tc_put_u32(b + 12, t->flags);
@@ -1812,7 +1817,8 @@ static int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) 
         tc_put_u32(b + offsets_at + 4 * i, (uint32_t)off);
         if (t->text_len[i]) memcpy(b + text_at + off, t->arena + t->text_off[i], t->text_len[i]);
         off += t->text_len[i];
-        b[attrs_at + i] = t->attrs[i]; /* scores stay 0.0f (BPE ranks are the merge order) */
+        b[attrs_at + i] = t->attrs[i]; /* no scores: 0.0f (BPE ranks are the merge order) */
+        if (t->scores) tc_put_f32(b + scores_at + 4 * i, t->scores[i]);
     }
     tc_put_u32(b + offsets_at + 4 * n, (uint32_t)off);
     for (i = 0; i < 3 * t->n_merges; i++) tc_put_u32(b + merges_at + 4 * i, t->merges[i]);
@@ -2137,6 +2143,10 @@ static int tc_check_tokenizer(const tfm_model *model) {
         n += piece_bytes;
     }
     printf("\n");
+    if (n == text_bytes + 1 && joined[0] == ' ') { /* SentencePiece's dummy prefix */
+        memmove(joined, joined + 1, text_bytes);
+        n--;
+    }
     if (n != text_bytes || memcmp(joined, TC_CHECK_TEXT, n) != 0) {
         tc_error("check: the tokens do not join back to the text");
         return 0;
@@ -2192,6 +2202,8 @@ static int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
     return ok;
 }
 
+#include "tools/convert_llama2c.h" /* >>llama2c: llama2.c checkpoints and tokenizer.bin */
+
 /* >>main -----------------------------------------------------------------------------------------
    Arguments, then model conversion or vocab-only conversion. */
 
@@ -2199,6 +2211,7 @@ static void tc_usage(FILE *f) {
     fprintf(f,
         "usage: tfm-convert MODEL_DIR -o out.tfm [--type f32|f16] [--quiet] [--check]\n"
         "       tfm-convert --vocab-only SRC -o vocab.tfm\n"
+        "       tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type f32|f16] ...\n"
         "       tfm-convert --help\n"
         "\n"
         "MODEL_DIR  a Hugging Face checkpoint: config.json, model.safetensors (or shards listed by\n"
@@ -2206,6 +2219,8 @@ static void tc_usage(FILE *f) {
         "           (optional: without them the model is usable by token ids only).\n"
         "           model_type: " TC_SUPPORTED ". Source dtypes F32, F16, BF16.\n"
         "           Every checkpoint tensor must be used (known buffers aside), else error.\n"
+        "MODEL.bin  a llama2.c float32 checkpoint (version 0, or 1 with the \"ak42\" magic)\n"
+        "--tokenizer FILE  its llama2.c tokenizer.bin (optional: without it, token ids only)\n"
         "--type     dtype of the matrices (default f32); vectors are always f32\n"
         "--quiet    no progress or summary (warnings and errors still print)\n"
         "--check    open the written file with tfm.h, print its configuration, compare it with\n"
@@ -2217,6 +2232,7 @@ static void tc_usage(FILE *f) {
 
 typedef struct tc_args {
     const char *src, *out;
+    const char *tokenizer; /* llama2.c tokenizer.bin */
     uint32_t dtype;
     int quiet, check, vocab_only;
 } tc_args;
@@ -2236,6 +2252,9 @@ static int tc_parse_args(int argc, char **argv, tc_args *a) {
             else if (strcmp(argv[++i], "f32") == 0) a->dtype = TFM_DTYPE_F32;
             else if (strcmp(argv[i], "f16") == 0) a->dtype = TFM_DTYPE_F16;
             else { tc_error("--type %s: expected f32 or f16", argv[i]); return 0; }
+        } else if (strcmp(s, "--tokenizer") == 0) {
+            if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
+            a->tokenizer = argv[++i];
         } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
             a->quiet = 1;
         } else if (strcmp(s, "--check") == 0) {
@@ -2373,5 +2392,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!tc_parse_args(argc, argv, &a)) return 1;
+    if (!a.vocab_only && tc_l2c_sniff(a.src)) /* a file, not a directory: llama2.c */
+        return !tc_l2c_convert(a.src, a.tokenizer, a.out, a.dtype, a.quiet, a.check);
+    if (a.tokenizer) {
+        tc_error("--tokenizer is for llama2.c checkpoints (MODEL.bin); %s is not one", a.src);
+        return 1;
+    }
     return a.vocab_only ? !tc_convert_vocab(&a) : !tc_convert_model(&a);
 }
