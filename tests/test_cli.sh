@@ -2,8 +2,9 @@
 # tests/test_cli.sh - the command-line programs (build/tfm-generate, tfm-tokenize, tfm-perplexity)
 # and examples/minimal.c, run as a user runs them: help, every class of bad argument, corrupt
 # model files, determinism across thread counts, the --dump-logits layout against the golden
-# logits, tokenizer ids against the Hugging Face test vectors, and the perplexity windowing
-# recomputed here from dumped logits. Run from the project root after `make` (make test does).
+# logits, tokenizer ids against the Hugging Face test vectors, the perplexity windowing
+# recomputed here from dumped logits, and the demo model against its float64 reference.
+# Run from the project root after `make` (make test does). BIN=dir tests other binaries.
 # Prints "N passed, N failed" and exits non-zero on any failure.
 cd "$(dirname "$0")/.." || exit 1
 SHARED=${SHARED:-../shared}
@@ -57,7 +58,8 @@ close_to() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {d = a - b; if (d < 0) d =
 fsize() { wc -c <"$1" | tr -d ' '; }
 
 for b in $GEN $TOK $PPL; do
-  [ -x "$b" ] || { echo "FAIL: $b is missing (run make first)"; echo "0 passed, 1 failed"; exit 1; }
+  [ -x "$b" ] || { echo "FAIL: $b is missing (run make first)"; echo "test_cli: 0 passed, 1 failed"
+                   rm -rf "$W"; exit 1; }
 done
 
 # --- help: exit 0 and a usage text on stdout ---------------------------------------------------
