@@ -1067,6 +1067,7 @@ static void test_api(void) {
     float *lg;
     int i;
     const char *seen[10];
+    last_log lgk; /* the model's logger also receives session errors */
     build_model(&wm, &sp);
     f = write_model(&wm, &bytes);
     lg = (float *)malloc((size_t)sp.n_vocab * 30 * sizeof(float));
@@ -1104,7 +1105,8 @@ static void test_api(void) {
     CHECK(tfm_session_eval(NULL, tok, 1, 0, NULL) == TFM_ERR_INVALID_ARG);
     CHECK(tfm_session_logits(NULL) == NULL && tfm_session_n_past(NULL) == 0);
     CHECK(tfm_model_config(NULL).n_layers == 0);
-    CHECK(open_mem(f, bytes, &m, NULL) == TFM_OK);
+    memset(&lgk, 0, sizeof lgk);
+    CHECK(open_mem(f, bytes, &m, &lgk) == TFM_OK && lgk.count == 0);
     if (!m) goto done;
     CHECK(tfm_session_create(m, NULL, NULL) == TFM_ERR_INVALID_ARG);
     memset(&sd, 0, sizeof sd);
@@ -1133,6 +1135,7 @@ static void test_api(void) {
     tok[1] = sp.n_vocab;
     CHECK(tfm_session_eval(s, tok, 3, 0, NULL) == TFM_ERR_INVALID_ARG);
     CHECK(strstr(tfm_session_last_error(s), "token") != NULL);
+    CHECK(lgk.count > 0 && lgk.result == TFM_ERR_INVALID_ARG && strcmp(lgk.text, tfm_session_last_error(s)) == 0);
     CHECK(tfm_session_n_past(s) == 8); /* nothing evaluated */
     tok[1] = -1;
     CHECK(tfm_session_eval(s, tok, 3, 0, NULL) == TFM_ERR_INVALID_ARG);
