@@ -25,7 +25,8 @@ static const char *const usage =
     "usage: tfm-generate -m MODEL.tfm (-p PROMPT | --tokens ID,ID,...) [options]\n"
     "\n"
     "  -m FILE               model file (.tfm)\n"
-    "  -p TEXT               prompt text (needs a model with a tokenizer)\n"
+    "  -p TEXT               prompt text (needs a model with a tokenizer; BOS goes first\n"
+    "                        when the model expects it, as Llama models do)\n"
     "  --tokens LIST         prompt as token ids, separated by commas or spaces\n"
     "  -n N                  tokens to generate (default 128; 0: evaluate the prompt only)\n"
     "  --temp T              temperature (default 0.8; 0: greedy)\n"
@@ -217,10 +218,12 @@ int main(int argc, char **argv) {
         if (cfg.n_tokens == 0) die("the model has no tokenizer: give the prompt with --tokens");
         r = tfm_model_tokenize(model, prompt, text_bytes, NULL, 0, &n_ids);
         if (r != TFM_OK && r != TFM_ERR_INVALID_ARG) die("tokenize: %s", tfm_result_string(r));
-        if (!(prompt_ids = malloc((n_ids + 1) * sizeof *prompt_ids))) die("out of memory");
-        r = tfm_model_tokenize(model, prompt, text_bytes, prompt_ids, n_ids + 1, &n_ids);
+        int bos = cfg.add_bos; /* the model saw BOS before every text in training */
+        if (!(prompt_ids = malloc((n_ids + 2) * sizeof *prompt_ids))) die("out of memory");
+        if (bos) prompt_ids[0] = cfg.bos_id;
+        r = tfm_model_tokenize(model, prompt, text_bytes, prompt_ids + bos, n_ids + 1, &n_ids);
         if (r != TFM_OK) die("tokenize: %s", tfm_result_string(r));
-        n_prompt = (int)n_ids;
+        n_prompt = (int)n_ids + bos;
     }
     if (n_prompt == 0) { /* an empty prompt starts from BOS (or EOS, GPT-2's document separator) */
         int32_t start = cfg.bos_id >= 0 ? cfg.bos_id : cfg.eos_id;
