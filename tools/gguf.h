@@ -154,6 +154,78 @@ GGUF_FN uint64_t gguf__tensor_bytes(uint32_t type, uint64_t ne0, uint64_t n) {
     return n / block * bytes;
 }
 
+/* --- dequantization (ggml src/ggml-common.h block layouts; REFERENCE.md D.1) ---
+   Every block covers GGUF_QK = 32 consecutive elements along ne0 and starts with a
+   little-endian fp16 scale d:
+     Q8_0 (34 bytes): d, int8 q[32];                          x[j] = d * q[j]
+     Q4_0 (18 bytes): d, u8 qs[16];                           x[j] = d * (nib[j] - 8)
+     Q4_1 (20 bytes): d, fp16 m, u8 qs[16];                   x[j] = d * nib[j] + m
+     Q5_0 (22 bytes): d, u32 qh, u8 qs[16];                   x[j] = d * (nib[j] | hi[j] << 4) - 16d
+     Q5_1 (24 bytes): d, fp16 m, u32 qh, u8 qs[16];           x[j] = d * (nib[j] | hi[j] << 4) + m
+   where for j < 16 nib[j] is the LOW nibble of qs[j] and nib[j + 16] the HIGH nibble of qs[j]
+   (not element pairs), and hi[j] is bit j of the little-endian u32 qh. */
+#define GGUF_QK 32
+
+GGUF_FN float gguf_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
+    float f;
+    if (exp == 0x1f) x = sign | 0x7f800000u | (mant << 13);          /* inf, NaN */
+    else if (exp) x = sign | ((exp + 112u) << 23) | (mant << 13);     /* normal: rebias 15 -> 127 */
+    else if (!mant) x = sign;                                         /* +-0 */
+    else { /* subnormal: mant * 2^-24, exact in f32 */
+        f = (float)mant * (1.0f / 16777216.0f);
+        return sign ? -f : f;
+    }
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* Bytes of one block of a quantized type (0: not a block type this reader decodes). */
+GGUF_FN size_t gguf_block_bytes(uint32_t type) {
+    switch (type) {
+    case GGUF_TYPE_Q4_0: return 18;
+    case GGUF_TYPE_Q4_1: return 20;
+    case GGUF_TYPE_Q5_0: return 22;
+    case GGUF_TYPE_Q5_1: return 24;
+    case GGUF_TYPE_Q8_0: return 34;
+    default: return 0;
+    }
+}
+
+/* One block of a quantized type -> 32 floats (layouts above). false for other types. */
+GGUF_FN bool gguf_dequantize_block(uint32_t type, const unsigned char *b, float *out) {
+    float d = gguf_f16_to_f32((uint16_t)gguf__le(b, 2)), m = 0.0f;
+    const unsigned char *qs;
+    uint32_t qh = 0;
+    int j;
+    switch (type) {
+    case GGUF_TYPE_Q8_0:
+        for (j = 0; j < GGUF_QK; j++) out[j] = d * (float)(int8_t)b[2 + j];
+        return true;
+    case GGUF_TYPE_Q4_0: qs = b + 2; break;
+    case GGUF_TYPE_Q4_1: m = gguf_f16_to_f32((uint16_t)gguf__le(b + 2, 2)); qs = b + 4; break;
+    case GGUF_TYPE_Q5_0: qh = (uint32_t)gguf__le(b + 2, 4); qs = b + 6; break;
+    case GGUF_TYPE_Q5_1:
+        m = gguf_f16_to_f32((uint16_t)gguf__le(b + 2, 2));
+        qh = (uint32_t)gguf__le(b + 4, 4);
+        qs = b + 8;
+        break;
+    default: return false;
+    }
+    for (j = 0; j < GGUF_QK / 2; j++) {
+        int lo = qs[j] & 0x0f, hi = qs[j] >> 4;
+        if (type == GGUF_TYPE_Q5_0 || type == GGUF_TYPE_Q5_1) {
+            lo |= (int)((qh >> j) & 1u) << 4;
+            hi |= (int)((qh >> (j + 16)) & 1u) << 4;
+        }
+        if (type == GGUF_TYPE_Q4_0) { lo -= 8; hi -= 8; }
+        if (type == GGUF_TYPE_Q5_0) { lo -= 16; hi -= 16; }
+        out[j] = d * (float)lo + m;
+        out[j + GGUF_QK / 2] = d * (float)hi + m;
+    }
+    return true;
+}
+
 GGUF_FN void gguf_free(gguf_file *f) {
     free(f->kv);
     free(f->tensors);
@@ -262,7 +334,10 @@ GGUF_FN bool gguf_parse(const unsigned char *bytes, uint64_t size, gguf_file *f,
         GGUF__FAIL("GGUF version %u is not supported (2 and 3 are)", (unsigned)f->version);
     f->n_tensors = gguf__uint(&c, 8);
     f->n_kv = gguf__uint(&c, 8);
-    if (f->n_tensors > GGUF_MAX_TENSORS || f->n_kv > GGUF_MAX_COUNT)
+    /* each kv takes at least 13 bytes (key length, type, a 1-byte value) and each tensor info
+       at least 32: larger counts cannot fit, so they never size an allocation */
+    if (f->n_tensors > GGUF_MAX_TENSORS || f->n_kv > GGUF_MAX_COUNT || f->n_kv > size / 13 ||
+        f->n_tensors > size / 32)
         GGUF__FAIL("GGUF counts out of range (%llu tensors, %llu keys)",
                    (unsigned long long)f->n_tensors, (unsigned long long)f->n_kv);
     f->kv = (gguf_kv *)calloc(f->n_kv ? f->n_kv : 1, sizeof *f->kv);
@@ -298,6 +373,8 @@ GGUF_FN bool gguf_parse(const unsigned char *bytes, uint64_t size, gguf_file *f,
         if (!c.ok) GGUF__FAIL("GGUF tensor %llu: truncated info", (unsigned long long)i);
         if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS)
             GGUF__FAIL("GGUF tensor %.*s: %u dims", (int)name.n_bytes, name.bytes, (unsigned)t->n_dims);
+        if (memchr(name.bytes, '\0', (size_t)name.n_bytes))
+            GGUF__FAIL("GGUF tensor %llu: the name contains a NUL byte", (unsigned long long)i);
         memcpy(t->name, name.bytes, (size_t)name.n_bytes);
         t->name[name.n_bytes] = '\0';
         n_elems = 1;
@@ -312,8 +389,9 @@ GGUF_FN bool gguf_parse(const unsigned char *bytes, uint64_t size, gguf_file *f,
         if (!c.ok) GGUF__FAIL("GGUF tensor %s: truncated info", t->name);
         t->n_bytes = gguf__tensor_bytes(t->type, t->ne[0], n_elems);
         if (!t->n_bytes)
-            GGUF__FAIL("GGUF tensor %s: ggml type %u is not supported (or rows do not fill blocks)",
-                       t->name, (unsigned)t->type);
+            GGUF__FAIL("GGUF tensor %s: ggml type %u is not supported (F32, F16, BF16, Q4_0, "
+                       "Q4_1, Q5_0, Q5_1, Q8_0), or its rows of %llu do not fill 32-element blocks",
+                       t->name, (unsigned)t->type, (unsigned long long)t->ne[0]);
         if (t->offset % f->alignment) GGUF__FAIL("GGUF tensor %s: misaligned offset", t->name);
     }
     f->data_offset = (c.pos + f->alignment - 1) / f->alignment * f->alignment;

@@ -38,6 +38,7 @@
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "tools/json.h"
+#include "tools/gguf.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -255,7 +256,10 @@ static float tc_bf16_to_f32(uint16_t b) {
    Each header is validated in full before any data is read: size, JSON, dtype and shape
    against the byte range, ranges inside the file, no overlaps and no holes. */
 
-typedef enum tc_dtype { TC_F32, TC_F16, TC_BF16, TC_OTHER } tc_dtype;
+typedef enum tc_dtype {
+    TC_F32, TC_F16, TC_BF16, TC_OTHER,
+    TC_Q4_0, TC_Q4_1, TC_Q5_0, TC_Q5_1, TC_Q8_0 /* GGUF blocks of 32 along a row (tools/gguf.h) */
+} tc_dtype;
 
 typedef struct tc_tensor {
     const char *name;     /* in the shard's header JSON strings */
@@ -1900,17 +1904,33 @@ static int tc_grow(unsigned char **buf, size_t *cap, size_t need) {
 
 static size_t tc_src_elem_bytes(tc_dtype d) { return d == TC_F32 ? 4 : 2; }
 
+/* The GGUF block type of a quantized source dtype, or 0 (F32 is 0 there too: never a block). */
+static uint32_t tc_block_type(tc_dtype d) {
+    return d == TC_Q4_0 ? GGUF_TYPE_Q4_0 : d == TC_Q4_1 ? GGUF_TYPE_Q4_1 : d == TC_Q5_0 ? GGUF_TYPE_Q5_0
+         : d == TC_Q5_1 ? GGUF_TYPE_Q5_1 : d == TC_Q8_0 ? GGUF_TYPE_Q8_0 : 0u;
+}
+
+/* Source bytes of n elements (a whole number of blocks for the quantized dtypes). */
+static uint64_t tc_src_bytes(tc_dtype d, uint64_t n) {
+    uint32_t bt = tc_block_type(d);
+    return bt ? n / GGUF_QK * gguf_block_bytes(bt) : n * tc_src_elem_bytes(d);
+}
+
 /* n elements of src dtype -> out dtype (f16 -> f16 is copied bit-exact). */
 static void tc_convert(const unsigned char *in, tc_dtype src, unsigned char *out, uint32_t dst, size_t n) {
     size_t i;
+    uint32_t bt = tc_block_type(src);
+    float block[GGUF_QK];
     for (i = 0; i < n; i++) {
         float f;
-        if (src == TC_F16 && dst == TFM_DTYPE_F16) {
+        if (bt) { /* quantized: n is a whole number of blocks */
+            if (i % GGUF_QK == 0) gguf_dequantize_block(bt, in + i / GGUF_QK * gguf_block_bytes(bt), block);
+            f = block[i % GGUF_QK];
+        } else if (src == TC_F16 && dst == TFM_DTYPE_F16) {
             out[2 * i] = in[2 * i];
             out[2 * i + 1] = in[2 * i + 1];
             continue;
-        }
-        if (src == TC_F32) f = tfm__rd_f32(in + 4 * i);
+        } else if (src == TC_F32) f = tfm__rd_f32(in + 4 * i);
         else if (src == TC_F16) f = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
         else f = tc_bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
         if (dst == TFM_DTYPE_F32) {
@@ -1961,8 +1981,9 @@ static int tc_write_transposed(tc_writer *w, const tc_out *o, const tc_checkpoin
 static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *ck) {
     const tc_tensor *t = o->src;
     const tc_shard *s = &ck->shards[t->shard];
-    size_t in_es = tc_src_elem_bytes(t->dtype), out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
+    size_t out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
     uint64_t chunk_rows = TC_CHUNK_BYTES / (o->row_elems * 4), r = 0;
+    uint64_t row_bytes = tc_src_bytes(t->dtype, o->row_elems); /* whole blocks: ne0 % 32 == 0 */
     if (chunk_rows == 0) chunk_rows = 1;
     if (!tc_w_zeros_to(w, o->data_offset)) return 0;
     if (o->transposed) {
@@ -1975,10 +1996,10 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
         if (run > chunk_rows) run = chunk_rows;
         src_row = (r / o->group) * o->stride + o->offset + g;
         n = run * o->row_elems;
-        if (!tc_grow(&w->in, &w->in_cap, (size_t)(n * in_es)) ||
+        if (!tc_grow(&w->in, &w->in_cap, (size_t)(run * row_bytes)) ||
             !tc_grow(&w->out, &w->out_cap, (size_t)(n * out_es)) ||
-            !tc_read_at(s->file, s->path, t->offset + src_row * o->row_elems * in_es, w->in,
-                        (size_t)(n * in_es)))
+            !tc_read_at(s->file, s->path, t->offset + src_row * row_bytes, w->in,
+                        (size_t)(run * row_bytes)))
             return 0;
         tc_convert(w->in, t->dtype, w->out, o->dtype, (size_t)n);
         if (!tc_w(w, w->out, (size_t)(n * out_es))) return 0;
@@ -2385,6 +2406,8 @@ done:
     return ok;
 }
 
+#include "tools/convert_gguf.h" /* >>gguf: GGUF files (model and tokenizer) */
+
 int main(int argc, char **argv) {
     tc_args a;
     if (argc < 2) {
@@ -2392,6 +2415,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!tc_parse_args(argc, argv, &a)) return 1;
+    if (gg_is_gguf(a.src)) return !gg_convert(&a); /* FILE.gguf or GGUF magic */
     if (!a.vocab_only && tc_l2c_sniff(a.src)) /* a file, not a directory: llama2.c */
         return !tc_l2c_convert(a.src, a.tokenizer, a.out, a.dtype, a.quiet, a.check);
     if (a.tokenizer) {
