@@ -37,7 +37,7 @@ build/demo.tfm: models/demo/config.json models/demo/model.safetensors build/tfm-
 build:
 	@mkdir -p build
 
-build/tfm-convert: tools/tfm-convert.c tools/json.h tools/convert_llama2c.h tfm.h | build
+build/tfm-convert: tools/tfm-convert.c tools/json.h tools/convert_llama2c.h tools/gguf.h tools/convert_gguf.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
 build/tfm-bench: tools/tfm-bench.c tfm.h | build
