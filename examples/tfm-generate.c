@@ -204,7 +204,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "model: %d layers, d_model %d, %d heads, n_vocab %d, n_ctx %d, %s\n",
             cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.n_vocab, cfg.n_ctx,
             cfg.dtype == TFM_DTYPE_F16 ? "f16" : "f32");
-    fprintf(stderr, "build: %s, threads: %ld\n", tfm_build_info(), n_threads);
+    fprintf(stderr, "build: %s, threads: %ld, seed: %llu\n", tfm_build_info(), n_threads,
+            (unsigned long long)seed);
     /* Sample only among ids the tokenizer knows when the vocab is padded past it. */
     int n_sample = cfg.n_tokens > 0 && cfg.n_tokens < cfg.n_vocab ? cfg.n_tokens : cfg.n_vocab;
 
