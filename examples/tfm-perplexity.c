@@ -3,7 +3,8 @@
    build/tfm-perplexity -m model.tfm -f held-out.txt --ctx 256
 
    Windowing (a reference implementation elsewhere must do exactly the same): tokenize the
-   whole file with no BOS; split the ids into consecutive, non-overlapping windows of N
+   whole file, with one BOS first only when the model asks for it (tfm_config.add_bos, as
+   Llama and llama2.c models do); split the ids into consecutive, non-overlapping windows of N
    tokens (the last may be shorter); evaluate each window from position 0; score the
    prediction of token j+1 from the logits at position j for j = 0 .. len-2; average over
    every scored prediction. A window of one token scores nothing.
@@ -34,10 +35,10 @@ static const char *const usage =
     "  -t N         threads (default: online CPUs, at most 8)\n"
     "  -h, --help   show this help\n"
     "\n"
-    "The file is tokenized whole (no BOS) and cut into consecutive, non-overlapping windows of\n"
-    "N tokens (the last may be shorter). Each window is evaluated from position 0; the logits\n"
-    "at position j score token j+1. Prints tokens, windows, the mean cross-entropy in\n"
-    "nats/token and the perplexity exp(cross-entropy).\n";
+    "The file is tokenized whole (BOS first only if the model wants it) and cut into\n"
+    "consecutive, non-overlapping windows of N tokens (the last may be shorter). Each window is\n"
+    "evaluated from position 0; the logits at position j score token j+1. Prints tokens,\n"
+    "windows, the mean cross-entropy in nats/token and the perplexity exp(cross-entropy).\n";
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -130,15 +131,18 @@ int main(int argc, char **argv) {
     if (n_win == 0) n_win = cfg.n_ctx < DEFAULT_CTX ? cfg.n_ctx : DEFAULT_CTX;
     if (n_win > cfg.n_ctx) die("--ctx %ld is past the model's context (%d)", n_win, cfg.n_ctx);
 
-    /* Tokenize the whole file, no BOS: count, then fill. */
+    /* Tokenize the whole file, after BOS when the model wants one: count, then fill. */
     size_t text_bytes, n_ids = 0;
     char *text = read_file(path, &text_bytes);
     r = tfm_model_tokenize(model, text, text_bytes, NULL, 0, &n_ids);
     if (r != TFM_OK && r != TFM_ERR_INVALID_ARG) die("tokenize: %s", tfm_result_string(r));
-    int32_t *ids = malloc((n_ids + 1) * sizeof *ids);
+    size_t bos = cfg.add_bos ? 1 : 0;
+    int32_t *ids = malloc((n_ids + 1 + bos) * sizeof *ids);
     if (!ids) die("out of memory");
-    if ((r = tfm_model_tokenize(model, text, text_bytes, ids, n_ids + 1, &n_ids)) != TFM_OK)
+    if (bos) ids[0] = cfg.bos_id;
+    if ((r = tfm_model_tokenize(model, text, text_bytes, ids + bos, n_ids + 1, &n_ids)) != TFM_OK)
         die("tokenize: %s", tfm_result_string(r));
+    n_ids += bos;
     if (n_ids < 2) die("'%s' has %zu tokens; at least 2 are needed", path, n_ids);
     size_t n_windows = (n_ids + (size_t)n_win - 1) / (size_t)n_win;
 

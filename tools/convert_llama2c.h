@@ -170,8 +170,8 @@ static void tc_l2c_add(tc_checkpoint *c, char (*names)[TC_L2C_NAME_BYTES], const
 }
 
 /* Lays out every array (names NULL: only sizes the file); *end = the file size it implies. */
-static void tc_l2c_layout(tc_checkpoint *c, char (*names)[TC_L2C_NAME_BYTES], const tc_l2c_header *h,
-                          const tc_hparams *hp, uint64_t *end) {
+static void tc_l2c_layout(tc_checkpoint *c, char (*names)[TC_L2C_NAME_BYTES],
+                          const tc_l2c_header *h, const tc_hparams *hp, uint64_t *end) {
     uint64_t off = h->header_bytes, d = hp->d_model, ff = hp->d_ff, v = hp->n_vocab;
     uint64_t q = (uint64_t)hp->n_heads * hp->d_head, kv = (uint64_t)hp->n_kv_heads * hp->d_head;
     uint32_t L = hp->n_layers;
@@ -202,17 +202,18 @@ static void tc_l2c_layout(tc_checkpoint *c, char (*names)[TC_L2C_NAME_BYTES], co
 
 /* llama2.c's names (model.py) -> .tfm names. */
 #define TC_L2C_L "layers.%d."
+#define TC_L2C_MAT(a, b) TC_LAYER, TC_OP_COPY, {TC_DIM_##a, TC_DIM_##b}
 static const tc_tensor_map tc_l2c_tensors[] = {
     {"tok_embeddings.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
     {TC_L2C_L "attention_norm.weight", {"blk.%d.ln1.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
-    {TC_L2C_L "attention.wq.weight", {"blk.%d.wq"}, TC_LAYER, TC_OP_COPY, {TC_DIM_Q, TC_DIM_MODEL}},
-    {TC_L2C_L "attention.wk.weight", {"blk.%d.wk"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
-    {TC_L2C_L "attention.wv.weight", {"blk.%d.wv"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
-    {TC_L2C_L "attention.wo.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
+    {TC_L2C_L "attention.wq.weight", {"blk.%d.wq"}, TC_L2C_MAT(Q, MODEL)},
+    {TC_L2C_L "attention.wk.weight", {"blk.%d.wk"}, TC_L2C_MAT(KV, MODEL)},
+    {TC_L2C_L "attention.wv.weight", {"blk.%d.wv"}, TC_L2C_MAT(KV, MODEL)},
+    {TC_L2C_L "attention.wo.weight", {"blk.%d.wo"}, TC_L2C_MAT(MODEL, Q)},
     {TC_L2C_L "ffn_norm.weight", {"blk.%d.ln2.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
-    {TC_L2C_L "feed_forward.w1.weight", {"blk.%d.w_gate"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
-    {TC_L2C_L "feed_forward.w3.weight", {"blk.%d.w_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
-    {TC_L2C_L "feed_forward.w2.weight", {"blk.%d.w_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {TC_L2C_L "feed_forward.w1.weight", {"blk.%d.w_gate"}, TC_L2C_MAT(FF, MODEL)},
+    {TC_L2C_L "feed_forward.w3.weight", {"blk.%d.w_up"}, TC_L2C_MAT(FF, MODEL)},
+    {TC_L2C_L "feed_forward.w2.weight", {"blk.%d.w_down"}, TC_L2C_MAT(MODEL, FF)},
     {"norm.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
     {"output.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
 };
@@ -357,17 +358,19 @@ static int tc_l2c_convert(const char *src, const char *tok_path, const char *out
     }
     ck.cap_tensors = n_tensors;
     tc_l2c_layout(&ck, names, &h, &hp, &want);
-    if (!tc_checkpoint_index(&ck) || !tc_plan_model(&plan, &tc_l2c_arch, &hp, &ck, dtype)) goto done;
+    if (!tc_checkpoint_index(&ck) || !tc_plan_model(&plan, &tc_l2c_arch, &hp, &ck, dtype))
+        goto done;
     if (!tok_path) {
         tc_warn("%s: no --tokenizer tokenizer.bin; the model is usable by token ids only", src);
-    } else if (!tc_l2c_tokenizer(tok_path, hp.n_vocab, &tok) || !tc_tok_blob(&tok, &blob, &blob_bytes)) {
+    } else if (!tc_l2c_tokenizer(tok_path, hp.n_vocab, &tok) ||
+               !tc_tok_blob(&tok, &blob, &blob_bytes)) {
         goto done;
     }
     if (!quiet)
-        fprintf(stderr, "tfm-convert: llama2.c v%d: %u layers, dim %u, %u heads (%u kv), hidden %u, "
-                "vocab %u (%s classifier), seq_len %u, %s\n", h.version, hp.n_layers, hp.d_model,
-                hp.n_heads, hp.n_kv_heads, hp.d_ff, hp.n_vocab, h.shared ? "shared" : "own",
-                hp.n_ctx, dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+        fprintf(stderr, "tfm-convert: llama2.c v%d: %u layers, dim %u, %u heads (%u kv), "
+                "hidden %u, vocab %u (%s classifier), seq_len %u, %s\n", h.version, hp.n_layers,
+                hp.d_model, hp.n_heads, hp.n_kv_heads, hp.d_ff, hp.n_vocab,
+                h.shared ? "shared" : "own", hp.n_ctx, dtype == TFM_DTYPE_F16 ? "f16" : "f32");
     ok = tc_write_file(out, &hp, &plan, blob, blob_bytes, &ck, quiet) &&
          (!check || tc_check(out, &hp, tok_path ? tok.n_tokens : 0));
 done:
