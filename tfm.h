@@ -1165,6 +1165,8 @@ TFM_PRIVATE void tfm__axpy_avx2(float *y, float a, const float *x, int n) {
    scalar tail by TAIL), w the first row, ld the row stride in elements, n = cols:
      NAME_1x1: one row . one token
      NAME_4x1: 4 rows . one token           out[i]     = row i . x0
+               (pf: the next block's first row, prefetched at the same offsets: without it
+               short rows read as 4 interleaved streams keep retraining the hardware prefetcher)
      NAME_4x2: 4 rows . two tokens          out[t*4+i] = row i . x_t
    One macro keeps the f32 and f16 kernels the same code, chain for chain. */
 #define TFM__BLOCK_KERNELS(NAME, W_T, LOAD, TAIL)                                                 \
@@ -1174,12 +1176,16 @@ TFM_PRIVATE void tfm__axpy_avx2(float *y, float a, const float *x, int n) {
         for (; i + 8 <= n; i += 8) a = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a);   \
         return tfm__hsum_avx2(a) + TAIL(w + i, x + i, n - i);                                     \
     }                                                                                             \
-    TFM_PRIVATE void NAME##_4x1(const W_T *w, size_t ld, const float *x, int n, float *out) {     \
+    TFM_PRIVATE void NAME##_4x1(const W_T *w, size_t ld, const W_T *pf, const float *x, int n,    \
+                                float *out) {                                                     \
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();      \
         __m256 a3 = _mm256_setzero_ps();                                                          \
         int i = 0, k;                                                                             \
         for (; i + 8 <= n; i += 8) {                                                              \
             __m256 xv = _mm256_loadu_ps(x + i);                                                   \
+            if ((i * (int)sizeof(W_T)) % 64 == 0) /* once per cache line */                       \
+                for (k = 0; k < 4; k++)                                                           \
+                    _mm_prefetch((const char *)(pf + (size_t)k * ld + i), _MM_HINT_T0);            \
             a0 = _mm256_fmadd_ps(LOAD(w + i), xv, a0);                                            \
             a1 = _mm256_fmadd_ps(LOAD(w + ld + i), xv, a1);                                       \
             a2 = _mm256_fmadd_ps(LOAD(w + 2 * ld + i), xv, a2);                                   \
@@ -1289,14 +1295,14 @@ TFM_PRIVATE void tfm__rows4(const tfm__tensor *w, int r, const float *x0, const 
     if (w->dtype == TFM_DTYPE_F32) {
         const float *p = TFM__CAST(const float *, w->data) + at;
         if (n_t == 2) tfm__rows_f32_4x2(p, ld, x0, x1, w->cols, out);
-        else tfm__rows_f32_4x1(p, ld, x0, w->cols, out);
+        else tfm__rows_f32_4x1(p, ld, r + 8 <= w->rows ? p + 4 * ld : p, x0, w->cols, out);
         return;
     }
 #ifdef TFM__F16C
     {
         const uint16_t *p = TFM__CAST(const uint16_t *, w->data) + at;
         if (n_t == 2) tfm__rows_f16_4x2(p, ld, x0, x1, w->cols, out);
-        else tfm__rows_f16_4x1(p, ld, x0, w->cols, out);
+        else tfm__rows_f16_4x1(p, ld, r + 8 <= w->rows ? p + 4 * ld : p, x0, w->cols, out);
         return;
     }
 #else
