@@ -3,7 +3,8 @@
 # and examples/minimal.c, run as a user runs them: help, every class of bad argument, corrupt
 # model files, determinism across thread counts, the --dump-logits layout against the golden
 # logits, tokenizer ids against the Hugging Face test vectors, the perplexity windowing
-# recomputed here from dumped logits, and the demo model against its float64 reference.
+# recomputed here from dumped logits, llama2.c stories260K against llama2.c itself (ids, logits,
+# greedy text), and the demo model against its float64 reference.
 # Run from the project root after `make` (make test does). BIN=dir tests other binaries.
 # Prints "N passed, N failed" and exits non-zero on any failure.
 cd "$(dirname "$0")/.." || exit 1
@@ -338,6 +339,37 @@ if [ -x build/minimal ]; then
   run_ok "minimal on $M" build/minimal $M "The fox"
   check "minimal prints the prompt and a continuation" grep -q '^The fox.' "$W/out"
   run_err "minimal on a missing model" build/minimal "$W/nonexistent.tfm"
+fi
+
+# --- llama2.c's stories260K (Llama: RMSNorm, SwiGLU, GQA, SentencePiece with BOS) vs llama2.c ---
+ST=$SHARED/models
+if [ -f $ST/stories260K.bin ] && [ -f $ST/tok512.bin ] && [ -f $ST/stories260K.ref/logits.f32 ]; then
+  run_ok "stories260K: convert" $CONV $ST/stories260K.bin --tokenizer $ST/tok512.bin \
+    -o "$W/stories.tfm" --quiet
+  # run.c's encodings start with BOS 1; tfm-tokenize adds it only with --add-special (+ EOS 2)
+  tab=$(printf '\t')
+  while IFS=$tab read -r text ids; do
+    run_ok "stories260K: tokenize '$text'" $TOK -m "$W/stories.tfm" -- "$text"
+    check "stories260K: '$text' = run.c's ids after BOS" [ "1 $(cat "$W/out")" = "$ids" ]
+    run_ok "stories260K: --add-special '$text'" $TOK -m "$W/stories.tfm" --add-special -- "$text"
+    check "stories260K: --add-special = BOS ids EOS" [ "$(cat "$W/out")" = "$ids 2" ]
+  done <$ST/stories260K.ref/encode.txt
+  # -p puts BOS first (the model asks for it): 5 prompt + 64 generated rows = run.c's logits
+  run_ok "stories260K: greedy, dump" $GEN -m "$W/stories.tfm" -p "Once upon a time" -n 64 \
+    --temp 0 -t 2 --dump-logits "$W/stories.f32"
+  check "stories260K: 69 x 512 logits dumped" [ "$(fsize "$W/stories.f32")" -eq $((69 * 512 * 4)) ]
+  d=$(maxdiff "$W/stories.f32" $ST/stories260K.ref/logits.f32)
+  check "stories260K: logits match llama2.c's (rel diff $d)" close_to "$d" 0 1e-4
+  # run.c -n 200 counts positions from BOS: it prints 200 - (prompt tokens) generated tokens
+  for ref in once_upon_a_time:"Once upon a time" lily_wanted:"Lily wanted"; do
+    file=$ST/stories260K.ref/greedy_${ref%%:*}.txt prompt=${ref#*:}
+    n=$((200 - $($TOK -m "$W/stories.tfm" -- "$prompt" | wc -w)))
+    run_ok "stories260K: greedy '$prompt' -n $n" $GEN -m "$W/stories.tfm" -p "$prompt" -n $n \
+      --temp 0 -t 1
+    check "stories260K: greedy '$prompt' text = llama2.c's" cmp -s "$W/out" "$file"
+  done
+else
+  echo "SKIP: $ST/stories260K.bin, tok512.bin or stories260K.ref missing (SHARED=$SHARED)"
 fi
 
 # --- the demo model, when it has been built -------------------------------------------------------
