@@ -2851,6 +2851,7 @@ static const uint16_t tfm__uc_comp[941] = {
 #define TFM__BPE_MAX_BYTES 1024 /* bytes merged at once: the stack holds one int32 id per byte */
 #define TFM__NFC_WINDOW 1024    /* bytes of normalized text scanned at once */
 #define TFM__NFC_MAX_RUN 32     /* raw code points normalized as one unit */
+#define TFM__HASH_MAX_RUN 512   /* longest probe run accepted in the lookup tables */
 #define TFM__NFC_MAX_CPS (TFM__NFC_MAX_RUN * TFM__UC_MAX_DECOMP)
 #define TFM__CP_INVALID 0x110000u /* a byte that is not part of valid UTF-8 */
 #define TFM__SPM_MIN_SCORE -1e10f /* pairs must score above this to merge (as llama2.c) */
@@ -3314,8 +3315,20 @@ TFM_PRIVATE bool tfm__tok_hash_cap(size_t n, size_t *cap) {
     return true;
 }
 
-TFM_PRIVATE void tfm__tok_build_hashes(tfm__tokenizer *t) {
-    size_t mask, k;
+/* The longest run of occupied slots (circular): every lookup probes at most this far. */
+TFM_PRIVATE size_t tfm__tok_max_run(const int32_t *h, size_t cap) {
+    size_t i, run = 0, longest = 0;
+    for (i = 0; i < 2 * cap && longest < cap; i++) {
+        run = h[i & (cap - 1)] >= 0 ? run + 1 : 0;
+        if (run > longest) longest = run;
+    }
+    return longest;
+}
+
+/* False when a probe sequence grows past TFM__HASH_MAX_RUN: real vocabularies stay far below
+   (GPT-2, GPT-NeoX: under 30), a blob crafted to collide would make lookups slow. */
+TFM_PRIVATE bool tfm__tok_build_hashes(tfm__tokenizer *t) {
+    size_t mask, k, probes;
     int32_t i, pass;
     memset(t->merge_hash, 0xFF, t->merge_cap * sizeof(int32_t));
     memset(t->token_hash, 0xFF, t->token_cap * sizeof(int32_t));
@@ -3323,9 +3336,11 @@ TFM_PRIVATE void tfm__tok_build_hashes(tfm__tokenizer *t) {
     for (i = 0; i < t->n_merges; i++) { /* a repeated pair keeps its lowest rank */
         const unsigned char *m = t->merges + 12 * (size_t)i;
         int32_t left = (int32_t)tfm__rd_u32(m), right = (int32_t)tfm__rd_u32(m + 4);
-        for (k = tfm__hash_pair(left, right) & mask; t->merge_hash[k] >= 0; k = (k + 1) & mask) {
+        k = tfm__hash_pair(left, right) & mask;
+        for (probes = 0; t->merge_hash[k] >= 0; k = (k + 1) & mask) {
             const unsigned char *o = t->merges + 12 * (size_t)t->merge_hash[k];
             if ((int32_t)tfm__rd_u32(o) == left && (int32_t)tfm__rd_u32(o + 4) == right) break;
+            if (++probes > TFM__HASH_MAX_RUN) return false;
         }
         if (t->merge_hash[k] < 0) t->merge_hash[k] = i;
     }
@@ -3337,12 +3352,18 @@ TFM_PRIVATE void tfm__tok_build_hashes(tfm__tokenizer *t) {
             if ((int32_t)((tfm__tok_attr(t, i) & TFM_TOKATTR_ADDED) != 0) != pass ||
                 (tfm__tok_attr(t, i) & TFM_TOKATTR_BYTE))
                 continue; /* byte tokens are reached through byte_id only */
-            if (tfm__tok_find(t, s, n, NULL, 0) >= 0) continue;
             k = tfm__hash_bytes(s, n, NULL, 0) & mask;
-            while (t->token_hash[k] >= 0) k = (k + 1) & mask;
-            t->token_hash[k] = i;
+            for (probes = 0; t->token_hash[k] >= 0; k = (k + 1) & mask) {
+                size_t m;
+                const unsigned char *o = tfm__tok_text(t, t->token_hash[k], &m);
+                if (m == n && (n == 0 || memcmp(o, s, n) == 0)) break;
+                if (++probes > TFM__HASH_MAX_RUN) return false;
+            }
+            if (t->token_hash[k] < 0) t->token_hash[k] = i;
         }
     }
+    return tfm__tok_max_run(t->merge_hash, t->merge_cap) <= TFM__HASH_MAX_RUN &&
+           tfm__tok_max_run(t->token_hash, t->token_cap) <= TFM__HASH_MAX_RUN;
 }
 
 /* Byte tokens (single-byte vocabulary tokens, or <0xNN> ones for SentencePiece) and the
@@ -3399,7 +3420,11 @@ TFM_PRIVATE tfm_result tfm__tokenizer_create(const unsigned char *blob, size_t b
     t->token_hash = TFM__CAST(int32_t *, TFM__CAST(void *, base + o_token));
     t->added = TFM__CAST(int32_t *, TFM__CAST(void *, base + o_added));
     if (lg) t->logger = *lg;
-    tfm__tok_build_hashes(t);
+    if (!tfm__tok_build_hashes(t)) {
+        tfm__tokenizer_destroy(t, a);
+        return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: merges or token texts collide in the "
+                        "hash tables beyond %d probes (crafted input?)", TFM__HASH_MAX_RUN);
+    }
     tfm__tok_build_lists(t);
     for (k = 0; k < 256 && t->kind == TFM_TOKENIZER_BPE_BYTES; k++) { /* all of UTF-8's bytes */
         if (t->byte_id[k] < 0 && k != 0xC0 && k != 0xC1 && k < 0xF5) {
@@ -3805,7 +3830,7 @@ TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t 
    Picks the next token from logits. Order of the steps (each optional except the last):
      1. repetition penalty on tokens in the last repeat_last_n accepted (CTRL / llama.cpp style:
         a positive logit is divided by the penalty, a negative one multiplied, once per token)
-     2. temperature 0: argmax (lowest id on ties), done; else divide logits by the temperature
+     2. temperature 0: argmax (lowest id on ties), done; else logits / temperature (in step 4)
      3. top-k: keep the k largest (partial selection, O(n log k))
      4. softmax over what is left
      5. top-p: keep the smallest most-probable set whose mass reaches top_p
@@ -3895,8 +3920,10 @@ TFM_PRIVATE void tfm__apply_penalty(tfm_sampler *s, int n) {
         if (s->recent[i] >= 0 && s->recent[i] < n) s->mark[s->recent[i]] = 0;
 }
 
-/* Steps 3-7 on val[0..n) (already divided by the temperature); returns the drawn id. */
-TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n) {
+/* Steps 3-7 on val[0..n) (penalized logits); inv_t = 1 / temperature is applied inside the
+   softmax as e^((v - max) / T), which stays finite for any finite logits and temperature (the
+   order of the logits, all that top-k needs, does not depend on T). Returns the drawn id. */
+TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
     int cnt = n, i, kept;
     bool sorted = false;
     float max, sum = 0.0f, r, cum = 0.0f;
@@ -3913,8 +3940,11 @@ TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n) {
     max = s->val[s->idx[0]];
     for (i = 1; i < cnt; i++) max = s->val[s->idx[i]] > max ? s->val[s->idx[i]] : max;
     if (!(max > -INFINITY)) return s->idx[0]; /* every logit -inf or NaN: nothing to weigh */
+    if (max == INFINITY)                       /* a certain token: the first +inf */
+        for (i = 0; i < cnt; i++)
+            if (s->val[s->idx[i]] == INFINITY) return s->idx[i];
     for (i = 0; i < cnt; i++) { /* step 4 (unnormalized: p_max = 1) */
-        float p = expf(s->val[s->idx[i]] - max);
+        float p = expf((s->val[s->idx[i]] - max) * inv_t);
         s->val[s->idx[i]] = p;
         sum += p;
     }
@@ -4277,13 +4307,11 @@ TFM_API tfm_result tfm_sample(tfm_sampler *s, const float *logits, int n, int32_
     if (!s || !logits || !out_token || n <= 0 || n > s->n_vocab) return TFM_ERR_INVALID_ARG;
     for (i = 0; i < n; i++) s->val[i] = logits[i] == logits[i] ? logits[i] : -INFINITY; /* NaN never wins */
     tfm__apply_penalty(s, n);
-    if (s->temperature == 0.0f) {
+    if (s->temperature == 0.0f || !(1.0f / s->temperature < INFINITY)) { /* greedy, or T so small it is */
         for (i = 1; i < n; i++)
             if (s->val[i] > s->val[best]) best = (int32_t)i;
     } else {
-        float inv_t = 1.0f / s->temperature;
-        for (i = 0; i < n; i++) s->val[i] *= inv_t;
-        best = tfm__draw(s, n);
+        best = tfm__draw(s, n, 1.0f / s->temperature);
     }
     tfm_sampler_accept(s, best);
     *out_token = best;

@@ -1463,6 +1463,17 @@ static void test_sampler(void) {
         tfm_sampler_destroy(s);
         CHECK(two[0] == -0.5f);
     }
+    /* a tiny temperature is (almost) greedy, never garbage; +inf is certain */
+    {
+        float inf4[4] = {0.0f, INFINITY, 3.0f, INFINITY};
+        s = make_sampler(NV, 1e-30f, 0, 0.0f, 0.0f, 0.0f, 5);
+        for (i = 0, bad = 0; i < 50; i++) { tfm_sample(s, lg, NV, &t); bad += t != argmax; }
+        CHECK(bad == 0);
+        tfm_sampler_destroy(s);
+        s = make_sampler(4, 0.7f, 0, 0.0f, 0.0f, 0.0f, 5);
+        CHECK(tfm_sample(s, inf4, 4, &t) == TFM_OK && t == 1);
+        tfm_sampler_destroy(s);
+    }
     /* NaN and -inf logits are never drawn */
     {
         float odd[4] = {NAN, -INFINITY, 0.0f, 1.0f};
