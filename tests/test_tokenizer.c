@@ -973,6 +973,42 @@ static void test_hostile_blobs(void) {
     vocab_free(&v);
     free(m);
 }
+/* A blob whose merges all hash near one slot is refused (lookups would crawl); the same
+   number of ordinary merges is fine. */
+static void test_hash_flood(void) {
+    int crafted;
+    for (crafted = 0; crafted < 2; crafted++) {
+        vocab v;
+        bytes_t blob;
+        int a, b, n = 0;
+        memset(&v, 0, sizeof v);
+        for (a = 0; a < 256; a++) {
+            char c = (char)a;
+            vocab_set(&v, a, &c, 1);
+        }
+        v.merges = (uint32_t *)malloc(600 * 3 * sizeof(uint32_t));
+        for (a = 0; a < 256 && n < 600; a++) {
+            for (b = 0; b < 256 && n < 600; b++) {
+                char two[2];
+                /* 600 merges: a table of 2048 slots; crafted pairs all start in slots 0..31 */
+                if (crafted ? (tfm__hash_pair(a, b) & 2047) >= 32 : (a * 7 + b) % 97 != 0) continue;
+                two[0] = (char)a; two[1] = (char)b;
+                vocab_set(&v, 256 + n, two, 2);
+                v.merges[3 * n] = (uint32_t)a; v.merges[3 * n + 1] = (uint32_t)b;
+                v.merges[3 * n + 2] = (uint32_t)(256 + n);
+                n++;
+            }
+        }
+        v.n_merges = n;
+        v.bos = v.eos = -1;
+        blob = vocab_blob(&v);
+        CHECK_MSG(n == 600 && try_create(blob.p, blob.n) == (crafted ? TFM_ERR_CORRUPT : TFM_OK),
+                  "hash flood: crafted %d, %d merges", crafted, n);
+        free(blob.p);
+        vocab_free(&v);
+    }
+}
+
 /* A counting allocator that can fail the Nth allocation. */
 typedef struct counter { long allocs, frees, fail_at; size_t live; } counter;
 static void *count_alloc(size_t bytes, size_t align, void *user) {
@@ -1258,6 +1294,7 @@ int main(void) {
     }
     test_nfc_vectors();
     test_hostile_blobs();
+    test_hash_flood();
     test_spm(shared);
     tfm__tokenizer_destroy(gpt2, &a);
     tfm__tokenizer_destroy(neox, &a);
