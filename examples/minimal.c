@@ -46,9 +46,11 @@ int main(int argc, char **argv) {
     if (r != TFM_OK) return fail("session", r, "");
 
     int32_t ids[MAX_PROMPT];
-    size_t n_ids = 0;
-    r = tfm_model_tokenize(model, prompt, strlen(prompt), ids, MAX_PROMPT, &n_ids);
-    if (r != TFM_OK) return fail("tokenize", r, "no tokenizer, or a prompt over 256 tokens");
+    size_t n_ids = 0, bos = cfg.add_bos ? 1 : 0; /* Llama-style models expect BOS first */
+    ids[0] = cfg.bos_id;
+    r = tfm_model_tokenize(model, prompt, strlen(prompt), ids + bos, MAX_PROMPT - bos, &n_ids);
+    if (r != TFM_OK) return fail("tokenize", r, "no tokenizer, or a prompt over 255 tokens");
+    n_ids += bos;
     if (n_ids == 0 || n_ids + N_GENERATE > (size_t)tfm_session_n_ctx(s))
         return fail("prompt", TFM_ERR_INVALID_ARG, "empty, or too long for the context");
     r = tfm_session_eval(s, ids, (int)n_ids, 0, NULL); /* positions 0 .. n_ids-1 */

@@ -368,6 +368,8 @@ if [ -f $ST/stories260K.bin ] && [ -f $ST/tok512.bin ] && [ -f $ST/stories260K.r
       --temp 0 -t 1
     check "stories260K: greedy '$prompt' text = llama2.c's" cmp -s "$W/out" "$file"
   done
+  run_ok "stories260K: minimal" build/minimal "$W/stories.tfm" "Once upon a time"
+  check "stories260K: minimal continues the prompt" grep -q '^Once upon a time.' "$W/out"
 else
   echo "SKIP: $ST/stories260K.bin, tok512.bin or stories260K.ref missing (SHARED=$SHARED)"
 fi
