@@ -634,10 +634,15 @@ TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
 /* Read the whole file at path into one allocation. */
 TFM_PRIVATE tfm_result tfm__file_read(const char *path, const tfm_allocator *a, const tfm_logger *lg,
                                       tfm__file *f) {
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = NULL;
     unsigned char *buf;
     size_t n_bytes, got;
     int64_t end;
+#if defined(_MSC_VER)
+    if (fopen_s(&fp, path, "rb") != 0) fp = NULL; /* fopen is a C4996 warning under /W4 */
+#else
+    fp = fopen(path, "rb");
+#endif
     if (!fp) return tfm__log(lg, TFM_ERR_IO, "%s: cannot open", path);
     end = TFM__FSEEK_END(fp) == 0 ? (int64_t)TFM__FTELL(fp) : -1;
     if (end < 0 || (uint64_t)end > (uint64_t)(size_t)-1 || fseek(fp, 0, SEEK_SET) != 0) {
