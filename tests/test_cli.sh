@@ -368,6 +368,14 @@ if [ -f $ST/stories260K.bin ] && [ -f $ST/tok512.bin ] && [ -f $ST/stories260K.r
       --temp 0 -t 1
     check "stories260K: greedy '$prompt' text = llama2.c's" cmp -s "$W/out" "$file"
   done
+  # perplexity puts BOS first for this model: 5 tokens, 4 predictions scored by run.c's logits
+  printf 'Once upon a time' >"$W/once.txt"
+  run_ok "stories260K: perplexity" $PPL -m "$W/stories.tfm" -f "$W/once.txt" -t 1
+  check "stories260K: tokens: 5 (BOS first)" grep -qx 'tokens: 5' "$W/out"
+  ce=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
+  set -- $(ref_ce_sum $ST/stories260K.ref/logits.f32 512 "1 403 407 261 378")
+  want=$(awk -v s="$1" -v n="$2" 'BEGIN {printf "%.6f", s / n}')
+  check "stories260K: cross-entropy $ce = run.c logits' $want" close_to "$ce" "$want" 1e-4
   run_ok "stories260K: minimal" build/minimal "$W/stories.tfm" "Once upon a time"
   check "stories260K: minimal continues the prompt" grep -q '^Once upon a time.' "$W/out"
 else
