@@ -253,15 +253,14 @@ static int tc_l2c_tokenizer(const char *path, uint32_t n_vocab, tc_tok *t) {
     t->kind = TFM_TOKENIZER_SPM;
     for (i = 0; i < n_vocab; i++) {
         const unsigned char *p = (const unsigned char *)f + at;
-        int32_t len;
+        int32_t len = n - at >= 8 ? (int32_t)tfm__rd_u32(p + 4) : 0;
+        const char *why = n - at < 8                  ? "the file ends before it"
+                          : len < 0 || len > max_len  ? "byte length outside 0..max_token_length"
+                          : n - at - 8 < (size_t)len ? "the file ends inside it" : NULL;
         int byte;
-        if (n - at < 8 || (len = (int32_t)tfm__rd_u32(p + 4)) < 0 || len > max_len ||
-            n - at - 8 < (size_t)len) {
+        if (why) {
             tc_error("%s: token %u: %s (the model's vocab_size is %u; truncated file, or the "
-                     "tokenizer of another model?)", path, i,
-                     n - at < 8 ? "the file ends before it" : len < 0 || len > max_len
-                         ? "byte length outside 0..max_token_length" : "the file ends inside it",
-                     n_vocab);
+                     "tokenizer of another model?)", path, i, why, n_vocab);
             goto done;
         }
         t->scores[i] = tfm__rd_f32(p);
