@@ -384,7 +384,7 @@ fi
 
 # --- the demo model, when it has been built -------------------------------------------------------
 if [ -f build/demo.tfm ]; then
-  run_ok "demo: generate" $GEN -m build/demo.tfm -p "In the beginning" -n 16 --seed 1 -t 2
+  run_ok "demo: generate" $GEN -m build/demo.tfm -p "In the beginning" -n 16 --seed 1 -t 1
   check "demo: output continues the prompt" grep -q '^In the beginning' "$W/out"
   run_ok "demo: minimal" build/minimal build/demo.tfm "And God said"
   REF=models/demo/reference # written by tools/train_demo.py with a float64 forward
@@ -395,7 +395,7 @@ if [ -f build/demo.tfm ]; then
       --tokens "$(tr ' ' ',' <$REF/prompt_tokens.txt)" --dump-logits "$W/demo.f32"
     d=$(maxdiff "$W/demo.f32" $REF/logits.f32)
     check "demo: prompt logits match the reference (rel diff $d)" close_to "$d" 0 1e-4
-    run_ok "demo: perplexity --ctx 64" $PPL -m build/demo.tfm -f $REF/heldout.txt --ctx 64 -t 2
+    run_ok "demo: perplexity --ctx 64" $PPL -m build/demo.tfm -f $REF/heldout.txt --ctx 64 -t 1
     ce=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
     check "demo: held-out cross-entropy $ce = reference $(cat $REF/heldout_ce.txt)" \
       close_to "$ce" "$(cat $REF/heldout_ce.txt)" 1e-4
