@@ -28,8 +28,12 @@ Tensor order follows the sorted Hugging Face names (safetensors keys() order, wh
 walks). Dims are written reversed (ne0 = fastest = numpy's last axis). general.alignment = 32 is written
 explicitly; tensor data offsets are multiples of it, each tensor is padded to it (the last too).
 
-Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0]
-(HF_DIR = config.json + model.safetensors written by tools/make_arch_models.py.)
+Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0] [--tokenizer TOK]
+                   gguf_write.py --vocab-only TOK OUT.gguf
+(HF_DIR = config.json + model.safetensors written by tools/make_arch_models.py or
+tools/make_test_models.py. TOK = a byte-level BPE tokenizer.json -> tokenizer.ggml.model "gpt2",
+or a llama2.c tokenizer.bin -> "llama" (SentencePiece); see tokenizer_gpt2 and
+tokenizer_llama_from_llama2c. The tokenizer keys are appended after the model keys.)
 """
 import json
 import struct
@@ -159,7 +163,7 @@ def read_safetensors(path):
     base = 8 + n
     out = {}
     for name, e in header.items():
-        if name == "__metadata__":
+        if name == "__metadata__" or name.endswith(".attention.bias"):  # old NeoX mask buffer (BOOL)
             continue
         assert e["dtype"] == "F32", (name, e["dtype"])
         b, end = e["data_offsets"]
@@ -395,10 +399,115 @@ def convert(cfg, tensors, ftype="f32", name="tiny"):
     return g, stored
 
 
+# ---------------------------------------------------------------------------------------------
+# tokenizer metadata (what convert_hf_to_gguf.py / llama.cpp write; REFERENCE.md D.1)
+
+TOK_NORMAL, TOK_UNKNOWN, TOK_CONTROL, TOK_USER_DEFINED, TOK_UNUSED, TOK_BYTE = 1, 2, 3, 4, 5, 6
+
+
+def tokenizer_gpt2(path, bos=None, eos=None):
+    """Byte-level BPE from a Hugging Face tokenizer.json (model BPE, ByteLevel): tokenizer.ggml.model
+    "gpt2", pre "gpt-2". Like get_vocab_base: one entry per id below the largest id; vocab tokens
+    keep their byte-alphabet spelling (NORMAL); added tokens are stored as their raw content,
+    CONTROL when special, else USER_DEFINED; ids without a token become "[PAD<id>]" (UNUSED).
+    Merges are "a b" strings. bos/eos default to <|endoftext|> when the vocab has it."""
+    with open(path, encoding="utf-8") as f:
+        tj = json.load(f)
+    vocab = tj["model"]["vocab"]
+    added = {a["id"]: a for a in tj.get("added_tokens") or []}
+    n = max(list(vocab.values()) + list(added)) + 1
+    rev = {i: t for t, i in vocab.items()}
+    tokens, types = [], []
+    for i in range(n):
+        if i in added:
+            tokens.append(added[i]["content"])
+            types.append(TOK_CONTROL if added[i]["special"] else TOK_USER_DEFINED)
+        elif i in rev:
+            tokens.append(rev[i])
+            types.append(TOK_NORMAL)
+        else:
+            tokens.append("[PAD%d]" % i)
+            types.append(TOK_UNUSED)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
+    eot = tokens.index("<|endoftext|>") if "<|endoftext|>" in tokens else None
+    bos = eot if bos is None else bos
+    eos = eot if eos is None else eos
+    kv = [("tokenizer.ggml.model", T_STRING, "gpt2"),
+          ("tokenizer.ggml.pre", T_STRING, "gpt-2"),
+          ("tokenizer.ggml.tokens", T_ARRAY, (T_STRING, tokens)),
+          ("tokenizer.ggml.token_type", T_ARRAY, (T_I32, types)),
+          ("tokenizer.ggml.merges", T_ARRAY, (T_STRING, merges))]
+    if bos is not None:
+        kv.append(("tokenizer.ggml.bos_token_id", T_U32, bos))
+    if eos is not None:
+        kv.append(("tokenizer.ggml.eos_token_id", T_U32, eos))
+    return kv
+
+
+def tokenizer_llama_from_llama2c(path):
+    """SentencePiece vocabulary from a llama2.c tokenizer.bin (i32 max_token_length, then per
+    token f32 score, i32 length, bytes), turned back into what llama.cpp writes for a
+    SentencePiece model: tokenizer.ggml.model "llama", spaces spelled U+2581, "<unk>" UNKNOWN,
+    "<s>" / "</s>" (llama2.c stores "\n<s>\n" / "\n</s>\n") CONTROL, "<0xNN>" BYTE, scores kept,
+    bos 1, eos 2, unknown 0. The token count is the file's (512 for tok512.bin)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    at = 4
+    tokens, scores, types = [], [], []
+    while at < len(blob):
+        score, n = struct.unpack_from("<fi", blob, at)
+        text = blob[at + 8:at + 8 + n].decode("utf-8")
+        at += 8 + n
+        i = len(tokens)
+        if i == 0:
+            text, ty = "<unk>", TOK_UNKNOWN
+        elif i in (1, 2):
+            text, ty = ("<s>", "</s>")[i - 1], TOK_CONTROL
+        elif len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
+            ty = TOK_BYTE
+        else:
+            text, ty = text.replace(" ", "\u2581"), TOK_NORMAL
+        tokens.append(text)
+        scores.append(score)
+        types.append(ty)
+    return [("tokenizer.ggml.model", T_STRING, "llama"),
+            ("tokenizer.ggml.tokens", T_ARRAY, (T_STRING, tokens)),
+            ("tokenizer.ggml.scores", T_ARRAY, (T_F32, scores)),
+            ("tokenizer.ggml.token_type", T_ARRAY, (T_I32, types)),
+            ("tokenizer.ggml.bos_token_id", T_U32, 1),
+            ("tokenizer.ggml.eos_token_id", T_U32, 2),
+            ("tokenizer.ggml.unknown_token_id", T_U32, 0),
+            ("tokenizer.ggml.add_space_prefix", T_BOOL, True)]
+
+
+def tokenizer_kv(path, cfg=None):
+    """Tokenizer metadata from a tokenizer.json (byte-level BPE) or a llama2.c tokenizer.bin."""
+    if path.endswith(".json"):
+        cfg = cfg or {}
+        return tokenizer_gpt2(path, cfg.get("bos_token_id"), cfg.get("eos_token_id"))
+    return tokenizer_llama_from_llama2c(path)
+
+
+def vocab_only(tok_path, name):
+    """A GGUF with tokenizer metadata and no tensors (general.architecture "llama" for
+    SentencePiece, "gpt2" for byte-level BPE: only the tokenizer keys matter)."""
+    kv = tokenizer_kv(tok_path)
+    g = GGUFFile("gpt2" if kv[0][2] == "gpt2" else "llama")
+    g.add("general.type", T_STRING, "vocab")
+    g.add("general.name", T_STRING, name)
+    for k, ty, v in kv:
+        g.add(k, ty, v)
+    g.add("general.alignment", T_U32, ALIGNMENT)
+    return g
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__)
         return 2
+    if argv[1] == "--vocab-only":
+        vocab_only(argv[2], argv[2].split("/")[-1]).write(argv[3])
+        return 0
     ftype = "f32"
     if "--type" in argv:
         ftype = argv[argv.index("--type") + 1]
@@ -406,6 +515,9 @@ def main(argv):
         cfg = json.load(f)
     g, _ = convert(cfg, read_safetensors(argv[1] + "/model.safetensors"), ftype,
                    name=argv[1].rstrip("/").split("/")[-1])
+    if "--tokenizer" in argv:
+        for k, ty, v in tokenizer_kv(argv[argv.index("--tokenizer") + 1], cfg):
+            g.add(k, ty, v)
     g.write(argv[2])
     return 0
 
