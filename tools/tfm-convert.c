@@ -34,7 +34,7 @@
    output head with tie_word_embeddings true is ignored with a warning, as Hugging Face does.
 
    SECTIONS: >>util >>f16 >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check
-   >>main */
+   >>llama2c (tools/convert_llama2c.h: llama2.c checkpoints, tokenizer.bin) >>main */
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "tools/json.h"
