@@ -1698,7 +1698,8 @@ TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
     for (k = 0; k < j->n_w; base += j->w[k]->rows, k++) {
         int lo = r0 > base ? r0 : base, hi = r1 < base + j->w[k]->rows ? r1 : base + j->w[k]->rows;
         if (lo < hi)
-            tfm__matmul_rows(j->w[k], j->x, j->x_stride, j->b[k], j->y[k], j->y_stride[k], j->n_b, lo - base, hi - base);
+            tfm__matmul_rows(j->w[k], j->x, j->x_stride, j->b[k], j->y[k], j->y_stride[k], j->n_b, lo - base,
+                             hi - base);
     }
 }
 
@@ -1710,6 +1711,7 @@ TFM_PRIVATE void tfm__matmul_run(const tfm_session *s, tfm__matmul_job *job) {
         (size_t)job->rows * (size_t)job->w[0]->cols * (size_t)job->n_b < TFM__MIN_PARALLEL_WORK)
         n_tasks = 1;
     job->rows_per_task = (job->rows + n_tasks - 1) / n_tasks;
+    job->rows_per_task = (job->rows_per_task + 3) / 4 * 4; /* whole blocks of the 4-row kernels */
     if (n_tasks > 1 && job->rows_per_task < TFM__MIN_ROWS_PER_TASK) job->rows_per_task = TFM__MIN_ROWS_PER_TASK;
     n_tasks = (job->rows + job->rows_per_task - 1) / job->rows_per_task;
     tfm__run_tasks(s, n_tasks, tfm__matmul_task, job);
