@@ -315,7 +315,8 @@ TFM_API tfm_config tfm_model_config(const tfm_model *model);    /* copy of the c
 
 /* --- tokenizer (on the model; never allocates) --- */
 /* Text to ids. Writes at most ids_cap ids, always sets *n_ids to the count needed; returns
-   TFM_ERR_INVALID_ARG (and still the count) when ids_cap is too small. No BOS/EOS is added.
+   TFM_ERR_INVALID_ARG (and still the count) when ids_cap is too small. No BOS/EOS is added
+   (tfm_config.add_bos: the model expects bos_id before the text's ids, as Llama models do).
    Added tokens (<|endoftext|>, whitespace runs) are matched in the text before splitting. */
 TFM_API tfm_result tfm_model_tokenize(const tfm_model *model, const char *text, size_t text_bytes,
                                       int32_t *ids, size_t ids_cap, size_t *n_ids);
