@@ -1062,9 +1062,10 @@ TFM_PRIVATE void tfm__softmax_inplace(float *x, int n) {
    pos * theta_j loses float precision at large pos). */
 TFM_PRIVATE void tfm__rope_tables(float *cos_t, float *sin_t, int n_ctx, int rope_dim, float base) {
     int half = rope_dim / 2, pos, j;
-    for (pos = 0; pos < n_ctx; pos++) {
-        for (j = 0; j < half; j++) {
-            double angle = (double)pos * pow((double)base, -2.0 * (double)j / (double)rope_dim);
+    for (j = 0; j < half; j++) {
+        double theta_j = pow((double)base, -2.0 * (double)j / (double)rope_dim);
+        for (pos = 0; pos < n_ctx; pos++) {
+            double angle = (double)pos * theta_j;
             cos_t[(size_t)pos * (size_t)half + (size_t)j] = (float)cos(angle);
             sin_t[(size_t)pos * (size_t)half + (size_t)j] = (float)sin(angle);
         }
@@ -1107,10 +1108,11 @@ TFM_PRIVATE void tfm__alibi_slopes(float *slopes, int n_heads) {
    position a unique code from which relative offsets are linear maps; added to the embedding. */
 TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
     int pos, i;
-    for (pos = 0; pos < n_ctx; pos++) {
-        float *row = pe + (size_t)pos * (size_t)d;
-        for (i = 0; 2 * i < d; i++) {
-            double angle = (double)pos / pow(TFM__SINUSOID_BASE, (double)(2 * i) / (double)d);
+    for (i = 0; 2 * i < d; i++) {
+        double wavelength = pow(TFM__SINUSOID_BASE, (double)(2 * i) / (double)d);
+        for (pos = 0; pos < n_ctx; pos++) {
+            float *row = pe + (size_t)pos * (size_t)d;
+            double angle = (double)pos / wavelength;
             row[2 * i] = (float)sin(angle);
             if (2 * i + 1 < d) row[2 * i + 1] = (float)cos(angle);
         }
