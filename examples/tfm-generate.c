@@ -41,7 +41,8 @@ static const char *const usage =
     "                        generated) as raw little-endian float32 [positions, n_vocab]\n"
     "  -h, --help            show this help\n"
     "\n"
-    "Generation stops at the end-of-text token, after N tokens, or when the context is full.\n"
+    "Generation stops at the end-of-text token (or BOS, for models that put BOS before each\n"
+    "text: a new text begins), after N tokens, or when the context is full.\n"
     "With --tokens on a model without a tokenizer, token ids are printed instead of text.\n";
 
 static void die(const char *fmt, ...) {
@@ -290,7 +291,10 @@ int main(int argc, char **argv) {
         if (pos >= n_ctx) { stop = "the context is full"; break; }
         if ((r = tfm_sample(sampler, logits, n_sample, &next)) != TFM_OK)
             die("sample: %s", tfm_result_string(r));
-        if (next == cfg.eos_id) { stop = "end of text"; break; }
+        if (next == cfg.eos_id || (cfg.add_bos && next == cfg.bos_id)) { /* as llama2.c run.c */
+            stop = "end of text";
+            break;
+        }
         emit(model, &cfg, &stream, next, &text, &text_cap);
         n_gen++;
         if (n_gen == n_predict && !dump) break; /* its logits would be unused */

@@ -119,6 +119,13 @@ expect_eq "prompt 'Lily wanted' ids" "$("$TOK" -m "$M" "Lily wanted")" "317 391 
 greedy "Lily wanted" 3 "$REF/greedy_lily_wanted.txt"
 grep -q "prompt: 4 tokens" "$T/err" && ok || bad "-p puts BOS first: $(cat "$T/err")"
 
+# a generated BOS ends the text, as in run.c (stories260K starts each story with BOS; with this
+# seed the first story ends within 500 tokens and used to print "<s>" and go on)
+"$GEN" -m "$M" -p "Once upon a time" -n 500 --temp 1 --seed 3 -t 1 > "$T/s.out" 2> "$T/err" ||
+  bad "sampling: $(cat "$T/err")"
+if grep -q "<s>" "$T/s.out"; then bad "a generated BOS was printed instead of ending the text"
+else ok; fi
+
 # --- encode.txt: run.c's ids with BOS, no EOS; --add-special wraps in BOS ... EOS -------------
 n=0
 while IFS="$(printf '\t')" read -r text ids; do
