@@ -19,7 +19,7 @@ if [ -z "$SAN" ]; then
     [ -f "$sh" ] || continue
     echo "== $sh"
     out=$(SHARED="$SHARED" sh "$sh" 2>&1); rc=$?
-    printf '%s\n' "$out" | tee -a "$log" | grep -E 'FAIL|SKIP|passed,' || true
+    printf '%s\n' "$out" | tee -a "$log" | grep -E 'FAIL|SKIP|maxdiff|passed,' || true
     line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
     p=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
     [ -n "$line" ] || { p=0; f=1; echo "$sh printed no summary (exit $rc)"; }
