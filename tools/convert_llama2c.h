@@ -49,9 +49,9 @@ typedef struct tc_l2c_header {
     uint64_t header_bytes;
 } tc_l2c_header;
 
-/* 1 if path is a readable file whose start marks it as llama2.c's: the "ak42" magic, or any
-   file of at least 28 bytes that is not GGUF (version 0 has no magic; its header and size are
-   checked when it is converted). A directory reads as nothing here: 0. */
+/* 1 if path is a readable file that may be llama2.c's: the "ak42" magic, or any other file of
+   at least 4 bytes that is not GGUF (version 0 has no magic; its header and size are checked
+   when it is converted). A directory reads as nothing here: 0. */
 static int tc_l2c_sniff(const char *path) {
     unsigned char m[4];
     FILE *f = fopen(path, "rb");
