@@ -95,6 +95,7 @@ for g in $A/*/model*.gguf; do
     *-q8_0.gguf) ref=$d/logits_q8.f32 ;;
     *) ref=$d/logits.f32 ;;
   esac
+  [ -f "$ref" ] || continue # gguf_quant: below
   gguf_case "$g" "$d" "$ref"
   n_files=$((n_files + 1))
 done
@@ -106,6 +107,21 @@ dump "$T/llama_tied-model-q8_0.tfm" $A/llama_tied "$T/q8.logits"
 m=$(maxdiff "$T/q8.logits" $A/llama_tied/logits.f32)
 if [ "$m" != failed ] && ! within q8 "$m" 1e-3; then ok; echo "    llama_tied q8_0 vs logits.f32 (F32 weights) maxdiff $m (expected > 1e-3)"
 else bad "llama_tied q8_0 vs logits.f32: $m, expected > 1e-3"; fi
+
+# every block type: random Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 blocks and BF16/F16 matrices against the
+# same weights decoded by an independent NumPy decoder into an all-F32 file (gguf_write.py
+# --quant-fixture): equal logits (the .tfm files are byte-identical unless the compiler fuses
+# d*q + m into an FMA)
+Q=$A/gguf_quant
+for f in quant f32; do
+  if "$CONV" $Q/model-$f.gguf -o "$T/q-$f.tfm" --quiet --check > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
+  else bad "convert $Q/model-$f.gguf"; cat "$T/err"; fi
+  dump "$T/q-$f.tfm" $Q "$T/q-$f.logits"
+done
+report "gguf_quant blocks vs NumPy-decoded F32" "$(maxdiff "$T/q-quant.logits" "$T/q-f32.logits")" 1e-5
+cmp -s "$T/q-quant.tfm" "$T/q-f32.tfm" && echo "    gguf_quant: .tfm files byte-identical"
+"$CONV" $Q/model-quant.gguf -o "$T/q-f16.tfm" --quiet --type f16 2> /dev/null; dump "$T/q-f16.tfm" $Q "$T/q-f16.logits"
+report "gguf_quant --type f16 vs F32" "$(maxdiff "$T/q-f16.logits" "$T/q-f32.logits")" 1e-2
 
 # header: arch n_kv_heads d_head rope_dim norm act ffn residual pos rope_theta(bits) n_tensors-relevant
 hdr() { F=$T/$1.tfm; echo "$(u32 "$F" 16) $(u32 "$F" 36) $(u32 "$F" 44) $(u32 "$F" 48) $(u32 "$F" 52) $(u32 "$F" 56) $(u32 "$F" 60) $(u32 "$F" 64) $(u32 "$F" 68) $(u32 "$F" 72) $(u32 "$F" 76) $(u32 "$F" 80)"; }

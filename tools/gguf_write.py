@@ -30,6 +30,7 @@ explicitly; tensor data offsets are multiples of it, each tensor is padded to it
 
 Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0] [--tokenizer TOK]
                    gguf_write.py --vocab-only TOK OUT.gguf
+                   gguf_write.py --quant-fixture DIR   (tests/data/arch/gguf_quant, see quant_fixture)
 (HF_DIR = config.json + model.safetensors written by tools/make_arch_models.py or
 tools/make_test_models.py. TOK = a byte-level BPE tokenizer.json -> tokenizer.ggml.model "gpt2",
 or a llama2.c tokenizer.bin -> "llama" (SentencePiece); see tokenizer_gpt2 and
@@ -501,7 +502,118 @@ def vocab_only(tok_path, name):
     return g
 
 
+# ---------------------------------------------------------------------------------------------
+# block-quantized test fixture: random blocks of every type a reader must decode
+
+
+GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_BF16 = 2, 3, 6, 7, 30
+BLOCK_BYTES = {GGML_Q4_0: 18, GGML_Q4_1: 20, GGML_Q5_0: 22, GGML_Q5_1: 24, GGML_Q8_0: 34}
+
+
+def dequantize_blocks(gtype, raw, n):
+    """Reference decoder written from the block layouts (ggml-common.h; REFERENCE.md D.1):
+    fp16 d first; Q4_1/Q5_1 then fp16 m; Q5_* then u32 qh; then the quants. For the 4/5-bit
+    types, byte j of qs holds element j (low nibble) and element j + 16 (high nibble); bit j of
+    qh is bit 4 of element j. Q4_0: d (q - 8); Q4_1: d q + m; Q5_0: d (q - 16); Q5_1: d q + m;
+    Q8_0: d q (int8)."""
+    bb = BLOCK_BYTES[gtype]
+    a = np.frombuffer(raw, dtype=np.uint8).reshape(n // 32, bb)
+    d = a[:, 0:2].copy().view("<f2").astype(np.float32)
+    if gtype == GGML_Q8_0:
+        return (d * a[:, 2:].copy().view(np.int8).astype(np.float32)).reshape(-1)
+    m = a[:, 2:4].copy().view("<f2").astype(np.float32) if gtype in (GGML_Q4_1, GGML_Q5_1) else None
+    at = {GGML_Q4_0: 2, GGML_Q4_1: 4, GGML_Q5_0: 6, GGML_Q5_1: 8}[gtype]
+    qs = a[:, at:at + 16]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.int32)  # [blocks, 32]
+    if gtype in (GGML_Q5_0, GGML_Q5_1):
+        qh = a[:, at - 4:at].copy().view("<u4").astype(np.int64)       # [blocks, 1]
+        q |= (((qh >> np.arange(32)) & 1) << 4).astype(np.int32)
+    if gtype == GGML_Q4_0:
+        q -= 8
+    if gtype == GGML_Q5_0:
+        q -= 16
+    out = d * q.astype(np.float32)
+    if m is not None:
+        out = out + m
+    return out.reshape(-1).astype(np.float32)
+
+
+def random_blocks(rng, gtype, n):
+    """n / 32 random blocks: scale d (and min m) as fp16 of modest size, quants uniform over
+    every bit pattern."""
+    blocks = n // 32
+    raw = rng.integers(0, 256, size=(blocks, BLOCK_BYTES[gtype]), dtype=np.uint8)
+    d = rng.uniform(0.005, 0.03, size=(blocks, 1)).astype("<f2")
+    raw[:, 0:2] = d.view(np.uint8)
+    if gtype in (GGML_Q4_1, GGML_Q5_1):
+        raw[:, 2:4] = rng.uniform(-0.2, 0.0, size=(blocks, 1)).astype("<f2").view(np.uint8)
+    return raw.tobytes()
+
+
+def quant_fixture(out_dir, seed=7007):
+    """tests/data/arch/gguf_quant: a 2-layer llama (d_model 32, 4 heads / 2 kv, d_ff 32,
+    vocab 32, ctx 32) whose matrices are random blocks of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and
+    raw BF16 / F16 values (norms F32), as model-quant.gguf, and the same weights decoded by
+    dequantize_blocks (BF16, F16 widened) as all-F32 model-f32.gguf. A reader that decodes the
+    blocks right gives both files the same logits."""
+    rng = np.random.default_rng(seed)
+    d_model, n_head, n_kv, d_ff, vocab, ctx, n_layer = 32, 4, 2, 32, 32, 32, 2
+    kv = [("llama.block_count", T_U32, n_layer), ("llama.context_length", T_U32, ctx),
+          ("llama.embedding_length", T_U32, d_model), ("llama.feed_forward_length", T_U32, d_ff),
+          ("llama.attention.head_count", T_U32, n_head), ("llama.attention.head_count_kv", T_U32, n_kv),
+          ("llama.rope.freq_base", T_F32, 10000.0), ("llama.attention.layer_norm_rms_epsilon", T_F32, 1e-5),
+          ("llama.rope.dimension_count", T_U32, d_model // n_head)]
+    d_head = d_model // n_head
+    mats = [("token_embd.weight", (vocab, d_model)), ("output.weight", (vocab, d_model))]
+    for i in range(n_layer):
+        mats += [("blk.%d.attn_q.weight" % i, (n_head * d_head, d_model)),
+                 ("blk.%d.attn_k.weight" % i, (n_kv * d_head, d_model)),
+                 ("blk.%d.attn_v.weight" % i, (n_kv * d_head, d_model)),
+                 ("blk.%d.attn_output.weight" % i, (d_model, n_head * d_head)),
+                 ("blk.%d.ffn_gate.weight" % i, (d_ff, d_model)),
+                 ("blk.%d.ffn_up.weight" % i, (d_ff, d_model)),
+                 ("blk.%d.ffn_down.weight" % i, (d_model, d_ff))]
+    types = [GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_Q8_0, GGML_BF16, GGML_F16]
+    gq, gf = GGUFFile("llama"), GGUFFile("llama")
+    for g, ft in ((gq, 2), (gf, 0)):
+        g.add("general.name", T_STRING, "gguf_quant")
+        for k, ty, v in kv:
+            g.add(k, ty, v)
+        g.add("general.file_type", T_U32, ft)
+        g.add("general.quantization_version", T_U32, GGML_QUANT_VERSION)
+        g.add("general.alignment", T_U32, ALIGNMENT)
+    for j, (name, shape) in enumerate(mats):
+        gtype = types[j % len(types)]
+        n = shape[0] * shape[1]
+        if gtype in BLOCK_BYTES:
+            raw = random_blocks(rng, gtype, n)
+            val = dequantize_blocks(gtype, raw, n)
+        elif gtype == GGML_BF16:
+            bits = (rng.normal(0, 0.2, n).astype("<f4").view("<u4") >> 16).astype("<u2")
+            raw = bits.tobytes()
+            val = (bits.astype("<u4") << 16).view("<f4")
+        else:
+            h = rng.normal(0, 0.2, n).astype("<f2")
+            raw, val = h.tobytes(), h.astype(np.float32)
+        gq.add_tensor(name, shape, gtype, raw)
+        gf.add_tensor(name, shape, GGML_F32, val.astype("<f4").tobytes())
+    norms = ["output_norm.weight"] + ["blk.%d.%s.weight" % (i, k) for i in range(n_layer)
+                                     for k in ("attn_norm", "ffn_norm")]
+    for name in norms:
+        w = (1 + rng.normal(0, 0.1, d_model)).astype("<f4")
+        gq.add_tensor(name, (d_model,), GGML_F32, w.tobytes())
+        gf.add_tensor(name, (d_model,), GGML_F32, w.tobytes())
+    gq.write(out_dir + "/model-quant.gguf")
+    gf.write(out_dir + "/model-f32.gguf")
+    tokens = [0] + [int(t) for t in rng.integers(0, vocab, 14)] + [vocab - 1]
+    with open(out_dir + "/tokens.txt", "w") as f:
+        f.write(" ".join(str(t) for t in tokens) + "\n")
+
+
 def main(argv):
+    if len(argv) >= 3 and argv[1] == "--quant-fixture":
+        quant_fixture(argv[2])
+        return 0
     if len(argv) < 3:
         print(__doc__)
         return 2
