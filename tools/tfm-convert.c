@@ -6,6 +6,8 @@
                                                    vocab.json + merges.txt
        tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type f32|f16] [--quiet]
                    [--check]                   a llama2.c checkpoint (tools/convert_llama2c.h)
+       tfm-convert FILE.gguf -o out.tfm [--type f32|f16] [--quiet] [--check]
+       tfm-convert --vocab-only FILE.gguf -o vocab.tfm   GGUF (tools/convert_gguf.h)
        tfm-convert --help
 
    model_type: gpt_neox, gpt2, llama, phi, gptj, starcoder2. Source dtypes F32, F16, BF16;
@@ -2233,6 +2235,8 @@ static void tc_usage(FILE *f) {
         "usage: tfm-convert MODEL_DIR -o out.tfm [--type f32|f16] [--quiet] [--check]\n"
         "       tfm-convert --vocab-only SRC -o vocab.tfm\n"
         "       tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type f32|f16] ...\n"
+        "       tfm-convert FILE.gguf -o out.tfm [--type f32|f16] [--quiet] [--check]\n"
+        "       tfm-convert --vocab-only FILE.gguf -o vocab.tfm\n"
         "       tfm-convert --help\n"
         "\n"
         "MODEL_DIR  a Hugging Face checkpoint: config.json, model.safetensors (or shards listed by\n"
@@ -2242,12 +2246,16 @@ static void tc_usage(FILE *f) {
         "           Every checkpoint tensor must be used (known buffers aside), else error.\n"
         "MODEL.bin  a llama2.c float32 checkpoint (version 0, or 1 with the \"ak42\" magic)\n"
         "--tokenizer FILE  its llama2.c tokenizer.bin (optional: without it, token ids only)\n"
+        "FILE.gguf  a llama.cpp GGUF v2/v3 file (or any file starting with \"GGUF\"):\n"
+        "           general.architecture gptneox, gpt2, llama, phi2, starcoder2; tensor types F32, F16,\n"
+        "           BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (quantized ones are dequantized to --type);\n"
+        "           tokenizer.ggml.model gpt2 (pre gpt-2) or llama; without one, token ids only\n"
         "--type     dtype of the matrices (default f32); vectors are always f32\n"
         "--quiet    no progress or summary (warnings and errors still print)\n"
         "--check    open the written file with tfm.h, print its configuration, compare it with\n"
         "           what was written and round-trip a sample text through the tokenizer\n"
         "--vocab-only SRC  only the tokenizer (n_layers 0, no tensors); SRC is a tokenizer.json\n"
-        "           or a directory with tokenizer.json or vocab.json + merges.txt\n"
+        "           or a directory with tokenizer.json or vocab.json + merges.txt, or a .gguf\n"
         "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n");
 }
 
