@@ -7,7 +7,8 @@
 #  - header fields that differ from the Hugging Face path on purpose (llama: interleaved RoPE;
 #    gpt2: untied duplicate head) and the ones that must not (rope base, rotary dims, eps);
 #  - phi2 and starcoder2 GGUF files made here by tools/gguf_write.py (not committed; skipped
-#    without /usr/bin/python3 + NumPy);
+#    without /usr/bin/python3 + NumPy), and llama2.c's stories260K + tok512 ($SHARED) as a
+#    llama GGUF against llama2.c's own logits and against the llama2.c import path;
 #  - tokenizers from GGUF metadata (tests/data/arch/gguf_tok, README there): byte-level BPE
 #    ids equal the Hugging Face path's on the same tokenizer.json, SentencePiece (llama2.c's
 #    tok512 as llama.cpp would store it) ids equal run.c's encode.txt; --vocab-only; a model
@@ -144,8 +145,26 @@ if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   done
   expect_eq "phi2 header" "$(hdr phi-phi)" "4 4 12 64 4 1176256512 925353388 0 1 0 2 1"
   expect_eq "starcoder2 header" "$(hdr starcoder2-starcoder2)" "6 2 8 64 8 1203982336 925353388 0 1 0 0 1"
+  # llama2.c's stories260K + tok512 as a llama GGUF: logits of llama2.c's own run (69
+  # positions, stories260K.ref) and of the llama2.c import path on the same checkpoint
+  M=$SHARED/models
+  if [ -f "$M/stories260K.bin" ] && [ -f "$M/stories260K.ref/logits.f32" ]; then
+    if "$PY" tools/gguf_write.py --from-llama2c "$M/stories260K.bin" "$M/tok512.bin" "$T/s260.gguf" 2> "$T/err" &&
+       "$CONV" "$T/s260.gguf" -o "$T/s260.tfm" --quiet --check > "$T/out" 2> "$T/err" &&
+       grep -q "n_tokens 512, bos 1, eos 2" "$T/out"; then ok; else bad "stories260K GGUF"; cat "$T/err"; fi
+    mkdir -p "$T/s260" && sed -n 2p "$M/stories260K.ref/tokens.txt" > "$T/s260/tokens.txt"
+    dump "$T/s260.tfm" "$T/s260" "$T/s260.logits"
+    report "stories260K GGUF vs llama2.c run.c (69 positions)" "$(maxdiff "$T/s260.logits" "$M/stories260K.ref/logits.f32")" "$BOUND"
+    if "$CONV" "$M/stories260K.bin" --tokenizer "$M/tok512.bin" -o "$T/s260-l2c.tfm" --quiet 2> "$T/err"; then
+      dump "$T/s260-l2c.tfm" "$T/s260" "$T/s260-l2c.logits"
+      report "stories260K GGUF vs llama2.c import path" "$(maxdiff "$T/s260.logits" "$T/s260-l2c.logits")" 1e-5
+      expect_eq "stories260K ids: GGUF vs llama2.c import" "$("$TOK" -m "$T/s260.tfm" "Lily wanted to play.")" "$("$TOK" -m "$T/s260-l2c.tfm" "Lily wanted to play.")"
+    else echo "SKIP: llama2.c import of stories260K failed: $(head -c 200 "$T/err")"; fi
+  else
+    echo "SKIP: $M/stories260K.bin not found"
+  fi
 else
-  echo "SKIP: no /usr/bin/python3 with NumPy: phi2 / starcoder2 GGUF not generated"
+  echo "SKIP: no /usr/bin/python3 with NumPy: phi2 / starcoder2 / stories260K GGUF not generated"
 fi
 
 # --- tokenizers from GGUF metadata ----------------------------------------------------------

@@ -31,6 +31,7 @@ explicitly; tensor data offsets are multiples of it, each tensor is padded to it
 Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0] [--tokenizer TOK]
                    gguf_write.py --vocab-only TOK OUT.gguf
                    gguf_write.py --quant-fixture DIR   (tests/data/arch/gguf_quant, see quant_fixture)
+                   gguf_write.py --from-llama2c MODEL.bin TOKENIZER.bin OUT.gguf   (see from_llama2c)
 (HF_DIR = config.json + model.safetensors written by tools/make_arch_models.py or
 tools/make_test_models.py. TOK = a byte-level BPE tokenizer.json -> tokenizer.ggml.model "gpt2",
 or a llama2.c tokenizer.bin -> "llama" (SentencePiece); see tokenizer_gpt2 and
@@ -610,7 +611,82 @@ def quant_fixture(out_dir, seed=7007):
         f.write(" ".join(str(t) for t in tokens) + "\n")
 
 
+# ---------------------------------------------------------------------------------------------
+# a llama2.c checkpoint as llama.cpp's "llama" GGUF (for tests against llama2.c's own outputs)
+
+
+def from_llama2c(model_path, tok_path):
+    """llama2.c version-0 checkpoint (REFERENCE.md D.2: 7 int32 dim, hidden_dim, n_layers,
+    n_heads, n_kv_heads, vocab_size (negative: unshared classifier), seq_len; then float32
+    token embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final, two RoPE tables,
+    optional classifier) -> GGUF "llama", all F32. llama2.c's q/k rows are already in the
+    interleaved-pair (Meta) order that "llama" GGUF files use, so they are stored as they are;
+    w1 -> ffn_gate, w3 -> ffn_up, w2 -> ffn_down; eps 1e-5 and RoPE base 10000 as run.c;
+    tokenizer from tok_path (tokenizer_llama_from_llama2c)."""
+    with open(model_path, "rb") as f:
+        blob = f.read()
+    dim, hidden, n_layer, n_head, n_kv, vocab, seq = struct.unpack_from("<7i", blob, 0)
+    shared = vocab > 0
+    vocab = abs(vocab)
+    d_head = dim // n_head
+    w = np.frombuffer(blob, dtype="<f4", offset=28)
+    at = 0
+
+    def take(*shape):
+        nonlocal at
+        n = int(np.prod(shape))
+        a = w[at:at + n].reshape(shape)
+        at += n
+        return a
+
+    emb = take(vocab, dim)
+    rms_att = take(n_layer, dim)
+    wq = take(n_layer, n_head * d_head, dim)
+    wk = take(n_layer, n_kv * d_head, dim)
+    wv = take(n_layer, n_kv * d_head, dim)
+    wo = take(n_layer, dim, n_head * d_head)
+    rms_ffn = take(n_layer, dim)
+    w1 = take(n_layer, hidden, dim)
+    w2 = take(n_layer, dim, hidden)
+    w3 = take(n_layer, hidden, dim)
+    rms_final = take(dim)
+    take(seq, d_head // 2)
+    take(seq, d_head // 2)
+    wcls = emb if shared else take(vocab, dim)
+    g = GGUFFile("llama")
+    g.add("general.name", T_STRING, model_path.split("/")[-1])
+    for k, ty, v in [("llama.block_count", T_U32, n_layer), ("llama.context_length", T_U32, seq),
+                     ("llama.embedding_length", T_U32, dim), ("llama.feed_forward_length", T_U32, hidden),
+                     ("llama.attention.head_count", T_U32, n_head),
+                     ("llama.attention.head_count_kv", T_U32, n_kv),
+                     ("llama.rope.freq_base", T_F32, 10000.0),
+                     ("llama.attention.layer_norm_rms_epsilon", T_F32, 1e-5),
+                     ("llama.rope.dimension_count", T_U32, d_head)]:
+        g.add(k, ty, v)
+    g.add("general.file_type", T_U32, 0)
+    g.add("general.alignment", T_U32, ALIGNMENT)
+    for k, ty, v in tokenizer_llama_from_llama2c(tok_path):
+        g.add(k, ty, v)
+
+    def put(name, a):
+        g.add_tensor(name, a.shape, GGML_F32, np.ascontiguousarray(a, dtype="<f4").tobytes())
+
+    put("token_embd.weight", emb)
+    for i in range(n_layer):
+        for name, a in (("attn_norm", rms_att[i]), ("attn_q", wq[i]), ("attn_k", wk[i]), ("attn_v", wv[i]),
+                        ("attn_output", wo[i]), ("ffn_norm", rms_ffn[i]), ("ffn_gate", w1[i]),
+                        ("ffn_down", w2[i]), ("ffn_up", w3[i])):
+            put("blk.%d.%s.weight" % (i, name), a)
+    put("output_norm.weight", rms_final)
+    if not shared:
+        put("output.weight", wcls)
+    return g
+
+
 def main(argv):
+    if len(argv) >= 5 and argv[1] == "--from-llama2c":
+        from_llama2c(argv[2], argv[3]).write(argv[4])
+        return 0
     if len(argv) >= 3 and argv[1] == "--quant-fixture":
         quant_fixture(argv[2])
         return 0
