@@ -116,9 +116,17 @@
             u8  pad[] to a multiple of 4
             u32 merges[n_merges][3]          left id, right id, merged id; rank = index
             u8  text[text_bytes]             raw token bytes (the byte-level alphabet is undone)
-       flags: TFM_TOKFLAG_NFC 1, TFM_TOKFLAG_PREFIX_SPACE 2 (SentencePiece dummy prefix),
-       TFM_TOKFLAG_ADD_BOS 4 (the model was trained with bos_id before each text: callers
-       prepend it, see tfm_config.add_bos; tokenizing never adds it).
+       flags: TFM_TOKFLAG_NFC 1, TFM_TOKFLAG_PREFIX_SPACE 2 (SentencePiece dummy prefix: a space
+       before each text segment between added tokens, as llama.cpp and Hugging Face's Prepend
+       normalizer do), TFM_TOKFLAG_ADD_BOS 4 (the model was trained with bos_id before each
+       text: callers prepend it, see tfm_config.add_bos; tokenizing never adds it),
+       TFM_TOKFLAG_PREFIX_FIRST 8 (the prefix only before a segment at the start of the text)
+       and TFM_TOKFLAG_PREFIX_UNLESS_SPACE 16 (none before a segment that starts with a space):
+       the two Metaspace prepend_scheme values "first" (8|16) and "always" (16).
+       pretok (tfm_pretok): 0 none, 1 the GPT-2 regex, 2 every \p{N} code point a piece of its
+       own, the GPT-2 regex on the text between (StarCoder2: Digits + ByteLevel).
+       SentencePiece kind with n_merges > 0 (from a tokenizer.json): pairs merge by merge rank
+       as Hugging Face BPE does; with none (llama2.c, GGUF): by the merged token's score.
 
    LICENSE: see end of file.
 */
@@ -204,10 +212,16 @@ typedef enum tfm_tokenizer_kind {
     TFM_TOKENIZER_BPE_BYTES = 1, /* GPT-2 byte-level BPE: merge ranks */
     TFM_TOKENIZER_SPM = 2        /* SentencePiece-style BPE: merge scores, byte fallback */
 } tfm_tokenizer_kind;
-typedef enum tfm_pretok { TFM_PRETOK_NONE = 0, TFM_PRETOK_GPT2 = 1 } tfm_pretok;
+typedef enum tfm_pretok {
+    TFM_PRETOK_NONE = 0,
+    TFM_PRETOK_GPT2 = 1,       /* the GPT-2 regex (ByteLevel use_regex) */
+    TFM_PRETOK_GPT2_DIGITS = 2 /* each \p{N} code point alone, then GPT-2 (StarCoder2's Digits) */
+} tfm_pretok;
 #define TFM_TOKFLAG_NFC 1u          /* NFC-normalize text before splitting */
-#define TFM_TOKFLAG_PREFIX_SPACE 2u /* prepend a space (SentencePiece dummy prefix) */
+#define TFM_TOKFLAG_PREFIX_SPACE 2u /* a space before each text segment (SentencePiece prefix) */
 #define TFM_TOKFLAG_ADD_BOS 4u      /* the model expects bos_id first (Llama): tfm_config.add_bos */
+#define TFM_TOKFLAG_PREFIX_FIRST 8u /* PREFIX_SPACE only before a segment that starts the text */
+#define TFM_TOKFLAG_PREFIX_UNLESS_SPACE 16u /* PREFIX_SPACE not before a segment starting with ' ' */
 #define TFM_TOKATTR_SPECIAL 1u      /* control token such as <|endoftext|> */
 #define TFM_TOKATTR_ADDED 2u        /* matched verbatim in the text before pre-tokenizing */
 #define TFM_TOKATTR_BYTE 4u         /* byte-fallback token <0xNN>: its text is that one byte */
@@ -1945,15 +1959,22 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
      GPT-2 / GPT-NeoX. Added tokens (TFM_TOKATTR_ADDED) are cut out of the raw text first
      (leftmost, longest); each piece between them is NFC-normalized (TFM_TOKFLAG_NFC), split by
        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-     (TFM_PRETOK_GPT2; a hand-written scanner over the Unicode tables below, \s = White_Space),
-     and each pre-token's bytes merge from single-byte tokens by rank (lowest first, leftmost
-     on ties).
+     (TFM_PRETOK_GPT2; a hand-written scanner over the Unicode tables below, \s = White_Space;
+     TFM_PRETOK_GPT2_DIGITS first cuts out every \p{N} code point as a piece of its own, as
+     HF's Digits(individual_digits) does with Rust's char::is_numeric, the same set), and each
+     pre-token's bytes merge from single-byte tokens by rank (lowest first, leftmost on ties).
    - TFM_TOKENIZER_SPM: SentencePiece-style BPE as llama2.c's run.c: an optional dummy-prefix
-     space (TFM_TOKFLAG_PREFIX_SPACE, once at the start of the text), each code point its token
-     or else its bytes' TFM_TOKATTR_BYTE tokens (or unk_id), then the adjacent pair whose
-     concatenation is a token of the highest score merges (leftmost on ties) until none does.
+     space (TFM_TOKFLAG_PREFIX_SPACE: before each text segment between added tokens, as
+     llama.cpp and HF's Prepend(U+2581) normalizer; TFM_TOKFLAG_PREFIX_FIRST and
+     TFM_TOKFLAG_PREFIX_UNLESS_SPACE narrow it to HF's Metaspace prepend_scheme first/always),
+     each code point its token or else its bytes' TFM_TOKATTR_BYTE tokens (or unk_id), then the
+     adjacent pair whose concatenation is a token of the highest score merges (leftmost on
+     ties) until none does. A blob with merges (from a Llama-style tokenizer.json, byte_fallback
+     BPE) merges by rank instead: the pair that has the merge of lowest rank, exactly HF BPE.
      The text is merged word by word (split before each space that follows a non-space), which
-     is exact because SentencePiece pieces never hold a space after a non-space.
+     is exact because SentencePiece pieces never hold a space after a non-space. Spaces are
+     stored as ' ' (the converter turns U+2581 into a space), so a U+2581 in the input text is
+     an ordinary character here, where HF's Replace(" ", U+2581) would make it a space.
    Encoding allocates nothing and uses at most about 7 KiB of stack (6.5 KiB measured with gcc
    -O2 -fstack-usage on x86-64). Limits (documented deviations):
    - A pre-token (an SPM word) longer than TFM__BPE_MAX_BYTES (1024) bytes is merged in
@@ -2865,7 +2886,8 @@ static const uint16_t tfm__uc_comp[941] = {
 #define TFM__NFC_MAX_CPS (TFM__NFC_MAX_RUN * TFM__UC_MAX_DECOMP)
 #define TFM__CP_INVALID 0x110000u /* a byte that is not part of valid UTF-8 */
 #define TFM__SPM_MIN_SCORE -1e10f /* pairs must score above this to merge (as llama2.c) */
-#define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS)
+#define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS | \
+                        TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE)
 #define TFM__TOK_ATTRS (TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED | TFM_TOKATTR_BYTE)
 #define TFM__HANGUL_S 0xAC00u
 #define TFM__HANGUL_L 0x1100u
@@ -3237,7 +3259,7 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
         return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: blob of kind 0 (none)");
     if (kind != TFM_TOKENIZER_BPE_BYTES && kind != TFM_TOKENIZER_SPM)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: kind %u is not supported", kind);
-    if (pretok > TFM_PRETOK_GPT2)
+    if (pretok > TFM_PRETOK_GPT2_DIGITS)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: pre-tokenizer %u is unknown", pretok);
     if (t->flags & ~(uint32_t)TFM__TOK_FLAGS)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: unknown flags 0x%x", t->flags);
@@ -3504,8 +3526,10 @@ TFM_PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s,
 
 /* SentencePiece-style, as llama2.c run.c: each code point is its token if there is one, else
    its bytes' <0xNN> tokens; then the adjacent pair whose concatenation is a token of the
-   highest score (leftmost on ties) merges, until none does. A pending dummy prefix comes first
-   as a space. s[0..n): at most TFM__BPE_MAX_BYTES - 1 bytes. */
+   highest score (leftmost on ties) merges, until none does. With merges in the blob (a
+   tokenizer.json), the pair with a merge of the lowest rank instead (Hugging Face BPE with
+   byte_fallback). A pending dummy prefix comes first as a space. s[0..n): at most
+   TFM__BPE_MAX_BYTES - 1 bytes. */
 TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
     int32_t sym[TFM__BPE_MAX_BYTES];
@@ -3524,12 +3548,21 @@ TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s,
     }
     while (k > 1) {
         float best = TFM__SPM_MIN_SCORE;
-        int32_t best_id = -1;
+        int32_t best_id = -1, best_rank = -1;
         for (i = 0; i + 1 < k; i++) {
             size_t na, nb;
             const unsigned char *a, *b;
             int32_t id;
             if (sym[i] < 0 || sym[i + 1] < 0) continue;
+            if (t->n_merges) { /* from a tokenizer.json: the merge of lowest rank, as HF BPE */
+                int32_t r = tfm__tok_merge_rank(t, sym[i], sym[i + 1]);
+                if (r >= 0 && (best_rank < 0 || r < best_rank)) {
+                    best_rank = r;
+                    best_id = (int32_t)tfm__rd_u32(t->merges + 12 * (size_t)r + 8);
+                    at = i;
+                }
+                continue;
+            }
             a = tfm__tok_text(t, sym[i], &na);
             b = tfm__tok_text(t, sym[i + 1], &nb);
             id = tfm__tok_find(t, a, na, b, nb);
@@ -3623,11 +3656,24 @@ TFM_PRIVATE size_t tfm__pretok_gpt2(const unsigned char *s, size_t n, size_t pos
 /* Pre-tokenize s[0..n) and merge each pre-token; returns the bytes consumed (all if final). */
 TFM_PRIVATE size_t tfm__tok_pieces(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                    bool final, tfm__tok_out *o) {
-    size_t pos = 0;
+    size_t pos = 0, run = 0; /* TFM_PRETOK_GPT2_DIGITS: s[pos..run) holds no \p{N} */
     while (pos < n) {
-        size_t end = t->kind == TFM_TOKENIZER_SPM      ? tfm__pretok_spm(s, n, pos, final)
-                     : t->pretok == TFM_PRETOK_GPT2 ? tfm__pretok_gpt2(s, n, pos, final)
-                                                    : (final ? n : 0);
+        size_t end;
+        if (t->kind == TFM_TOKENIZER_SPM) {
+            end = tfm__pretok_spm(s, n, pos, final);
+        } else if (t->pretok == TFM_PRETOK_GPT2_DIGITS) { /* HF Digits(individual_digits) */
+            uint32_t c;
+            size_t len = tfm__utf8_next(s + pos, n - pos, &c);
+            if (pos >= run) {
+                for (run = pos; run < n && tfm__uc_class_of(c) != TFM__UC_NUMBER;) {
+                    run += len;
+                    if (run < n) len = tfm__utf8_next(s + run, n - run, &c);
+                }
+            }
+            end = run == pos ? pos + len : tfm__pretok_gpt2(s, run, pos, final || run < n);
+        } else {
+            end = t->pretok == TFM_PRETOK_GPT2 ? tfm__pretok_gpt2(s, n, pos, final) : (final ? n : 0);
+        }
         if (end == 0) break;
         tfm__bpe_piece(t, s + pos, end - pos, o);
         pos = end;
@@ -3685,6 +3731,16 @@ TFM_PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned
     return -1;
 }
 
+/* The text segment s[seg..end) (not empty) with its SentencePiece dummy prefix, if any. */
+TFM_PRIVATE void tfm__tok_text_segment(const tfm__tokenizer *t, const unsigned char *s, size_t seg,
+                                       size_t end, tfm__tok_out *o) {
+    o->prefix = t->kind == TFM_TOKENIZER_SPM && (t->flags & TFM_TOKFLAG_PREFIX_SPACE) &&
+                !(seg > 0 && (t->flags & TFM_TOKFLAG_PREFIX_FIRST)) &&
+                !(s[seg] == ' ' && (t->flags & TFM_TOKFLAG_PREFIX_UNLESS_SPACE));
+    tfm__tok_segment(t, s + seg, end - seg, o);
+    o->prefix = false;
+}
+
 /* Text to ids; allocates nothing. Writes at most ids_cap ids and always sets *n_ids to the
    count needed (TFM_ERR_INVALID_ARG when ids_cap is too small). */
 TFM_PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char *text,
@@ -3696,7 +3752,7 @@ TFM_PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char
     o.ids = ids;
     o.cap = ids ? ids_cap : 0;
     o.n = 0;
-    o.prefix = t->kind == TFM_TOKENIZER_SPM && (t->flags & TFM_TOKFLAG_PREFIX_SPACE) && text_bytes;
+    o.prefix = false;
     while (pos < text_bytes) {
         size_t len = 0;
         int32_t id = t->n_added ? tfm__tok_match_added(t, s + pos, text_bytes - pos, &len) : -1;
@@ -3704,12 +3760,12 @@ TFM_PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char
             pos++;
             continue;
         }
-        if (pos > seg) tfm__tok_segment(t, s + seg, pos - seg, &o);
+        if (pos > seg) tfm__tok_text_segment(t, s, seg, pos, &o);
         tfm__tok_emit(&o, id);
         pos += len;
         seg = pos;
     }
-    if (pos > seg) tfm__tok_segment(t, s + seg, pos - seg, &o);
+    if (pos > seg) tfm__tok_text_segment(t, s, seg, pos, &o);
     *n_ids = o.n;
     if (o.n > o.cap) {
         if (ids || ids_cap)

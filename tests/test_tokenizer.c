@@ -1227,6 +1227,148 @@ static void test_spm(const char *shared) {
     vocab_free(&v);
 }
 
+/* ---------------------------------------------------------------------------------------------
+   Synthetic tokenizer.json files in the shapes of real checkpoints (tools/make_synth_tokenizers.js),
+   converted by build/tfm-convert --vocab-only and checked against Hugging Face's own ids. */
+
+/* build/tfm-convert --vocab-only src -o out; the model, or NULL when the conversion fails. */
+static tfm_model *convert_vocab(const char *src, const char *out) {
+    char cmd[1024];
+    tfm_model_desc md;
+    tfm_model *m = NULL;
+    snprintf(cmd, sizeof cmd, "build/tfm-convert --vocab-only %s -o %s --quiet 2>/dev/null", src, out);
+    if (system(cmd) != 0) return NULL;
+    memset(&md, 0, sizeof md);
+    md.path = out;
+    return tfm_model_open(&md, &m) == TFM_OK ? m : NULL;
+}
+
+/* "c3a9..." to bytes; returns the count. */
+static size_t hex_to_bytes(const char *q, char *out) {
+    size_t n = 0;
+    for (; q[0] && q[1]; q += 2) {
+        char hex[3] = {q[0], q[1], 0};
+        out[n++] = (char)strtol(hex, NULL, 16);
+    }
+    return n;
+}
+
+static int has_added_text(const char *s, size_t n) {
+    static const char *added[] = {"<s>", "</s>", "<unk>"};
+    size_t i, k;
+    for (i = 0; i < n; i++)
+        for (k = 0; k < 3; k++)
+            if (n - i >= strlen(added[k]) && !memcmp(s + i, added[k], strlen(added[k]))) return 1;
+    return 0;
+}
+
+/* llama_hf_decode.txt ("ids => hex" of Hugging Face's decode, whose Strip drops one leading
+   space; tfm's decode keeps the dummy prefix) and the round trip of every llama_legacy_hf.txt
+   text without added tokens: " " + text. */
+static void test_llama_decode(const tfm__tokenizer *t) {
+    size_t n;
+    char *text = read_file("tests/data/tokenizer/llama_hf_decode.txt", &n), *line, *cursor = text;
+    static char out[1 << 16], want[1 << 16];
+    static int32_t ids[4096];
+    int cases = 0, bad = 0, trips = 0;
+    CHECK_MSG(text != NULL, "tests/data/tokenizer/llama_hf_decode.txt is missing");
+    while (text && (line = next_line(&cursor)) != NULL) {
+        char *sep = strstr(line, " => "), *p, *q;
+        size_t n_ids = 0, got, n_want;
+        if (!sep) continue;
+        *sep = '\0';
+        for (q = line; *q;) {
+            ids[n_ids++] = (int32_t)strtol(q, &p, 10);
+            if (p == q) { n_ids--; break; }
+            q = *p == ',' ? p + 1 : p;
+        }
+        n_want = hex_to_bytes(sep + 4, want);
+        got = decode_all(t, ids, n_ids, out, sizeof out);
+        cases++;
+        if (got == (size_t)-1) { bad++; continue; }
+        if (got > 0 && out[0] == ' ') { memmove(out, out + 1, got - 1); got--; }
+        if (got != n_want || memcmp(out, want, got) != 0) {
+            if (++bad <= 3) fprintf(stderr, "  llama decode mismatch: %.*s\n", (int)(got > 60 ? 60 : got), out);
+        }
+    }
+    free(text);
+    CHECK_MSG(cases == 188 && bad == 0, "llama_hf_decode.txt: %d of %d cases differ", bad, cases);
+    printf("llama_hf_decode.txt: %d cases, %d mismatches\n", cases, bad);
+    text = read_file("tests/data/tokenizer/llama_legacy_hf.txt", &n);
+    bad = 0;
+    for (cursor = text; text && (line = next_line(&cursor)) != NULL;) {
+        char *sep = NULL, *p;
+        size_t len, n_ids = 0, got;
+        for (p = strstr(line, " => "); p; p = strstr(p + 1, " => ")) sep = p;
+        if (!sep) continue;
+        len = unescape(line, (size_t)(sep - line));
+        if (has_added_text(line, len)) continue;
+        trips++;
+        if (!encode(t, line, len, ids, 4096, &n_ids) ||
+            (got = decode_all(t, ids, n_ids, out, sizeof out)) != len + 1 || out[0] != ' ' ||
+            memcmp(out + 1, line, len) != 0)
+            bad++;
+    }
+    free(text);
+    CHECK_MSG(trips > 120 && bad == 0, "llama round trip: %d of %d differ", bad, trips);
+}
+
+static void test_synth_tokenizers(void) {
+    static const struct { const char *name; uint32_t flags; } llama[] = {
+        {"legacy", TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS},
+        {"first", TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE | TFM_TOKFLAG_ADD_BOS},
+        {"always", TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_PREFIX_UNLESS_SPACE | TFM_TOKFLAG_ADD_BOS},
+    };
+    char src[256], out[256], golden[256];
+    tfm_model *m;
+    size_t i;
+    int cases, bad;
+    FILE *probe = fopen("build/tfm-convert", "rb");
+    if (!probe) {
+        printf("SKIP synthetic tokenizer.json tests: build/tfm-convert not built\n");
+        return;
+    }
+    fclose(probe);
+    for (i = 0; i < sizeof llama / sizeof llama[0]; i++) {
+        const tfm__tokenizer *t;
+        tfm_config c;
+        snprintf(src, sizeof src, "tests/data/tokenizer/llama_%s.json", llama[i].name);
+        snprintf(out, sizeof out, "build/tok_llama_%s.tfm", llama[i].name);
+        snprintf(golden, sizeof golden, "tests/data/tokenizer/llama_%s_hf.txt", llama[i].name);
+        m = convert_vocab(src, out);
+        CHECK_MSG(m != NULL, "%s: tfm-convert --vocab-only or open failed", src);
+        if (!m) continue;
+        t = tfm__model_tokenizer(m);
+        c = tfm_model_config(m);
+        CHECK(t->kind == TFM_TOKENIZER_SPM && t->flags == llama[i].flags && t->pretok == TFM_PRETOK_NONE);
+        CHECK(c.n_tokens == 743 && t->n_merges == 446 && c.bos_id == 1 && c.eos_id == 2 && t->unk_id == 0 && c.add_bos);
+        CHECK((t->attrs[3 + 0x0A] & TFM_TOKATTR_BYTE) && t->byte_id[0xFF] == 3 + 0xFF);
+        cases = check_vectors(t, golden, 1, &bad);
+        CHECK_MSG(cases == 188 && bad == 0, "%s: %d of %d cases differ", golden, bad, cases);
+        printf("%s: %d cases, %d mismatches\n", golden + 21, cases, bad);
+        if (i == 0) {
+            int32_t ids[8];
+            size_t n_ids = 99;
+            CHECK(encode(t, "", 0, ids, 8, &n_ids) && n_ids == 0);
+            test_llama_decode(t);
+        }
+        tfm_model_close(m);
+    }
+    m = convert_vocab("tests/data/tokenizer/digits.json", "build/tok_digits.tfm");
+    CHECK_MSG(m != NULL, "digits.json: tfm-convert --vocab-only or open failed");
+    if (m) {
+        const tfm__tokenizer *t = tfm__model_tokenizer(m);
+        int rt_cases = 0, rt_bad;
+        CHECK(t->kind == TFM_TOKENIZER_BPE_BYTES && t->pretok == TFM_PRETOK_GPT2_DIGITS && t->flags == 0);
+        cases = check_vectors(t, "tests/data/tokenizer/digits_hf.txt", 1, &bad);
+        CHECK_MSG(cases == 124 && bad == 0, "digits_hf.txt: %d of %d cases differ", bad, cases);
+        printf("digits_hf.txt: %d cases, %d mismatches\n", cases, bad);
+        rt_bad = check_round_trip(t, "tests/data/tokenizer/digits_hf.txt", 1, &rt_cases);
+        CHECK_MSG(rt_cases == 124 && rt_bad == 0, "digits round trip: %d of %d differ", rt_bad, rt_cases);
+        tfm_model_close(m);
+    }
+}
+
 int main(void) {
     const char *shared = check_shared_dir();
     char path[1024];
@@ -1296,6 +1438,7 @@ int main(void) {
     test_hostile_blobs();
     test_hash_flood();
     test_spm(shared);
+    test_synth_tokenizers();
     tfm__tokenizer_destroy(gpt2, &a);
     tfm__tokenizer_destroy(neox, &a);
     free(blob2.p);

@@ -1341,9 +1341,15 @@ static int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_
    Byte-level BPE from tokenizer.json or vocab.json + merges.txt into the tfm.h tokenizer blob.
    Vocab and merge strings are spelled in the GPT-2 byte-to-unicode alphabet; the blob stores
    raw bytes. Added tokens are stored as written (raw), with TFM_TOKATTR_ADDED and, when
-   special, TFM_TOKATTR_SPECIAL. */
+   special, TFM_TOKATTR_SPECIAL.
+   Llama-style tokenizer.json (model BPE with byte_fallback, spaces spelled U+2581 by a
+   Prepend/Replace normalizer or a Metaspace pre-tokenizer) becomes a TFM_TOKENIZER_SPM blob:
+   U+2581 turns into a space, "<0xNN>" into the byte NN with TFM_TOKATTR_BYTE, the merges are
+   kept (tfm.h merges by their rank, as Hugging Face does) and each token's score is minus the
+   rank of the first merge that makes it (-1e10, never merged by score, for the others). */
 
 #define TC_ALPHABET_CPS 0x144 /* code points of the byte alphabet: 0 .. U+0143 */
+#define TC_SPM_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's visible space */
 
 typedef struct tc_tok {
     uint32_t n_tokens;
@@ -1365,6 +1371,8 @@ typedef struct tc_tok {
     char *concat;                  /* scratch for merged spellings */
     size_t concat_cap;
     unsigned char cp_valid[TC_ALPHABET_CPS], cp_byte[TC_ALPHABET_CPS];
+    int spm_spelling;              /* tokenizer.json with byte_fallback: U+2581 and <0xNN> */
+    int metaspace_split;           /* Metaspace split = true: checked against the vocab */
 } tc_tok;
 
 static void tc_tok_free(tc_tok *t) {
@@ -1456,7 +1464,13 @@ static int tc_tok_set_text(tc_tok *t, uint32_t id, const char *s, size_t n) {
     return 1;
 }
 
-/* A vocab entry: spelling (alphabet) -> id. Decodes the spelling to raw bytes. */
+/* Value of an upper-case hex digit, or -1. */
+static int tc_hex_upper(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A vocab entry: spelling (alphabet, or SentencePiece's with spm_spelling) -> id. Decodes the
+   spelling to raw bytes. */
 static int tc_tok_add_vocab(tc_tok *t, const char *s, size_t n, int64_t id, const char *src) {
     char raw[1024];
     size_t i = 0, o = 0, slot;
@@ -1472,6 +1486,26 @@ static int tc_tok_add_vocab(tc_tok *t, const char *s, size_t n, int64_t id, cons
         tc_error("%s: token id %lld: spelling longer than %lu bytes", src, (long long)id,
                  (unsigned long)sizeof raw);
         return 0;
+    }
+    if (t->spm_spelling && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' &&
+        tc_hex_upper(s[3]) >= 0 && tc_hex_upper(s[4]) >= 0) { /* HF spells them <0x%02X> */
+        raw[0] = (char)(tc_hex_upper(s[3]) * 16 + tc_hex_upper(s[4]));
+        o = 1;
+        i = n;
+        t->attrs[id] = TFM_TOKATTR_BYTE;
+    }
+    while (t->spm_spelling && i < n) { /* SentencePiece spelling: U+2581 is the space */
+        if (s[i] == ' ') {
+            tc_error("%s: token id %lld (\"%.*s\") holds a space, which the normalizer makes "
+                     "U+2581: not supported", src, (long long)id, (int)(n > 40 ? 40 : n), s);
+            return 0;
+        }
+        if (n - i >= 3 && memcmp(s + i, TC_SPM_SPACE, 3) == 0) {
+            raw[o++] = ' ';
+            i += 3;
+        } else {
+            raw[o++] = s[i++];
+        }
     }
     while (i < n) { /* UTF-8 (validated by the reader or checked here) -> alphabet bytes */
         const unsigned char *u = (const unsigned char *)s + i;
@@ -1612,12 +1646,108 @@ static int tc_tok_added(tc_tok *t, const json_doc *d, const json_node *added, co
     return 1;
 }
 
+/* node is an object whose "type" is the string name. */
+static int tc_type_is(const json_doc *d, const json_node *node, const char *name) {
+    const json_node *type = json_get(d, node, "type");
+    return type && type->type == JSON_STRING && strcmp(json_str(d, type), name) == 0;
+}
+
+static const char *tc_type_name(const json_doc *d, const json_node *node) {
+    const json_node *type = json_get(d, node, "type");
+    return type && type->type == JSON_STRING ? json_str(d, type) : "(no type)";
+}
+
+/* node[key] is the string want (UTF-8). */
+static int tc_str_is(const json_doc *d, const json_node *node, const char *key, const char *want) {
+    const json_node *n = json_get(d, node, key);
+    return n && n->type == JSON_STRING && strcmp(json_str(d, n), want) == 0;
+}
+
+/* Llama-style byte_fallback BPE: the normalizer Sequence[Prepend(U+2581), Replace(" ", U+2581)]
+   (either order; Prepend optional) with no pre-tokenizer, or no normalizer and a Metaspace
+   pre-tokenizer (prepend_scheme first / always / never, or the older add_prefix_space). */
+static int tc_tok_spm_options(tc_tok *t, const json_doc *d, const json_node *norm,
+                              const json_node *pre, const char *src) {
+    const json_node *e, *n;
+    int replace = 0, prepend = 0;
+    t->kind = TFM_TOKENIZER_SPM;
+    t->spm_spelling = 1;
+    t->pretok = TFM_PRETOK_NONE;
+    if (norm && norm->type != JSON_NULL) {
+        const json_node *list = tc_type_is(d, norm, "Sequence") ? json_get(d, norm, "normalizers") : NULL;
+        for (e = list ? json_first(d, list) : norm; e; e = list ? json_next(d, e) : NULL) {
+            const json_node *pattern = json_get(d, e, "pattern");
+            if (tc_type_is(d, e, "Prepend") && tc_str_is(d, e, "prepend", TC_SPM_SPACE)) {
+                prepend = 1;
+            } else if (tc_type_is(d, e, "Replace") && tc_str_is(d, pattern, "String", " ") &&
+                       tc_str_is(d, e, "content", TC_SPM_SPACE)) {
+                replace = 1;
+            } else {
+                tc_error("%s: normalizer %s is not supported with byte_fallback (Prepend(U+2581) "
+                         "and Replace(\" \", U+2581) only)", src, tc_type_name(d, e));
+                return 0;
+            }
+        }
+    }
+    if (pre && pre->type != JSON_NULL) {
+        const char *scheme = "always";
+        if (!tc_type_is(d, pre, "Metaspace") || replace || prepend) {
+            tc_error("%s: pre_tokenizer %s is not supported with byte_fallback (Metaspace without a "
+                     "normalizer, or none)", src, tc_type_name(d, pre));
+            return 0;
+        }
+        if ((n = json_get(d, pre, "replacement")) && !tc_str_is(d, pre, "replacement", TC_SPM_SPACE)) {
+            tc_error("%s: Metaspace replacement other than U+2581 is not supported", src);
+            return 0;
+        }
+        if ((n = json_get(d, pre, "prepend_scheme")) && n->type == JSON_STRING) scheme = json_str(d, n);
+        else if ((n = json_get(d, pre, "add_prefix_space")) && n->type == JSON_FALSE) scheme = "never";
+        if (strcmp(scheme, "first") == 0) {
+            t->flags |= TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE;
+        } else if (strcmp(scheme, "always") == 0) {
+            t->flags |= TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_PREFIX_UNLESS_SPACE;
+        } else if (strcmp(scheme, "never") != 0) {
+            tc_error("%s: Metaspace prepend_scheme \"%s\" is unknown", src, scheme);
+            return 0;
+        }
+        t->metaspace_split = !((n = json_get(d, pre, "split")) && n->type == JSON_FALSE);
+        replace = 1;
+    }
+    if (!replace) {
+        tc_error("%s: byte_fallback BPE whose spaces stay spaces (no Replace(\" \", U+2581) "
+                 "normalizer or Metaspace pre-tokenizer) is not supported", src);
+        return 0;
+    }
+    if (prepend) t->flags |= TFM_TOKFLAG_PREFIX_SPACE;
+    return 1;
+}
+
+/* ByteLevel {use_regex true, add_prefix_space false}: the GPT-2 pattern. */
+static int tc_tok_byte_level(const json_doc *d, const json_node *pre, const char *src) {
+    const json_node *n;
+    if (!tc_type_is(d, pre, "ByteLevel")) {
+        tc_error("%s: pre_tokenizer %s is not supported (ByteLevel, or Sequence[Digits, ByteLevel])",
+                 src, pre ? tc_type_name(d, pre) : "(none)");
+        return 0;
+    }
+    if ((n = json_get(d, pre, "use_regex")) && n->type == JSON_FALSE) {
+        tc_error("%s: ByteLevel pre_tokenizer without its regex is not supported", src);
+        return 0;
+    }
+    if ((n = json_get(d, pre, "add_prefix_space")) && n->type == JSON_TRUE) {
+        /* TFM_TOKFLAG_PREFIX_SPACE is defined for the SentencePiece kind only (tfm.h >>tokenizer) */
+        tc_error("%s: ByteLevel add_prefix_space = true is not supported", src);
+        return 0;
+    }
+    return 1;
+}
+
 /* normalizer / pre_tokenizer / model options this blob can express; the rest is refused. */
 static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, const json_node *model,
                           const char *src) {
     const json_node *norm = json_get(d, root, "normalizer"), *pre = json_get(d, root, "pre_tokenizer");
     const json_node *type, *n;
-    static const char *const must_be_off[] = {"byte_fallback", "ignore_merges", NULL};
+    static const char *const must_be_off[] = {"ignore_merges", NULL};
     static const char *const must_be_empty[] = {"continuing_subword_prefix", "end_of_word_suffix", NULL};
     const char *const *k;
     type = json_get(d, model, "type");
@@ -1637,6 +1767,8 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
             tc_error("%s: model.%s is not supported", src, *k);
             return 0;
         }
+    if ((n = json_get(d, model, "byte_fallback")) && n->type == JSON_TRUE)
+        return tc_tok_spm_options(t, d, norm, pre, src);
     if (norm && norm->type != JSON_NULL) {
         type = json_get(d, norm, "type");
         if (!type || type->type != JSON_STRING || strcmp(json_str(d, type), "NFC") != 0) {
@@ -1646,22 +1778,73 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
         }
         t->flags |= TFM_TOKFLAG_NFC;
     }
-    type = json_get(d, pre, "type");
-    if (!type || type->type != JSON_STRING || strcmp(json_str(d, type), "ByteLevel") != 0) {
-        tc_error("%s: pre_tokenizer %s is not supported (only ByteLevel)", src,
-                 type && type->type == JSON_STRING ? json_str(d, type) : "(none)");
-        return 0;
-    }
-    if ((n = json_get(d, pre, "use_regex")) && n->type == JSON_FALSE) {
-        tc_error("%s: ByteLevel pre_tokenizer without its regex is not supported", src);
-        return 0;
-    }
-    if ((n = json_get(d, pre, "add_prefix_space")) && n->type == JSON_TRUE) {
-        /* TFM_TOKFLAG_PREFIX_SPACE is defined for the SentencePiece kind only (tfm.h >>tokenizer) */
-        tc_error("%s: ByteLevel add_prefix_space = true is not supported", src);
-        return 0;
-    }
     t->pretok = TFM_PRETOK_GPT2;
+    if (tc_type_is(d, pre, "Sequence")) { /* StarCoder2: [Digits(individual_digits), ByteLevel] */
+        const json_node *list = json_get(d, pre, "pretokenizers"), *digits = json_first(d, list);
+        const json_node *bl = digits ? json_next(d, digits) : NULL;
+        if (!tc_type_is(d, digits, "Digits") || !(n = json_get(d, digits, "individual_digits")) ||
+            n->type != JSON_TRUE || !bl || json_next(d, bl)) {
+            tc_error("%s: pre_tokenizer Sequence is supported as [Digits(individual_digits: true), "
+                     "ByteLevel] only", src);
+            return 0;
+        }
+        pre = bl;
+        t->pretok = TFM_PRETOK_GPT2_DIGITS;
+    }
+    return tc_tok_byte_level(d, pre, src);
+}
+
+/* SentencePiece kind: score = -rank of the first merge that makes the token, -1e10 (below
+   every merge, as llama2.c's -1e10 floor) for tokens no merge makes. With Metaspace split =
+   true, HF merges within "U+2581 + text" pieces only; tfm.h cuts before a space that follows a
+   non-space, the same pieces as long as no token holds a space after its first byte. */
+static int tc_tok_spm_scores(tc_tok *t, const char *src) {
+    size_t i;
+    if (!(t->scores = (float *)malloc(t->n_tokens * sizeof *t->scores))) {
+        tc_error("out of memory");
+        return 0;
+    }
+    for (i = 0; i < t->n_tokens; i++) t->scores[i] = -1e10f;
+    for (i = t->n_merges; i-- > 0;) t->scores[t->merges[3 * i + 2]] = -(float)i;
+    for (i = 0; i < t->n_tokens && t->metaspace_split; i++) {
+        if (t->has_text[i] && t->text_len[i] > 1 &&
+            memchr(t->arena + t->text_off[i] + 1, ' ', t->text_len[i] - 1)) {
+            tc_error("%s: Metaspace split = true with token %lu holding U+2581 after its start: "
+                     "not supported", src, (unsigned long)i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* TemplateProcessing (alone or in a Sequence) whose single-text template starts with a special
+   token: the model saw that token (BOS) first, so bos_id = it and TFM_TOKFLAG_ADD_BOS. */
+static int tc_tok_post_processor(tc_tok *t, const json_doc *d, const json_node *pp, const char *src) {
+    const json_node *e, *first, *last = NULL, *sp, *name, *ids;
+    int64_t id;
+    if (tc_type_is(d, pp, "Sequence")) {
+        for (e = json_first(d, json_get(d, pp, "processors")); e; e = json_next(d, e))
+            if (!tc_tok_post_processor(t, d, e, src)) return 0;
+        return 1;
+    }
+    if (!tc_type_is(d, pp, "TemplateProcessing")) return 1;
+    first = json_first(d, json_get(d, pp, "single"));
+    for (e = first; e; e = json_next(d, e)) last = e;
+    if ((sp = json_get(d, first, "SpecialToken")) != NULL) {
+        name = json_get(d, sp, "id");
+        ids = name && name->type == JSON_STRING
+                  ? json_get(d, json_get(d, json_get(d, pp, "special_tokens"), json_str(d, name)), "ids")
+                  : NULL;
+        if (!ids || ids->type != JSON_ARRAY || ids->n_children != 1 ||
+            !tc_id_value(json_first(d, ids), &id) || id >= (int64_t)t->n_tokens) {
+            tc_error("%s: post_processor: its first special token needs one id in special_tokens", src);
+            return 0;
+        }
+        t->bos_id = (int32_t)id;
+        t->flags |= TFM_TOKFLAG_ADD_BOS;
+    }
+    if (last && last != first && json_get(d, last, "SpecialToken"))
+        tc_warn("%s: the post_processor ends each text with a special token; tfm adds none", src);
     return 1;
 }
 
@@ -1701,6 +1884,9 @@ static int tc_tok_from_tokenizer_json(tc_tok *t, const char *path) {
             goto done;
         }
     }
+    if (t->kind == TFM_TOKENIZER_SPM && (!tc_tok_spm_scores(t, path) ||
+                                         !tc_tok_post_processor(t, &d, json_get(&d, root, "post_processor"), path)))
+        goto done;
     unk = json_get(&d, model, "unk_token");
     if (unk && unk->type == JSON_STRING) {
         t->unk_id = tc_tok_lookup(t, json_str(&d, unk), unk->str_bytes);
@@ -1779,11 +1965,54 @@ static int tc_cfg_token_id(const tc_cfg *c, const char *key, const tc_tok *t, in
     return 1;
 }
 
-/* bos / eos / pad from config.json when given, else <|endoftext|> for bos and eos. */
+/* The id of tokenizer_config.json's bos_token / eos_token (a string or {"content": ...}), if
+   that text is a token. */
+static void tc_tok_config_token(tc_tok *t, const json_doc *d, const json_node *n, int32_t *id) {
+    int32_t found;
+    if (n && n->type == JSON_OBJECT) n = json_get(d, n, "content");
+    if (n && n->type == JSON_STRING && (found = tc_tok_find_raw(t, json_str(d, n))) >= 0) *id = found;
+}
+
+/* tokenizer_config.json next to src, if there is one: bos_token, eos_token, add_bos_token. */
+static int tc_tok_config_json(tc_tok *t, const char *src) {
+    const char *slash = strrchr(src, '/');
+    char *dir = tc_strdup(src), *path;
+    json_doc d;
+    const json_node *root, *n;
+    int ok = 1;
+    if (!dir) return 0;
+    if (slash) dir[slash - src] = '\0';
+    else strcpy(dir, ".");
+    path = tc_path(dir, "tokenizer_config.json");
+    free(dir);
+    if (!path) return 0;
+    if (tc_file_exists(path)) {
+        if (!(ok = tc_read_json(path, &d))) goto done;
+        root = json_at(&d, 0);
+        tc_tok_config_token(t, &d, json_get(&d, root, "bos_token"), &t->bos_id);
+        tc_tok_config_token(t, &d, json_get(&d, root, "eos_token"), &t->eos_id);
+        if ((n = json_get(&d, root, "add_bos_token")) && n->type == JSON_TRUE) t->flags |= TFM_TOKFLAG_ADD_BOS;
+        if (n && n->type == JSON_FALSE) t->flags &= ~(uint32_t)TFM_TOKFLAG_ADD_BOS;
+        json_free(&d);
+    }
+done:
+    free(path);
+    return ok;
+}
+
+/* bos / eos / pad: config.json when given, else tokenizer_config.json, else the post_processor's
+   BOS, else <|endoftext|> for both (<s> and </s> for the SentencePiece kind). */
 static int tc_tok_finish(tc_tok *t, const tc_cfg *cfg, const char *src) {
     uint32_t i, n_empty = 0;
-    int32_t eot = tc_tok_find_raw(t, "<|endoftext|>");
-    t->bos_id = t->eos_id = eot;
+    int spm = t->kind == TFM_TOKENIZER_SPM;
+    int32_t eot = tc_tok_find_raw(t, spm ? "</s>" : "<|endoftext|>");
+    if (t->bos_id < 0) t->bos_id = spm ? tc_tok_find_raw(t, "<s>") : eot;
+    t->eos_id = eot;
+    if (!tc_tok_config_json(t, src)) return 0;
+    if ((t->flags & TFM_TOKFLAG_ADD_BOS) && t->bos_id < 0) {
+        tc_warn("%s: the model wants BOS first, but there is no BOS token", src);
+        t->flags &= ~(uint32_t)TFM_TOKFLAG_ADD_BOS;
+    }
     if (!tc_cfg_token_id(cfg, "bos_token_id", t, &t->bos_id) ||
         !tc_cfg_token_id(cfg, "eos_token_id", t, &t->eos_id) ||
         !tc_cfg_token_id(cfg, "pad_token_id", t, &t->pad_id))

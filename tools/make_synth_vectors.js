@@ -1,0 +1,95 @@
+// make_synth_vectors.js - golden ids for the synthetic tokenizers of make_synth_tokenizers.js,
+// from Hugging Face tokenizers itself (npm tokenizers@0.23.2, see make_hf_vectors.js).
+//
+//   export NODE_PATH=/tmp/npmhf/node_modules
+//   D=tests/data/tokenizer
+//   for v in legacy first always; do
+//     node tools/make_synth_vectors.js llama $D/llama_$v.json > $D/llama_${v}_hf.txt; done
+//   node tools/make_synth_vectors.js llama-decode $D/llama_legacy.json > $D/llama_hf_decode.txt
+//   node tools/make_synth_vectors.js digits $D/digits.json > $D/digits_hf.txt
+//
+// llama / digits: "text => id,id,..." per line, encoded without the post-processor's special
+// tokens (tfm_model_tokenize adds none); text escapes as in make_hf_vectors.js (\\ \n \t \r).
+// llama-decode: "id,id,... => HEX" for the llama texts: the ids again and the UTF-8 bytes (hex)
+// of Hugging Face's decode (skip_special_tokens false; its Strip decoder drops one leading
+// space). The last 100 (llama) / 60 (digits) texts are pseudo-random (fixed seed) joins of
+// the pieces listed below.
+'use strict';
+const { Tokenizer } = require('tokenizers');
+
+const llamaTexts = [
+  'Hello world', 'Once upon a time', 'the robot', 'The robot walked to the harbour.',
+  ' leading space', '  two leading spaces', '   three', 'trailing space ', 'trailing two  ',
+  'a  b   c    d', ' ', '  ', '\n', 'line one\nline two\n', '\n\nblank lines\n\n',
+  '\ttab\tseparated', 'mixed \t \n whitespace', 'x', 'xyz', 'QQQ', 'zzzz zzzz',
+  '0123456789', 'counted 12 boats and 7 more', '3.14159 2.71828', '1,000,000',
+  'café crème brûlée', 'naïve résumé', 'Über schön grün', 'mañana señor',
+  'Привет мир', 'Ελληνικά', 'עברית', 'العربية', 'हिन्दी', '中文', '日本語のテキスト', '한국어',
+  '中文 and 日本', '😀', '👍🏽 thumbs', '👨‍👩‍👧 family', '🇯🇵🇫🇷', 'e\u0301 decomposed',
+  '\u00a0nbsp\u2003em', '\u3000ideographic space', 'zero\u200bwidth',
+  '<s>', '</s>', '<unk>', '<s>The robot', 'The robot</s>', 'a</s>b', 'a </s> b', '</s> lead',
+  '<s><s>', '<s> <s>', '<s>  two', 'x<s', '<s >', '< s>', '<s>\n', 'end</s>',
+  'def count_boats(harbour):\n    total = 0\n    return total\n',
+  '    indented four', '        indented eight', 'if boat.is_out():', 'total += 1',
+  "It's a good day, isn't it?", "We'll see, they'd say", '"Good morning," said the captain.',
+  'ALL CAPS ROBOT', 'robotrobotrobot', 'the the the the', 'harbourharbour',
+  'a'.repeat(40), ' '.repeat(17), 'x '.repeat(20), '\u00e9'.repeat(30), '😀'.repeat(5),
+  'The captain laughed and gave the robot a small shell, which it kept in a box under the stairs.',
+  '~!@#$%^&*()_+{}|:<>?`-=[]\\;\',./', '\u007f\u0001\u001b[0m',
+  'jqk', 'jqk jqk', 'ajqkb', 'jq', 'qk', 'jjqqkk',
+];
+
+const llamaParts = ['the', 'robot', 'The', 'harbour', 'boats', 'a', 'in', 'and', 'sea', 'town',
+  ' ', '  ', '   ', '\n', '\t', ',', '.', '?', '!', '"', "'", '0', '1', '42', '2024', 'é', 'ü',
+  'ñ', '中', '文', '本', '字', '😀', '🙂', 'я', 'Ω', '<s>', '</s>', '<unk>', 'x', 'Q', 'café',
+  '\u2003', 'ing', 'ed', 'morning', 'captain', 'count', '(', ')', ':', '_', 'jqk', 'q'];
+
+const digitTexts = [
+  'abc123', '123', '1', ' 1', '  12', '12 ', 'x1y2z3', 'x12 3.5', '3.14159', '1,000,000',
+  'version 2.0.1', 'v1.2.3-rc4', '0x1F', '1e-7', '-42', '+7', '100%', '$19.99', '2024-06-01',
+  '12:30:45', 'a 1 b 2 c', '1 2 3', '123abc456', 'route66', 'The 3 boats', 'count 12 boats',
+  "it's 5 o'clock", "'12", "12's", '١٢٣ arabic', '۴۵۶ persian', '१२३ devanagari',
+  '½ ¼ ¾', '² ³ ¹', 'Ⅻ Ⅳ ⅷ', '①②③', '〇一二', '𝟙𝟚𝟛', '\u0661\u0662x', 'x\u00b2',
+  'for i in range(10):\n    total += i * 2\n', 'a[0] = b[12] + c[345]', 'f(1, 22, 333)',
+  '   42   ', '\n1\n2\n', '\t7\t', '1\u00a02', '1\u30002', 'x<|endoftext|>12', '<fim_prefix>1<fim_middle>2',
+  'Hello world', ' leading', 'trailing ', "don't 7's", 'robot walked', '😀1😀', '中文12中文',
+  '99 bottles of beer', 'ABC123def456GHI', '0000', '00 00', 'x1', ' x1', 'xx1x',
+];
+
+const digitParts = ['1', '2', '12', '3', '0', '00', '42', '٣', '½', '²', 'Ⅻ', ' ', '  ', '\n', 'x',
+  'robot', 'the', ' the', '.', ',', "'", "'s", '-', '+', 'é', '中', '😀', 'abc', 'v', '\t',
+  '<|endoftext|>', '(', ')', '=', '_', 'Q'];
+
+let state = 2463534242;
+function rand(n) {
+  state ^= state << 13; state >>>= 0;
+  state ^= state >>> 17;
+  state ^= state << 5; state >>>= 0;
+  return state % n;
+}
+function randomTexts(parts, count) {
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    let s = '';
+    const len = 1 + rand(12);
+    for (let j = 0; j < len; j++) s += parts[rand(parts.length)];
+    out.push(s);
+  }
+  return out;
+}
+
+const esc = s => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '\\t').replace(/\r/g, '\\r');
+(async () => {
+  const mode = process.argv[2], tok = Tokenizer.fromFile(process.argv[3]);
+  const texts = mode === 'digits' ? digitTexts.concat(randomTexts(digitParts, 60))
+                                  : llamaTexts.concat(randomTexts(llamaParts, 100));
+  for (const t of texts) {
+    const ids = (await tok.encode(t, null, { addSpecialTokens: false })).getIds();
+    if (mode === 'llama-decode') {
+      const text = await tok.decode(ids, false);
+      process.stdout.write(ids.join(',') + ' => ' + Buffer.from(text, 'utf8').toString('hex') + '\n');
+    } else {
+      process.stdout.write(esc(t) + ' => ' + ids.join(',') + '\n');
+    }
+  }
+})();
