@@ -1313,6 +1313,78 @@ static void test_llama_decode(const tfm__tokenizer *t) {
     CHECK_MSG(trips > 120 && bad == 0, "llama round trip: %d of %d differ", bad, trips);
 }
 
+/* Write src with its first `from` replaced by `to` into dir/tokenizer.json (dir made here). */
+static int write_variant(const char *src, const char *from, const char *to, const char *dir) {
+    size_t n;
+    char *text = read_file(src, &n), *at, path[512];
+    FILE *f;
+    int ok;
+    snprintf(path, sizeof path, "mkdir -p %s", dir);
+    if (!text || system(path) != 0 || !(at = strstr(text, from))) {
+        free(text);
+        return 0;
+    }
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    f = fopen(path, "wb");
+    ok = f && fwrite(text, 1, (size_t)(at - text), f) == (size_t)(at - text) &&
+         fputs(to, f) >= 0 && fputs(at + strlen(from), f) >= 0;
+    if (f) ok = fclose(f) == 0 && ok;
+    free(text);
+    return ok;
+}
+
+/* What tfm-convert refuses or reads around a Llama-style tokenizer.json. */
+static void test_synth_convert_options(void) {
+    static const struct { const char *src, *from, *to; int ok; uint32_t flags; } v[] = {
+        {"llama_legacy", "\"type\": \"Prepend\"", "\"type\": \"Lowercase\"", 0, 0},
+        {"llama_legacy", "\"prepend\": \"\xE2\x96\x81\"", "\"prepend\": \"_\"", 0, 0},
+        {"llama_legacy", "\"content\": \"\xE2\x96\x81\"", "\"content\": \"-\"", 0, 0},
+        {"llama_first", "\"split\": false", "\"split\": true", 0, 0}, /* "▁▁" tokens */
+        {"llama_first", "\"prepend_scheme\": \"first\"", "\"prepend_scheme\": \"never\"", 1,
+         TFM_TOKFLAG_ADD_BOS},
+        {"llama_first", "\"prepend_scheme\": \"first\"", "\"prepend_scheme\": \"sometimes\"", 0, 0},
+        {"llama_legacy", "\"ignore_merges\": false", "\"ignore_merges\": true", 0, 0},
+        {"llama_legacy", "\"type\": \"TemplateProcessing\"", "\"type\": \"ByteLevel\"", 1,
+         TFM_TOKFLAG_PREFIX_SPACE},
+        {"digits", "\"individual_digits\": true", "\"individual_digits\": false", 0, 0},
+        {"digits", "\"type\": \"Digits\"", "\"type\": \"Punctuation\"", 0, 0},
+    };
+    char src[256], out[256];
+    size_t i;
+    for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+        tfm_model *m;
+        snprintf(src, sizeof src, "tests/data/tokenizer/%s.json", v[i].src);
+        CHECK_MSG(write_variant(src, v[i].from, v[i].to, "build/tok_variant"), "variant %zu", i);
+        snprintf(out, sizeof out, "build/tok_variant_%zu.tfm", i);
+        m = convert_vocab("build/tok_variant", out);
+        CHECK_MSG((m != NULL) == v[i].ok, "variant %zu (%s -> %s): converted %d, expected %d", i,
+                  v[i].from, v[i].to, m != NULL, v[i].ok);
+        if (m) CHECK_MSG(tfm__model_tokenizer(m)->flags == v[i].flags, "variant %zu: flags 0x%x", i,
+                         tfm__model_tokenizer(m)->flags);
+        tfm_model_close(m);
+    }
+    { /* tokenizer_config.json next to tokenizer.json: add_bos_token false, eos_token by text */
+        FILE *f;
+        tfm_model *m;
+        CHECK(write_variant("tests/data/tokenizer/llama_legacy.json", "\"version\"", "\"version\"",
+                            "build/tok_variant"));
+        f = fopen("build/tok_variant/tokenizer_config.json", "wb");
+        CHECK(f != NULL);
+        if (f) {
+            fputs("{\"add_bos_token\": false, \"eos_token\": {\"content\": \"<unk>\"}}\n", f);
+            fclose(f);
+        }
+        m = convert_vocab("build/tok_variant", "build/tok_variant_cfg.tfm");
+        CHECK(m != NULL);
+        if (m) {
+            tfm_config c = tfm_model_config(m);
+            CHECK(!c.add_bos && c.bos_id == 1 && c.eos_id == 0);
+        }
+        tfm_model_close(m);
+        remove("build/tok_variant/tokenizer_config.json");
+    }
+}
+
 static void test_synth_tokenizers(void) {
     static const struct { const char *name; uint32_t flags; } llama[] = {
         {"legacy", TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS},
@@ -1367,6 +1439,7 @@ static void test_synth_tokenizers(void) {
         CHECK_MSG(rt_cases == 124 && rt_bad == 0, "digits round trip: %d of %d differ", rt_bad, rt_cases);
         tfm_model_close(m);
     }
+    test_synth_convert_options();
 }
 
 int main(void) {
