@@ -56,6 +56,11 @@ ref_ce_sum() {
 }
 # |a - b| <= tol
 close_to() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= t)}'; }
+# check_near DESC A B BOUND: print "DESC maxdiff |A - B| (bound)" (tests/run.sh shows these), check it
+check_near() {
+  echo "    $1: maxdiff $(awk -v a="$2" -v b="$3" 'BEGIN {d = a - b; printf "%.3g", d < 0 ? -d : d}') (bound $4)"
+  check "$1 ($2 vs $3)" close_to "$2" "$3" "$4"
+}
 fsize() { wc -c <"$1" | tr -d ' '; }
 
 for b in $GEN $TOK $PPL; do
@@ -197,7 +202,7 @@ run_ok "dump, -n 0" $GEN -m $MP --tokens "$TOKS_PAR" -n 0 -t 1 --dump-logits "$W
 check "-n 0: prompt logits only ($N_PAR x 160 x 4 bytes)" [ "$(fsize "$W/p0.f32")" -eq $((N_PAR * 160 * 4)) ]
 check "-n 0: nothing generated" [ "$(wc -w <"$W/out")" -eq "$N_PAR" ]
 d=$(maxdiff "$W/p0.f32" $DATA/neox_par/logits.f32)
-check "dumped prompt logits match the golden logits (rel diff $d)" close_to "$d" 0 1e-4
+check_near "neox_par dumped prompt logits vs golden (relative)" "$d" 0 1e-4
 run_ok "dump, -n 5" $GEN -m $MP --tokens "$TOKS_PAR" -n 5 --temp 0 -t 2 --dump-logits "$W/p5.f32"
 check "-n 5: (prompt + 5) x n_vocab x 4 bytes" [ "$(fsize "$W/p5.f32")" -eq $(((N_PAR + 5) * 160 * 4)) ]
 check "-n 5: prompt rows equal the -n 0 dump" cmp -s -n $((N_PAR * 160 * 4)) "$W/p0.f32" "$W/p5.f32"
@@ -205,7 +210,7 @@ check "-n 5: prompt rows equal the -n 0 dump" cmp -s -n $((N_PAR * 160 * 4)) "$W
 SEQ=$(tr -s ' \n' ',' <"$W/out" | sed 's/,$//')
 run_ok "dump the generated sequence as a prompt" $GEN -m $MP --tokens "$SEQ" -n 0 -t 1 --dump-logits "$W/seq.f32"
 d=$(maxdiff "$W/p5.f32" "$W/seq.f32")
-check "generated rows match the whole sequence's logits (rel diff $d)" close_to "$d" 0 1e-4
+check_near "generated rows vs the sequence as a prompt (relative)" "$d" 0 1e-4
 # Greedy from token 5 meets EOS (id 0) within 60 tokens: generation stops there, EOS unprinted.
 run_ok "greedy until EOS" $GEN -m $M --tokens 5 -n 60 --temp 0 -t 1 --dump-logits "$W/eos.f32"
 check "EOS: said on stderr" grep -q 'end of text' "$W/err"
@@ -232,7 +237,7 @@ check "EOS: some rows' argmax is a padded id ($(sed -n 2p "$W/eos.seq"))" [ "$(s
 run_ok "EOS: the greedy sequence as a prompt" $GEN -m $M --tokens "$(sed -n 1p "$W/eos.seq")" -n 0 -t 1 \
   --dump-logits "$W/eos2.f32"
 d=$(maxdiff "$W/eos.f32" "$W/eos2.f32")
-check "EOS: greedy sampled only tokenizer ids (rel diff $d)" close_to "$d" 0 1e-4
+check_near "EOS: greedy sampled only tokenizer ids (relative)" "$d" 0 1e-4
 # --tokens on a model with a tokenizer echoes the prompt's text: the bytes --decode gives
 $TOK -m $M --decode -f $DATA/neox_tok/tokens.txt >"$W/prompt.txt" 2>"$W/err"
 run_ok "--tokens separated by spaces" $GEN -m $M --tokens "$(cat $DATA/neox_tok/tokens.txt)" -n 3 -t 1
@@ -307,7 +312,7 @@ ppl=$(sed -n 's/^perplexity: //p' "$W/out")
 check "perplexity = exp(cross-entropy)" awk -v c="$ce" -v p="$ppl" 'BEGIN {exit !(p / exp(c) > 0.9999 && p / exp(c) < 1.0001)}'
 set -- $(ref_ce_sum $DATA/neox_tok/logits.f32 320 "$IDS")
 want=$(awk -v s="$1" -v n="$2" 'BEGIN {printf "%.6f", s / n}')
-check "one window: cross-entropy $ce = golden-logits value $want" close_to "$ce" "$want" 2e-4
+check_near "perplexity, one window: cross-entropy vs golden logits" "$ce" "$want" 2e-4
 # --ctx 8: windows of 8, 8, 8, 8, 3 tokens, each from position 0; recomputed from dumped logits
 run_ok "perplexity, --ctx 8" $PPL -m $M -f $TXT --ctx 8 -t 2
 check "--ctx 8: windows: 5" grep -qx 'windows: 5' "$W/out"
@@ -321,7 +326,7 @@ while [ $w -lt 5 ]; do
 done
 want=$(awk -v s="$sum" -v n="$cnt" 'BEGIN {printf "%.6f", s / n}')
 check "--ctx 8: $cnt predictions scored (30)" [ "$cnt" -eq 30 ]
-check "--ctx 8: cross-entropy $ce8 = per-window recomputation $want" close_to "$ce8" "$want" 2e-5
+check_near "perplexity --ctx 8: cross-entropy vs per-window recomputation" "$ce8" "$want" 2e-5
 run_ok "perplexity, --ctx 34 (last window of 1 token scores nothing)" $PPL -m $M -f $TXT --ctx 34 -t 1
 check "--ctx 34: windows: 2" grep -qx 'windows: 2' "$W/out"
 run_err "perplexity: --ctx 1"          $PPL -m $M -f $TXT --ctx 1
@@ -359,7 +364,7 @@ if [ -f $ST/stories260K.bin ] && [ -f $ST/tok512.bin ] && [ -f $ST/stories260K.r
     --temp 0 -t 2 --dump-logits "$W/stories.f32"
   check "stories260K: 69 x 512 logits dumped" [ "$(fsize "$W/stories.f32")" -eq $((69 * 512 * 4)) ]
   d=$(maxdiff "$W/stories.f32" $ST/stories260K.ref/logits.f32)
-  check "stories260K: logits match llama2.c's (rel diff $d)" close_to "$d" 0 1e-4
+  check_near "stories260K: logits vs llama2.c (relative)" "$d" 0 1e-4
   # run.c -n 200 counts positions from BOS: it prints 200 - (prompt tokens) generated tokens
   for ref in once_upon_a_time:"Once upon a time" lily_wanted:"Lily wanted"; do
     file=$ST/stories260K.ref/greedy_${ref%%:*}.txt prompt=${ref#*:}
@@ -375,7 +380,7 @@ if [ -f $ST/stories260K.bin ] && [ -f $ST/tok512.bin ] && [ -f $ST/stories260K.r
   ce=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
   set -- $(ref_ce_sum $ST/stories260K.ref/logits.f32 512 "1 403 407 261 378")
   want=$(awk -v s="$1" -v n="$2" 'BEGIN {printf "%.6f", s / n}')
-  check "stories260K: cross-entropy $ce = run.c logits' $want" close_to "$ce" "$want" 1e-4
+  check_near "stories260K: cross-entropy vs llama2.c logits" "$ce" "$want" 1e-4
   run_ok "stories260K: minimal" build/minimal "$W/stories.tfm" "Once upon a time"
   check "stories260K: minimal continues the prompt" grep -q '^Once upon a time.' "$W/out"
 else
@@ -394,11 +399,10 @@ if [ -f build/demo.tfm ]; then
     run_ok "demo: dump the prompt logits" $GEN -m build/demo.tfm -t 1 -n 0 \
       --tokens "$(tr ' ' ',' <$REF/prompt_tokens.txt)" --dump-logits "$W/demo.f32"
     d=$(maxdiff "$W/demo.f32" $REF/logits.f32)
-    check "demo: prompt logits match the reference (rel diff $d)" close_to "$d" 0 1e-4
+    check_near "demo: prompt logits vs float64 reference (relative)" "$d" 0 1e-4
     run_ok "demo: perplexity --ctx 64" $PPL -m build/demo.tfm -f $REF/heldout.txt --ctx 64 -t 1
     ce=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
-    check "demo: held-out cross-entropy $ce = reference $(cat $REF/heldout_ce.txt)" \
-      close_to "$ce" "$(cat $REF/heldout_ce.txt)" 1e-4
+    check_near "demo: held-out cross-entropy (--ctx 64) vs reference" "$ce" "$(cat $REF/heldout_ce.txt)" 1e-4
   fi
 else
   echo "SKIP: build/demo.tfm missing (make demo); demo model not tested"
