@@ -7,8 +7,9 @@
 #  - header fields that differ from the Hugging Face path on purpose (llama: interleaved RoPE;
 #    gpt2: untied duplicate head) and the ones that must not (rope base, rotary dims, eps);
 #  - phi2 and starcoder2 GGUF files made here by tools/gguf_write.py (not committed; skipped
-#    without /usr/bin/python3 + NumPy), and llama2.c's stories260K + tok512 ($SHARED) as a
-#    llama GGUF against llama2.c's own logits and against the llama2.c import path;
+#    without /usr/bin/python3 + NumPy), a k-quant (Q4_K/Q5_K/Q6_K) twin of gguf_quant, and
+#    llama2.c's stories260K + tok512 ($SHARED) as a llama GGUF against llama2.c's own logits
+#    and against the llama2.c import path;
 #  - tokenizers from GGUF metadata (tests/data/arch/gguf_tok, README there): byte-level BPE
 #    ids equal the Hugging Face path's on the same tokenizer.json, SentencePiece (llama2.c's
 #    tok512 as llama.cpp would store it) ids equal run.c's encode.txt; --vocab-only; a model
@@ -145,6 +146,15 @@ if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   done
   expect_eq "phi2 header" "$(hdr phi-phi)" "4 4 12 64 4 1176256512 925353388 0 1 0 2 1"
   expect_eq "starcoder2 header" "$(hdr starcoder2-starcoder2)" "6 2 8 64 8 1203982336 925353388 0 1 0 0 1"
+  # k-quants (Q4_K, Q5_K, Q6_K need rows of 256: a 1.9 MB fixture, so made here, not committed)
+  mkdir -p "$T/kq"
+  if "$PY" tools/gguf_write.py --kquant-fixture "$T/kq" 2> "$T/err"; then
+    for f in quant f32; do
+      "$CONV" "$T/kq/model-$f.gguf" -o "$T/k-$f.tfm" --quiet 2> "$T/err" || { bad "convert k-quant $f"; cat "$T/err"; }
+      dump "$T/k-$f.tfm" "$T/kq" "$T/k-$f.logits"
+    done
+    report "Q4_K/Q5_K/Q6_K blocks vs NumPy-decoded F32" "$(maxdiff "$T/k-quant.logits" "$T/k-f32.logits")" 1e-5
+  else bad "gguf_write.py --kquant-fixture"; cat "$T/err"; fi
   # llama2.c's stories260K + tok512 as a llama GGUF: logits of llama2.c's own run (69
   # positions, stories260K.ref) and of the llama2.c import path on the same checkpoint
   M=$SHARED/models
@@ -254,7 +264,8 @@ o=$(tinfo $L token_embd.weight)
 mut $L; put "$T/m.gguf" $((o + 4 + 16 + 4)) 8 1099511627776; expect_fail "offset past the end" "past the end" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $((o + 4 + 16 + 4)) 8 9223372036854775776; expect_fail "offset near 2^63" "past the end" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $((o + 4 + 16 + 4)) 8 1;     expect_fail "misaligned offset" "misaligned" "$T/m.gguf"
-mut $L; put "$T/m.gguf" $((o + 4 + 16)) 4 12;        expect_fail "Q4_K tensor" "type 12 is not supported" "$T/m.gguf"
+mut $L; put "$T/m.gguf" $((o + 4 + 16)) 4 12;        expect_fail "Q4_K rows of 32" "type 12 .*rows of 32 do not" "$T/m.gguf"
+mut $L; put "$T/m.gguf" $((o + 4 + 16)) 4 11;        expect_fail "Q3_K tensor" "type 11 is not supported" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $((o + 4 + 16)) 4 99;        expect_fail "type 99" "type 99" "$T/m.gguf"
 mut $L; put "$T/m.gguf" "$o" 4 5;                    expect_fail "5 dims" "5 dims" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $((o + 4)) 8 0;              expect_fail "zero dim" "bad dimension" "$T/m.gguf"

@@ -22,7 +22,8 @@
      - rope base from {arch}.rope.freq_base, else 10000; rotary dims from
        {arch}.rope.dimension_count, else d_head; scaled RoPE is refused.
      - no output.weight: the head is tied to token_embd.
-   Tensor types F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; quantized matrices are
+   Tensor types F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (the types
+   of llama.cpp's Q4_K_M / Q5_K_M / Q6_K / Q8_0 files, not IQ* or Q2_K / Q3_K); quantized matrices are
    dequantized (tools/gguf.h) and written as --type, vectors always f32. Every GGUF tensor
    must be used, as on the Hugging Face path.
 
@@ -71,6 +72,9 @@ static tc_dtype gg_dtype(uint32_t type, const char **name) {
     case GGUF_TYPE_Q5_0: *name = "Q5_0"; return TC_Q5_0;
     case GGUF_TYPE_Q5_1: *name = "Q5_1"; return TC_Q5_1;
     case GGUF_TYPE_Q8_0: *name = "Q8_0"; return TC_Q8_0;
+    case GGUF_TYPE_Q4_K: *name = "Q4_K"; return TC_Q4_K;
+    case GGUF_TYPE_Q5_K: *name = "Q5_K"; return TC_Q5_K;
+    case GGUF_TYPE_Q6_K: *name = "Q6_K"; return TC_Q6_K;
     default: *name = "?"; return TC_OTHER; /* gguf_parse refuses every other type */
     }
 }

@@ -38,7 +38,8 @@ enum gguf_value_type {
 /* ggml tensor types this reader knows the size of (others are rejected by name). */
 enum gguf_tensor_type {
     GGUF_TYPE_F32 = 0, GGUF_TYPE_F16 = 1, GGUF_TYPE_Q4_0 = 2, GGUF_TYPE_Q4_1 = 3,
-    GGUF_TYPE_Q5_0 = 6, GGUF_TYPE_Q5_1 = 7, GGUF_TYPE_Q8_0 = 8, GGUF_TYPE_BF16 = 30
+    GGUF_TYPE_Q5_0 = 6, GGUF_TYPE_Q5_1 = 7, GGUF_TYPE_Q8_0 = 8, GGUF_TYPE_Q4_K = 12,
+    GGUF_TYPE_Q5_K = 13, GGUF_TYPE_Q6_K = 14, GGUF_TYPE_BF16 = 30
 };
 
 #define GGUF_MAX_DIMS 4
@@ -137,25 +138,46 @@ GGUF_FN void gguf__skip_value(gguf__cur *c, uint32_t type, int depth) {
     gguf__uint(c, (int)size);
 }
 
-/* Bytes of a tensor of this type with ne[0] per row and n elements; 0 if unknown or bad. */
-GGUF_FN uint64_t gguf__tensor_bytes(uint32_t type, uint64_t ne0, uint64_t n) {
-    uint64_t block = 1, bytes;
+#define GGUF_QK 32         /* elements per block of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 */
+#define GGUF_QK_K 256      /* elements per block of the k-quants Q4_K, Q5_K, Q6_K */
+#define GGUF_MAX_BLOCK 256 /* the larger of the two */
+
+/* Elements per block of a quantized type (0: not a block type this reader decodes). */
+GGUF_FN size_t gguf_block_elems(uint32_t type) {
     switch (type) {
-    case GGUF_TYPE_F32: bytes = 4; break;
-    case GGUF_TYPE_F16: case GGUF_TYPE_BF16: bytes = 2; break;
-    case GGUF_TYPE_Q4_0: block = 32; bytes = 18; break;
-    case GGUF_TYPE_Q4_1: block = 32; bytes = 20; break;
-    case GGUF_TYPE_Q5_0: block = 32; bytes = 22; break;
-    case GGUF_TYPE_Q5_1: block = 32; bytes = 24; break;
-    case GGUF_TYPE_Q8_0: block = 32; bytes = 34; break;
+    case GGUF_TYPE_Q4_0: case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_0: case GGUF_TYPE_Q5_1:
+    case GGUF_TYPE_Q8_0: return GGUF_QK;
+    case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: case GGUF_TYPE_Q6_K: return GGUF_QK_K;
     default: return 0;
     }
-    if (ne0 % block) return 0;
+}
+
+/* Bytes of one block of a quantized type (0: not a block type this reader decodes). */
+GGUF_FN size_t gguf_block_bytes(uint32_t type) {
+    switch (type) {
+    case GGUF_TYPE_Q4_0: return 18;
+    case GGUF_TYPE_Q4_1: return 20;
+    case GGUF_TYPE_Q5_0: return 22;
+    case GGUF_TYPE_Q5_1: return 24;
+    case GGUF_TYPE_Q8_0: return 34;
+    case GGUF_TYPE_Q4_K: return 144;
+    case GGUF_TYPE_Q5_K: return 176;
+    case GGUF_TYPE_Q6_K: return 210;
+    default: return 0;
+    }
+}
+
+/* Bytes of a tensor of this type with ne[0] per row and n elements; 0 if unknown or bad. */
+GGUF_FN uint64_t gguf__tensor_bytes(uint32_t type, uint64_t ne0, uint64_t n) {
+    uint64_t block = gguf_block_elems(type), bytes = gguf_block_bytes(type);
+    if (type == GGUF_TYPE_F32) { block = 1; bytes = 4; }
+    if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) { block = 1; bytes = 2; }
+    if (!block || ne0 % block) return 0;
     return n / block * bytes;
 }
 
 /* --- dequantization (ggml src/ggml-common.h block layouts; REFERENCE.md D.1) ---
-   Every block covers GGUF_QK = 32 consecutive elements along ne0 and starts with a
+   The first five types cover GGUF_QK = 32 consecutive elements along ne0 and start with a
    little-endian fp16 scale d:
      Q8_0 (34 bytes): d, int8 q[32];                          x[j] = d * q[j]
      Q4_0 (18 bytes): d, u8 qs[16];                           x[j] = d * (nib[j] - 8)
@@ -163,8 +185,21 @@ GGUF_FN uint64_t gguf__tensor_bytes(uint32_t type, uint64_t ne0, uint64_t n) {
      Q5_0 (22 bytes): d, u32 qh, u8 qs[16];                   x[j] = d * (nib[j] | hi[j] << 4) - 16d
      Q5_1 (24 bytes): d, fp16 m, u32 qh, u8 qs[16];           x[j] = d * (nib[j] | hi[j] << 4) + m
    where for j < 16 nib[j] is the LOW nibble of qs[j] and nib[j + 16] the HIGH nibble of qs[j]
-   (not element pairs), and hi[j] is bit j of the little-endian u32 qh. */
-#define GGUF_QK 32
+   (not element pairs), and hi[j] is bit j of the little-endian u32 qh.
+   The k-quants cover GGUF_QK_K = 256 elements in 8 sub-blocks of 32 (Q6_K: 16 of 16):
+     Q4_K (144 bytes): fp16 d, fp16 dmin, u8 scales[12], u8 qs[128]
+     Q5_K (176 bytes): fp16 d, fp16 dmin, u8 scales[12], u8 qh[32], u8 qs[128]
+     Q6_K (210 bytes): u8 ql[128], u8 qh[64], int8 sc[16], fp16 d        (d comes LAST)
+   Q4_K/Q5_K: sub-block s has a 6-bit scale sc and min m packed in scales[]: s < 4: sc =
+   scales[s] & 63, m = scales[s + 4] & 63; s >= 4: sc = (scales[s + 4] & 15) | (scales[s - 4] >> 6)
+   << 4, m = (scales[s + 4] >> 4) | (scales[s] >> 6) << 4. Each 64 elements (sub-blocks 2k,
+   2k + 1) read the 32 bytes qs[32k ..]: element l of sub-block 2k is the low nibble of
+   qs[32k + l], of sub-block 2k + 1 the high nibble; Q5_K adds bit 2k (resp. 2k + 1) of qh[l]
+   as bit 4. x = (d * sc) * q - (dmin * m).
+   Q6_K: per 128 elements (half h: ql += 64h, qh += 32h, sc += 8h), for l < 32: element l =
+   low nibble of ql[l] | (qh[l] bits 0-1) << 4, l + 32 = low nibble of ql[l + 32] | bits 2-3,
+   l + 64 = high nibble of ql[l] | bits 4-5, l + 96 = high nibble of ql[l + 32] | bits 6-7;
+   x = (d * sc[e / 16]) * (q - 32), e the element's index in the half. */
 
 GGUF_FN float gguf_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
@@ -180,25 +215,76 @@ GGUF_FN float gguf_f16_to_f32(uint16_t h) {
     return f;
 }
 
-/* Bytes of one block of a quantized type (0: not a block type this reader decodes). */
-GGUF_FN size_t gguf_block_bytes(uint32_t type) {
-    switch (type) {
-    case GGUF_TYPE_Q4_0: return 18;
-    case GGUF_TYPE_Q4_1: return 20;
-    case GGUF_TYPE_Q5_0: return 22;
-    case GGUF_TYPE_Q5_1: return 24;
-    case GGUF_TYPE_Q8_0: return 34;
-    default: return 0;
+/* Sub-block s (0..7) of a Q4_K / Q5_K block: 6-bit scale and min from the 12 packed bytes. */
+GGUF_FN void gguf__scale_min_k4(int s, const unsigned char *scales, int *sc, int *m) {
+    if (s < 4) {
+        *sc = scales[s] & 63;
+        *m = scales[s + 4] & 63;
+    } else {
+        *sc = (scales[s + 4] & 15) | ((scales[s - 4] >> 6) << 4);
+        *m = (scales[s + 4] >> 4) | ((scales[s] >> 6) << 4);
     }
 }
 
-/* One block of a quantized type -> 32 floats (layouts above). false for other types. */
+/* Q4_K or Q5_K (five) block -> 256 floats. */
+GGUF_FN void gguf__dequantize_q45_k(const unsigned char *b, bool five, float *out) {
+    float d = gguf_f16_to_f32((uint16_t)gguf__le(b, 2));
+    float dmin = gguf_f16_to_f32((uint16_t)gguf__le(b + 2, 2));
+    const unsigned char *scales = b + 4, *qh = b + 16, *qs = b + (five ? 48 : 16);
+    int k, l, sc, m;
+    for (k = 0; k < 4; k++) { /* 64 elements: sub-blocks 2k (low nibbles), 2k + 1 (high) */
+        const unsigned char *q = qs + 32 * k;
+        float d1, m1, d2, m2;
+        gguf__scale_min_k4(2 * k, scales, &sc, &m);
+        d1 = d * (float)sc;
+        m1 = dmin * (float)m;
+        gguf__scale_min_k4(2 * k + 1, scales, &sc, &m);
+        d2 = d * (float)sc;
+        m2 = dmin * (float)m;
+        for (l = 0; l < 32; l++) {
+            int lo = q[l] & 15, hi = q[l] >> 4;
+            if (five) {
+                lo |= ((qh[l] >> (2 * k)) & 1) << 4;
+                hi |= ((qh[l] >> (2 * k + 1)) & 1) << 4;
+            }
+            out[64 * k + l] = d1 * (float)lo - m1;
+            out[64 * k + 32 + l] = d2 * (float)hi - m2;
+        }
+    }
+}
+
+/* Q6_K block -> 256 floats. */
+GGUF_FN void gguf__dequantize_q6_k(const unsigned char *b, float *out) {
+    float d = gguf_f16_to_f32((uint16_t)gguf__le(b + 208, 2));
+    int h, l;
+    for (h = 0; h < 2; h++) {
+        const unsigned char *ql = b + 64 * h, *qh = b + 128 + 32 * h, *sc = b + 192 + 8 * h;
+        float *y = out + 128 * h;
+        for (l = 0; l < 32; l++) {
+            int is = l / 16;
+            int q1 = ((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4)) - 32;
+            int q2 = ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
+            int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+            int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            y[l] = d * (float)(int8_t)sc[is] * (float)q1;
+            y[l + 32] = d * (float)(int8_t)sc[is + 2] * (float)q2;
+            y[l + 64] = d * (float)(int8_t)sc[is + 4] * (float)q3;
+            y[l + 96] = d * (float)(int8_t)sc[is + 6] * (float)q4;
+        }
+    }
+}
+
+/* One block of a quantized type -> gguf_block_elems(type) floats (layouts above); false for
+   other types. */
 GGUF_FN bool gguf_dequantize_block(uint32_t type, const unsigned char *b, float *out) {
     float d = gguf_f16_to_f32((uint16_t)gguf__le(b, 2)), m = 0.0f;
     const unsigned char *qs;
     uint32_t qh = 0;
     int j;
     switch (type) {
+    case GGUF_TYPE_Q4_K: gguf__dequantize_q45_k(b, false, out); return true;
+    case GGUF_TYPE_Q5_K: gguf__dequantize_q45_k(b, true, out); return true;
+    case GGUF_TYPE_Q6_K: gguf__dequantize_q6_k(b, out); return true;
     case GGUF_TYPE_Q8_0:
         for (j = 0; j < GGUF_QK; j++) out[j] = d * (float)(int8_t)b[2 + j];
         return true;
@@ -390,7 +476,8 @@ GGUF_FN bool gguf_parse(const unsigned char *bytes, uint64_t size, gguf_file *f,
         t->n_bytes = gguf__tensor_bytes(t->type, t->ne[0], n_elems);
         if (!t->n_bytes)
             GGUF__FAIL("GGUF tensor %s: ggml type %u is not supported (F32, F16, BF16, Q4_0, "
-                       "Q4_1, Q5_0, Q5_1, Q8_0), or its rows of %llu do not fill 32-element blocks",
+                       "Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), or its rows of %llu do not "
+                       "fill its blocks (32 or 256 elements)",
                        t->name, (unsigned)t->type, (unsigned long long)t->ne[0]);
         if (t->offset % f->alignment) GGUF__FAIL("GGUF tensor %s: misaligned offset", t->name);
     }

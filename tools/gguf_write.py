@@ -31,6 +31,7 @@ explicitly; tensor data offsets are multiples of it, each tensor is padded to it
 Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0] [--tokenizer TOK]
                    gguf_write.py --vocab-only TOK OUT.gguf
                    gguf_write.py --quant-fixture DIR   (tests/data/arch/gguf_quant, see quant_fixture)
+                   gguf_write.py --kquant-fixture DIR  (the same with Q4_K / Q5_K / Q6_K, d_model 256)
                    gguf_write.py --from-llama2c MODEL.bin TOKENIZER.bin OUT.gguf   (see from_llama2c)
 (HF_DIR = config.json + model.safetensors written by tools/make_arch_models.py or
 tools/make_test_models.py. TOK = a byte-level BPE tokenizer.json -> tokenizer.ggml.model "gpt2",
@@ -508,7 +509,60 @@ def vocab_only(tok_path, name):
 
 
 GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_BF16 = 2, 3, 6, 7, 30
-BLOCK_BYTES = {GGML_Q4_0: 18, GGML_Q4_1: 20, GGML_Q5_0: 22, GGML_Q5_1: 24, GGML_Q8_0: 34}
+GGML_Q4_K, GGML_Q5_K, GGML_Q6_K = 12, 13, 14
+BLOCK_BYTES = {GGML_Q4_0: 18, GGML_Q4_1: 20, GGML_Q5_0: 22, GGML_Q5_1: 24, GGML_Q8_0: 34,
+               GGML_Q4_K: 144, GGML_Q5_K: 176, GGML_Q6_K: 210}
+BLOCK_ELEMS = {GGML_Q4_K: 256, GGML_Q5_K: 256, GGML_Q6_K: 256}
+
+
+def dequantize_k(gtype, raw, n):
+    """k-quant reference decoder from the layouts (ggml-common.h block_q4_K / q5_K / q6_K;
+    REFERENCE.md D.1). Q4_K/Q5_K: fp16 d, fp16 dmin, 12 bytes of packed 6-bit (scale, min) for
+    8 sub-blocks of 32, [Q5_K: 32 bytes qh,] 128 bytes qs; 64-element chunk k uses qs[32k:32k+32]
+    (low nibbles: sub-block 2k, high: 2k+1), Q5_K bit 2k / 2k+1 of qh[l] is bit 4;
+    x = d*sc*q - dmin*m. Q6_K: ql[128], qh[64], int8 scales[16], fp16 d last; per 128-element
+    half, value l / l+32 / l+64 / l+96 = low nibble ql[l] / low ql[l+32] / high ql[l] / high
+    ql[l+32] with qh[l] bits 0-1 / 2-3 / 4-5 / 6-7 on top, minus 32; scale per 16 values."""
+    bb = BLOCK_BYTES[gtype]
+    a = np.frombuffer(raw, dtype=np.uint8).reshape(n // 256, bb).astype(np.int64)
+    out = np.zeros((n // 256, 256), dtype=np.float32)
+    if gtype == GGML_Q6_K:
+        d = a[:, 208:210].astype(np.uint8).copy().view("<f2").astype(np.float32)[:, 0]
+        for h in range(2):
+            ql, qh = a[:, 64 * h:64 * h + 64], a[:, 128 + 32 * h:128 + 32 * h + 32]
+            sc = a[:, 192 + 8 * h:200 + 8 * h].astype(np.uint8).view(np.int8).astype(np.float32)
+            parts = [(ql[:, 0:32] & 15) | ((qh & 3) << 4), (ql[:, 32:64] & 15) | (((qh >> 2) & 3) << 4),
+                     (ql[:, 0:32] >> 4) | (((qh >> 4) & 3) << 4), (ql[:, 32:64] >> 4) | (((qh >> 6) & 3) << 4)]
+            for k, q in enumerate(parts):
+                for half in range(2):  # 16 values per scale
+                    e = 128 * h + 32 * k + 16 * half
+                    s_ = (d * sc[:, 2 * k + half])[:, None]
+                    out[:, e:e + 16] = s_ * (q[:, 16 * half:16 * half + 16] - 32).astype(np.float32)
+        return out.reshape(-1)
+    d = a[:, 0:2].astype(np.uint8).copy().view("<f2").astype(np.float32)[:, 0]
+    dmin = a[:, 2:4].astype(np.uint8).copy().view("<f2").astype(np.float32)[:, 0]
+    sb = a[:, 4:16]
+    sc = np.zeros((len(a), 8), dtype=np.int64)
+    mn = np.zeros((len(a), 8), dtype=np.int64)
+    for j in range(8):
+        if j < 4:
+            sc[:, j], mn[:, j] = sb[:, j] & 63, sb[:, j + 4] & 63
+        else:
+            sc[:, j] = (sb[:, j + 4] & 15) | ((sb[:, j - 4] >> 6) << 4)
+            mn[:, j] = (sb[:, j + 4] >> 4) | ((sb[:, j] >> 6) << 4)
+    five = gtype == GGML_Q5_K
+    qh = a[:, 16:48]
+    qs = a[:, 48:176] if five else a[:, 16:144]
+    for k in range(4):
+        q = qs[:, 32 * k:32 * k + 32]
+        for half, nib in ((0, q & 15), (1, q >> 4)):
+            j = 2 * k + half
+            if five:
+                nib = nib | (((qh >> j) & 1) << 4)
+            dj = (d * sc[:, j].astype(np.float32))[:, None]
+            mj = (dmin * mn[:, j].astype(np.float32))[:, None]
+            out[:, 64 * k + 32 * half:64 * k + 32 * half + 32] = dj * nib.astype(np.float32) - mj
+    return out.reshape(-1)
 
 
 def dequantize_blocks(gtype, raw, n):
@@ -517,6 +571,8 @@ def dequantize_blocks(gtype, raw, n):
     types, byte j of qs holds element j (low nibble) and element j + 16 (high nibble); bit j of
     qh is bit 4 of element j. Q4_0: d (q - 8); Q4_1: d q + m; Q5_0: d (q - 16); Q5_1: d q + m;
     Q8_0: d q (int8)."""
+    if gtype in BLOCK_ELEMS:
+        return dequantize_k(gtype, raw, n)
     bb = BLOCK_BYTES[gtype]
     a = np.frombuffer(raw, dtype=np.uint8).reshape(n // 32, bb)
     d = a[:, 0:2].copy().view("<f2").astype(np.float32)
@@ -542,8 +598,15 @@ def dequantize_blocks(gtype, raw, n):
 def random_blocks(rng, gtype, n):
     """n / 32 random blocks: scale d (and min m) as fp16 of modest size, quants uniform over
     every bit pattern."""
-    blocks = n // 32
+    blocks = n // BLOCK_ELEMS.get(gtype, 32)
     raw = rng.integers(0, 256, size=(blocks, BLOCK_BYTES[gtype]), dtype=np.uint8)
+    if gtype in (GGML_Q4_K, GGML_Q5_K):  # x = d sc q - dmin m with sc, m < 64, q < 32
+        raw[:, 0:2] = rng.uniform(0.0002, 0.0006, size=(blocks, 1)).astype("<f2").view(np.uint8)
+        raw[:, 2:4] = rng.uniform(0.0, 0.003, size=(blocks, 1)).astype("<f2").view(np.uint8)
+        return raw.tobytes()
+    if gtype == GGML_Q6_K:  # x = d sc (q - 32) with |sc| <= 128
+        raw[:, 208:210] = rng.uniform(0.00005, 0.0001, size=(blocks, 1)).astype("<f2").view(np.uint8)
+        return raw.tobytes()
     d = rng.uniform(0.005, 0.03, size=(blocks, 1)).astype("<f2")
     raw[:, 0:2] = d.view(np.uint8)
     if gtype in (GGML_Q4_1, GGML_Q5_1):
@@ -551,7 +614,7 @@ def random_blocks(rng, gtype, n):
     return raw.tobytes()
 
 
-def quant_fixture(out_dir, seed=7007):
+def quant_fixture(out_dir, seed=7007, k_quants=False):
     """tests/data/arch/gguf_quant: a 2-layer llama (d_model 32, 4 heads / 2 kv, d_ff 32,
     vocab 32, ctx 32) whose matrices are random blocks of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and
     raw BF16 / F16 values (norms F32), as model-quant.gguf, and the same weights decoded by
@@ -559,6 +622,8 @@ def quant_fixture(out_dir, seed=7007):
     blocks right gives both files the same logits."""
     rng = np.random.default_rng(seed)
     d_model, n_head, n_kv, d_ff, vocab, ctx, n_layer = 32, 4, 2, 32, 32, 32, 2
+    if k_quants:  # rows must hold whole 256-element blocks
+        d_model, n_head, n_kv, d_ff, vocab, ctx, n_layer = 256, 2, 1, 256, 16, 16, 1
     kv = [("llama.block_count", T_U32, n_layer), ("llama.context_length", T_U32, ctx),
           ("llama.embedding_length", T_U32, d_model), ("llama.feed_forward_length", T_U32, d_ff),
           ("llama.attention.head_count", T_U32, n_head), ("llama.attention.head_count_kv", T_U32, n_kv),
@@ -575,6 +640,8 @@ def quant_fixture(out_dir, seed=7007):
                  ("blk.%d.ffn_up.weight" % i, (d_ff, d_model)),
                  ("blk.%d.ffn_down.weight" % i, (d_model, d_ff))]
     types = [GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_Q8_0, GGML_BF16, GGML_F16]
+    if k_quants:
+        types = [GGML_Q4_K, GGML_Q5_K, GGML_Q6_K]
     gq, gf = GGUFFile("llama"), GGUFFile("llama")
     for g, ft in ((gq, 2), (gf, 0)):
         g.add("general.name", T_STRING, "gguf_quant")
@@ -687,8 +754,9 @@ def main(argv):
     if len(argv) >= 5 and argv[1] == "--from-llama2c":
         from_llama2c(argv[2], argv[3]).write(argv[4])
         return 0
-    if len(argv) >= 3 and argv[1] == "--quant-fixture":
-        quant_fixture(argv[2])
+    if len(argv) >= 3 and argv[1] in ("--quant-fixture", "--kquant-fixture"):
+        quant_fixture(argv[2], seed=7007 if argv[1] == "--quant-fixture" else 8008,
+                      k_quants=argv[1] == "--kquant-fixture")
         return 0
     if len(argv) < 3:
         print(__doc__)

@@ -260,7 +260,8 @@ static float tc_bf16_to_f32(uint16_t b) {
 
 typedef enum tc_dtype {
     TC_F32, TC_F16, TC_BF16, TC_OTHER,
-    TC_Q4_0, TC_Q4_1, TC_Q5_0, TC_Q5_1, TC_Q8_0 /* GGUF blocks of 32 along a row (tools/gguf.h) */
+    TC_Q4_0, TC_Q4_1, TC_Q5_0, TC_Q5_1, TC_Q8_0, /* GGUF blocks of 32 along a row (tools/gguf.h) */
+    TC_Q4_K, TC_Q5_K, TC_Q6_K                    /* GGUF blocks of 256 */
 } tc_dtype;
 
 typedef struct tc_tensor {
@@ -2138,25 +2139,27 @@ static size_t tc_src_elem_bytes(tc_dtype d) { return d == TC_F32 ? 4 : 2; }
 /* The GGUF block type of a quantized source dtype, or 0 (F32 is 0 there too: never a block). */
 static uint32_t tc_block_type(tc_dtype d) {
     return d == TC_Q4_0 ? GGUF_TYPE_Q4_0 : d == TC_Q4_1 ? GGUF_TYPE_Q4_1 : d == TC_Q5_0 ? GGUF_TYPE_Q5_0
-         : d == TC_Q5_1 ? GGUF_TYPE_Q5_1 : d == TC_Q8_0 ? GGUF_TYPE_Q8_0 : 0u;
+         : d == TC_Q5_1 ? GGUF_TYPE_Q5_1 : d == TC_Q8_0 ? GGUF_TYPE_Q8_0 : d == TC_Q4_K ? GGUF_TYPE_Q4_K
+         : d == TC_Q5_K ? GGUF_TYPE_Q5_K : d == TC_Q6_K ? GGUF_TYPE_Q6_K : 0u;
 }
 
 /* Source bytes of n elements (a whole number of blocks for the quantized dtypes). */
 static uint64_t tc_src_bytes(tc_dtype d, uint64_t n) {
     uint32_t bt = tc_block_type(d);
-    return bt ? n / GGUF_QK * gguf_block_bytes(bt) : n * tc_src_elem_bytes(d);
+    return bt ? n / gguf_block_elems(bt) * gguf_block_bytes(bt) : n * tc_src_elem_bytes(d);
 }
 
 /* n elements of src dtype -> out dtype (f16 -> f16 is copied bit-exact). */
 static void tc_convert(const unsigned char *in, tc_dtype src, unsigned char *out, uint32_t dst, size_t n) {
     size_t i;
     uint32_t bt = tc_block_type(src);
-    float block[GGUF_QK];
+    size_t be = bt ? gguf_block_elems(bt) : 1;
+    float block[GGUF_MAX_BLOCK];
     for (i = 0; i < n; i++) {
         float f;
         if (bt) { /* quantized: n is a whole number of blocks */
-            if (i % GGUF_QK == 0) gguf_dequantize_block(bt, in + i / GGUF_QK * gguf_block_bytes(bt), block);
-            f = block[i % GGUF_QK];
+            if (i % be == 0) gguf_dequantize_block(bt, in + i / be * gguf_block_bytes(bt), block);
+            f = block[i % be];
         } else if (src == TC_F16 && dst == TFM_DTYPE_F16) {
             out[2 * i] = in[2 * i];
             out[2 * i + 1] = in[2 * i + 1];
@@ -2214,7 +2217,7 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
     const tc_shard *s = &ck->shards[t->shard];
     size_t out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
     uint64_t chunk_rows = TC_CHUNK_BYTES / (o->row_elems * 4), r = 0;
-    uint64_t row_bytes = tc_src_bytes(t->dtype, o->row_elems); /* whole blocks: ne0 % 32 == 0 */
+    uint64_t row_bytes = tc_src_bytes(t->dtype, o->row_elems); /* whole blocks: ne0 % block == 0 */
     if (chunk_rows == 0) chunk_rows = 1;
     if (!tc_w_zeros_to(w, o->data_offset)) return 0;
     if (o->transposed) {
@@ -2477,7 +2480,8 @@ static void tc_usage(FILE *f) {
         "--tokenizer FILE  its llama2.c tokenizer.bin (optional: without it, token ids only)\n"
         "FILE.gguf  a llama.cpp GGUF v2/v3 file (or any file starting with \"GGUF\"):\n"
         "           general.architecture gptneox, gpt2, llama, phi2, starcoder2; tensor types F32, F16,\n"
-        "           BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (quantized ones are dequantized to --type);\n"
+        "           BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (quantized ones are\n"
+        "           dequantized to --type);\n"
         "           tokenizer.ggml.model gpt2 (pre gpt-2) or llama; without one, token ids only\n"
         "--type     dtype of the matrices (default f32); vectors are always f32\n"
         "--quiet    no progress or summary (warnings and errors still print)\n"
