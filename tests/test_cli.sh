@@ -58,7 +58,8 @@ ref_ce_sum() {
 close_to() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= t)}'; }
 # check_near DESC A B BOUND: print "DESC maxdiff |A - B| (bound)" (tests/run.sh shows these), check it
 check_near() {
-  echo "    $1: maxdiff $(awk -v a="$2" -v b="$3" 'BEGIN {d = a - b; printf "%.3g", d < 0 ? -d : d}') (bound $4)"
+  dd_=$(awk -v a="$2" -v b="$3" 'BEGIN {d = a - b; printf "%.3g", d < 0 ? -d : d}')
+  echo "    $1: maxdiff $dd_ (bound $4)"
   check "$1 ($2 vs $3)" close_to "$2" "$3" "$4"
 }
 fsize() { wc -c <"$1" | tr -d ' '; }
@@ -182,7 +183,8 @@ check "greedy ids identical with -t 1 and -t 2" cmp -s "$W/ids1" "$W/ids2"
 check "no tokenizer: prompt + 12 generated ids printed" [ "$(wc -w <"$W/ids1")" -eq $((N_PAR + 12)) ]
 check "no tokenizer: the prompt ids are echoed first" \
   [ "$(tr -s ' \n' ' ' <"$W/ids1" | cut -d' ' -f1-$N_PAR)" = "$PROMPT_PAR" ]
-check "no tokenizer: every id < n_vocab" awk '{for (i = 1; i <= NF; i++) if ($i !~ /^[0-9]+$/ || $i >= 160) exit 1}' "$W/ids1"
+check "no tokenizer: every id < n_vocab" \
+  awk '{for (i = 1; i <= NF; i++) if ($i !~ /^[0-9]+$/ || $i >= 160) exit 1}' "$W/ids1"
 run_ok "sampling, seed 7" $GEN -m $M -p "the dog" -n 24 --temp 0.9 --top-k 20 --top-p 0.9 --min-p 0.01 \
   --repeat-penalty 1.1 --seed 7 -t 1 && cp "$W/out" "$W/seed_a"
 run_ok "sampling, seed 7 again" $GEN -m $M -p "the dog" -n 24 --temp 0.9 --top-k 20 --top-p 0.9 \
@@ -199,7 +201,8 @@ check "context full: stops at n_ctx 64" [ "$(wc -w <"$W/out")" -eq 64 ]
 
 # --- --dump-logits --------------------------------------------------------------------------------
 run_ok "dump, -n 0" $GEN -m $MP --tokens "$TOKS_PAR" -n 0 -t 1 --dump-logits "$W/p0.f32"
-check "-n 0: prompt logits only ($N_PAR x 160 x 4 bytes)" [ "$(fsize "$W/p0.f32")" -eq $((N_PAR * 160 * 4)) ]
+check "-n 0: prompt logits only ($N_PAR x 160 x 4 bytes)" \
+  [ "$(fsize "$W/p0.f32")" -eq $((N_PAR * 160 * 4)) ]
 check "-n 0: nothing generated" [ "$(wc -w <"$W/out")" -eq "$N_PAR" ]
 d=$(maxdiff "$W/p0.f32" $DATA/neox_par/logits.f32)
 check_near "neox_par dumped prompt logits vs golden (relative)" "$d" 0 1e-4
@@ -208,7 +211,8 @@ check "-n 5: (prompt + 5) x n_vocab x 4 bytes" [ "$(fsize "$W/p5.f32")" -eq $(((
 check "-n 5: prompt rows equal the -n 0 dump" cmp -s -n $((N_PAR * 160 * 4)) "$W/p0.f32" "$W/p5.f32"
 # The rows of the generated tokens must be those of the whole sequence evaluated as a prompt.
 SEQ=$(tr -s ' \n' ',' <"$W/out" | sed 's/,$//')
-run_ok "dump the generated sequence as a prompt" $GEN -m $MP --tokens "$SEQ" -n 0 -t 1 --dump-logits "$W/seq.f32"
+run_ok "dump the generated sequence as a prompt" $GEN -m $MP --tokens "$SEQ" -n 0 -t 1 \
+  --dump-logits "$W/seq.f32"
 d=$(maxdiff "$W/p5.f32" "$W/seq.f32")
 check_near "generated rows vs the sequence as a prompt (relative)" "$d" 0 1e-4
 # Greedy from token 5 meets EOS (id 0) within 60 tokens: generation stops there, EOS unprinted.
@@ -233,7 +237,8 @@ floats "$W/eos.f32" | awk '{r = int((NR - 1) / 320); c = (NR - 1) % 320
   if (c == 0 || $1 > M[r]) {M[r] = $1; A[r] = c}}
   END {printf "5"; for (r = 0; r < NR / 320 - 1; r++) printf ",%d", a[r]; printf "\n"
        for (r = 0; r < NR / 320; r++) if (A[r] >= 300) p++; print p + 0}' >"$W/eos.seq"
-check "EOS: some rows' argmax is a padded id ($(sed -n 2p "$W/eos.seq"))" [ "$(sed -n 2p "$W/eos.seq")" -gt 0 ]
+n_padded=$(sed -n 2p "$W/eos.seq")
+check "EOS: some rows' argmax is a padded id ($n_padded)" [ "$n_padded" -gt 0 ]
 run_ok "EOS: the greedy sequence as a prompt" $GEN -m $M --tokens "$(sed -n 1p "$W/eos.seq")" -n 0 -t 1 \
   --dump-logits "$W/eos2.f32"
 d=$(maxdiff "$W/eos.f32" "$W/eos2.f32")
@@ -276,8 +281,8 @@ vectors() { # NAME SRC VECTORS: every 4th line of the vectors; ids and the --dec
     i=$((i + 1)); [ $((i % 4)) -eq 1 ] || continue
     text=${line% => *} want=$(echo "${line##* => }" | tr ',' ' ')
     printf '%s' "$text" >"$W/text"
-    got=$($TOK -m "build/$1-vocab.tfm" -f "$W/text" 2>"$W/err") || { bad_ids=$((bad_ids + 1)); continue; }
-    [ "$got" = "$want" ] || { bad_ids=$((bad_ids + 1)); echo "    $1 line $i: '$text' gave $got, want $want"; }
+    got=$($TOK -m "build/$1-vocab.tfm" -f "$W/text" 2>"$W/err")
+    [ "$got" = "$want" ] || { bad_ids=$((bad_ids + 1)); echo "    $1 line $i: $got, want $want"; }
     $TOK -m "build/$1-vocab.tfm" --decode "$want" >"$W/decoded" 2>"$W/err" &&
       cmp -s "$W/text" "$W/decoded" || { bad_rt=$((bad_rt + 1)); echo "    $1 line $i: decode differs"; }
   done <"$3"
@@ -309,7 +314,8 @@ check "perplexity prints cross-entropy with 6 decimals" \
 check "perplexity prints perplexity" grep -Eqx 'perplexity: [0-9.]+' "$W/out"
 ce=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
 ppl=$(sed -n 's/^perplexity: //p' "$W/out")
-check "perplexity = exp(cross-entropy)" awk -v c="$ce" -v p="$ppl" 'BEGIN {exit !(p / exp(c) > 0.9999 && p / exp(c) < 1.0001)}'
+check "perplexity = exp(cross-entropy)" \
+  awk -v c="$ce" -v p="$ppl" 'BEGIN {r = p / exp(c); exit !(r > 0.9999 && r < 1.0001)}'
 set -- $(ref_ce_sum $DATA/neox_tok/logits.f32 320 "$IDS")
 want=$(awk -v s="$1" -v n="$2" 'BEGIN {printf "%.6f", s / n}')
 check_near "perplexity, one window: cross-entropy vs golden logits" "$ce" "$want" 2e-4
@@ -395,14 +401,16 @@ if [ -f build/demo.tfm ]; then
   REF=models/demo/reference # written by tools/train_demo.py with a float64 forward
   if [ -f $REF/heldout_ce.txt ] && [ -f $REF/prompt_tokens.txt ] && [ -f $REF/logits.f32 ]; then
     run_ok "demo: tokenize the reference prompt" $TOK -m build/demo.tfm -f $REF/prompt.txt
-    check "demo: prompt ids equal prompt_tokens.txt" [ "$(cat "$W/out")" = "$(cat $REF/prompt_tokens.txt)" ]
+    check "demo: prompt ids equal prompt_tokens.txt" \
+      [ "$(cat "$W/out")" = "$(cat $REF/prompt_tokens.txt)" ]
     run_ok "demo: dump the prompt logits" $GEN -m build/demo.tfm -t 1 -n 0 \
       --tokens "$(tr ' ' ',' <$REF/prompt_tokens.txt)" --dump-logits "$W/demo.f32"
     d=$(maxdiff "$W/demo.f32" $REF/logits.f32)
     check_near "demo: prompt logits vs float64 reference (relative)" "$d" 0 1e-4
     run_ok "demo: perplexity --ctx 64" $PPL -m build/demo.tfm -f $REF/heldout.txt --ctx 64 -t 1
     ce=$(sed -n 's/^cross-entropy: \([0-9.]*\) .*/\1/p' "$W/out")
-    check_near "demo: held-out cross-entropy (--ctx 64) vs reference" "$ce" "$(cat $REF/heldout_ce.txt)" 1e-4
+    check_near "demo: held-out cross-entropy (--ctx 64) vs reference" "$ce" \
+      "$(cat $REF/heldout_ce.txt)" 1e-4
   fi
 else
   echo "SKIP: build/demo.tfm missing (make demo); demo model not tested"
