@@ -295,6 +295,10 @@ expect_fail "missing file" "cannot open" "$T/none.gguf"
 # tokenizer metadata
 V=$K/neox_vocab.gguf
 mut $V; subst "$T/m.gguf" gpt-2 gpt-3;                expect_fail "pre gpt-3" "tokenizer.ggml.pre \"gpt-3\" is not supported" --vocab-only "$T/m.gguf"
+mut $V; subst "$T/m.gguf" gpt-2 phi-2; "$CONV" --vocab-only "$T/m.gguf" -o "$T/phi2v.tfm" --quiet 2> "$T/err"
+expect_eq "pre phi-2 = gpt-2 (same blob)" "$(cmp "$T/phi2v.tfm" "$T/gg_vocab.tfm" && echo same)" same
+mut $V; subst "$T/m.gguf" tokenizer.ggml.pre tokenizer.ggml.prx; "$CONV" --vocab-only "$T/m.gguf" -o "$T/nopre.tfm" --quiet 2> "$T/err"
+expect_eq "pre absent: warning, GPT-2 pattern" "$(grep -c "warning:.*pre is absent" "$T/err") $(cmp "$T/nopre.tfm" "$T/gg_vocab.tfm" && echo same)" "1 same"
 o=$(at $V tokenizer.ggml.model); mut $V; printf 'bert' | dd of="$T/m.gguf" bs=1 seek=$((o + 20 + 4 + 8)) conv=notrunc status=none
 expect_fail "tokenizer model bert" "\"bert\" is not supported" --vocab-only "$T/m.gguf"
 mut $V; put "$T/m.gguf" $(($(at "$T/m.gguf" tokenizer.ggml.bos_token_id) + 27 + 4)) 4 300; expect_fail "bos 300" "bos_token_id = 300" --vocab-only "$T/m.gguf"

@@ -31,11 +31,12 @@
      - model "gpt2": byte-level BPE. Normal tokens are spelled in the GPT-2 byte alphabet (as
        tokenizer.json's vocab) and decoded to raw bytes; control (type 3) and user-defined
        (type 4) tokens are stored raw by llama.cpp and become ADDED (control: also SPECIAL);
-       merges "a b" become id triples. tokenizer.ggml.pre "gpt-2" selects the GPT-2 split
-       pattern; absent or "default" are taken as GPT-2 with a warning (llama.cpp's own
-       "default" splits punctuation slightly differently); any other value (llama-bpe, qwen2,
-       ...) is refused with an error, since tfm.h has only the GPT-2 pattern. No NFC: llama.cpp
-       does not normalize for these pre-tokenizers.
+       merges "a b" become id triples. tokenizer.ggml.pre "gpt-2" or "phi-2" (llama.cpp maps
+       both to the GPT-2 regex) selects the GPT-2 split pattern; absent or "default" are taken
+       as GPT-2 with a warning (llama.cpp's own "default" splits punctuation slightly
+       differently); any other value (llama-bpe, qwen2, starcoder, ...) is refused with an
+       error, since tfm.h has only the GPT-2 pattern. No NFC: llama.cpp does not normalize for
+       these pre-tokenizers.
      - model "llama": SentencePiece. "▁" (U+2581) becomes a space (tfm.h's SPM kind works on
        spaces), byte tokens (type 6) "<0xNN>" become that byte with TFM_TOKATTR_BYTE, scores
        are kept, unknown/control tokens (types 2, 3) are SPECIAL | ADDED, user-defined ADDED;
@@ -497,14 +498,14 @@ static int gg_pre(const gg_source *s) {
     gguf_string pre;
     int r = gg_string(s, NULL, "tokenizer.ggml.pre", &pre);
     if (r < 0) return 0;
-    if (r == 1 && gg_str_is(pre, "gpt-2")) return 1;
+    if (r == 1 && (gg_str_is(pre, "gpt-2") || gg_str_is(pre, "phi-2"))) return 1; /* one regex */
     if (r == 0 || gg_str_is(pre, "default")) {
         tc_warn("%s: tokenizer.ggml.pre is %s: using the GPT-2 split pattern", s->path,
                 r == 0 ? "absent" : "\"default\"");
         return 1;
     }
     tc_error("%s: tokenizer.ggml.pre \"%.*s\" is not supported (tfm.h has the GPT-2 pattern only: "
-             "\"gpt-2\", \"default\" or absent)", s->path, (int)(pre.n_bytes > 60 ? 60 : pre.n_bytes),
+             "\"gpt-2\", \"phi-2\", \"default\" or absent)", s->path, (int)(pre.n_bytes > 60 ? 60 : pre.n_bytes),
              pre.bytes);
     return 0;
 }
