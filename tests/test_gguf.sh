@@ -133,6 +133,9 @@ expect_eq "gpt2 header"         "$(hdr gpt2-model)"         "2 4 8 128 0 0 92535
 expect_eq "gpt_neox header"     "$(hdr gpt_neox-model)"     "1 2 16 64 4 1176256512 925353388 0 0 0 1 1"
 expect_eq "llama_tied header"   "$(hdr llama_tied-model)"   "3 2 8 64 8 1176256512 925353388 1 2 1 0 2"
 expect_eq "llama_untied header" "$(hdr llama_untied-model)" "3 2 8 64 8 1223959552 925353388 1 2 1 0 2"
+cp $A/gpt_neox/model.gguf "$T/seq.gguf"; put "$T/seq.gguf" $(($(at "$T/seq.gguf" gptneox.use_parallel_residual) + 29 + 4)) 1 0
+"$CONV" "$T/seq.gguf" -o "$T/seq.tfm" --quiet 2> "$T/err" || bad "gptneox use_parallel_residual false"
+expect_eq "gptneox use_parallel_residual false -> sequential" "$(u32 "$T/seq.tfm" 76)" 0
 expect_eq "gpt2 keeps the duplicate head (untied)" "$(has gpt2-model output.w)" yes
 expect_eq "llama_tied has no output.w" "$(has llama_tied-model output.w)" no
 expect_eq "gpt2 pos_embd stays f32 with --type f16" "$(od -An -t u4 -j $(($(at "$T/gpt2-modeltypef16.tfm" pos_embd) + 64)) -N 4 "$T/gpt2-modeltypef16.tfm" | tr -d ' ')" 0
