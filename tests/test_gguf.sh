@@ -259,6 +259,7 @@ mut() { cp "$1" "$T/m.gguf"; }
 mut $L; subst "$T/m.gguf" GGUF GGUX;                  expect_fail "bad magic" "bad magic" "$T/m.gguf"
 mut $L; put "$T/m.gguf" 4 4 1;                       expect_fail "version 1" "version 1 is not supported" "$T/m.gguf"
 mut $L; put "$T/m.gguf" 4 4 4;                       expect_fail "version 4" "version 4" "$T/m.gguf"
+mut $L; put "$T/m.gguf" 4 4 50331648;                expect_fail "big-endian" "big-endian GGUF" "$T/m.gguf"
 mut $L; put "$T/m.gguf" 8 8 1099511627776;           expect_fail "2^40 tensors" "counts out of range" "$T/m.gguf"
 mut $L; put "$T/m.gguf" 16 8 1099511627776;          expect_fail "2^40 keys" "counts out of range" "$T/m.gguf"
 mut $L; put "$T/m.gguf" 16 8 9223372036854775807;    expect_fail "2^63 keys" "counts out of range" "$T/m.gguf"

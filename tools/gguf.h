@@ -12,6 +12,9 @@
    Usage: gguf_parse(bytes, size, &file, err, sizeof err) over a whole file in memory (mapped),
    then gguf_find / gguf_get_* / file.tensors. Every count, length and offset is checked
    against the buffer before use; nothing here trusts the file. gguf_free releases the arrays.
+   gguf_dequantize_block decodes one block of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (32 elements) or
+   Q4_K, Q5_K, Q6_K (256) into floats (layouts documented at the function); tensors of other
+   types are refused by gguf_parse, naming the type.
 */
 #ifndef GGUF_H
 #define GGUF_H
@@ -416,6 +419,8 @@ GGUF_FN bool gguf_parse(const unsigned char *bytes, uint64_t size, gguf_file *f,
     if (size < 24 || memcmp(bytes, "GGUF", 4) != 0) GGUF__FAIL("not a GGUF file (bad magic)");
     c.pos = 4;
     f->version = (uint32_t)gguf__uint(&c, 4);
+    if (f->version == 0x02000000u || f->version == 0x03000000u)
+        GGUF__FAIL("big-endian GGUF (version %u byte-swapped) is not supported", (unsigned)(f->version >> 24));
     if (f->version != 2 && f->version != 3)
         GGUF__FAIL("GGUF version %u is not supported (2 and 3 are)", (unsigned)f->version);
     f->n_tensors = gguf__uint(&c, 8);
