@@ -123,8 +123,11 @@
        TFM_TOKFLAG_PREFIX_FIRST 8 (the prefix only before a segment at the start of the text)
        and TFM_TOKFLAG_PREFIX_UNLESS_SPACE 16 (none before a segment that starts with a space):
        the two Metaspace prepend_scheme values "first" (8|16) and "always" (16).
+       TFM_TOKFLAG_IGNORE_MERGES 32 (byte-level BPE: a pre-token that is itself a vocabulary
+       token becomes that token without merging, as HF's ignore_merges; Llama-3).
        pretok (tfm_pretok): 0 none, 1 the GPT-2 regex, 2 every \p{N} code point a piece of its
-       own, the GPT-2 regex on the text between (StarCoder2: Digits + ByteLevel).
+       own, the GPT-2 regex on the text between (StarCoder2: Digits + ByteLevel), 3 the Llama-3
+       regex (Split(Isolated) + ByteLevel without its regex).
        SentencePiece kind with n_merges > 0 (from a tokenizer.json): pairs merge by merge rank
        as Hugging Face BPE does; with none (llama2.c, GGUF): by the merged token's score.
 
@@ -215,13 +218,15 @@ typedef enum tfm_tokenizer_kind {
 typedef enum tfm_pretok {
     TFM_PRETOK_NONE = 0,
     TFM_PRETOK_GPT2 = 1,       /* the GPT-2 regex (ByteLevel use_regex) */
-    TFM_PRETOK_GPT2_DIGITS = 2 /* each \p{N} code point alone, then GPT-2 (StarCoder2's Digits) */
+    TFM_PRETOK_GPT2_DIGITS = 2, /* each \p{N} code point alone, then GPT-2 (StarCoder2's Digits) */
+    TFM_PRETOK_LLAMA3 = 3       /* the Llama-3 regex (Split + ByteLevel without its regex) */
 } tfm_pretok;
 #define TFM_TOKFLAG_NFC 1u          /* NFC-normalize text before splitting */
 #define TFM_TOKFLAG_PREFIX_SPACE 2u /* a space before each text segment (SentencePiece prefix) */
 #define TFM_TOKFLAG_ADD_BOS 4u      /* the model expects bos_id first (Llama): tfm_config.add_bos */
 #define TFM_TOKFLAG_PREFIX_FIRST 8u /* PREFIX_SPACE only before a segment that starts the text */
 #define TFM_TOKFLAG_PREFIX_UNLESS_SPACE 16u /* PREFIX_SPACE not before a segment starting with ' ' */
+#define TFM_TOKFLAG_IGNORE_MERGES 32u /* a pre-token that is a token is that token (HF ignore_merges) */
 #define TFM_TOKATTR_SPECIAL 1u      /* control token such as <|endoftext|> */
 #define TFM_TOKATTR_ADDED 2u        /* matched verbatim in the text before pre-tokenizing */
 #define TFM_TOKATTR_BYTE 4u         /* byte-fallback token <0xNN>: its text is that one byte */
@@ -2887,7 +2892,8 @@ static const uint16_t tfm__uc_comp[941] = {
 #define TFM__CP_INVALID 0x110000u /* a byte that is not part of valid UTF-8 */
 #define TFM__SPM_MIN_SCORE -1e10f /* pairs must score above this to merge (as llama2.c) */
 #define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS | \
-                        TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE)
+                        TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE | \
+                        TFM_TOKFLAG_IGNORE_MERGES)
 #define TFM__TOK_ATTRS (TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED | TFM_TOKATTR_BYTE)
 #define TFM__HANGUL_S 0xAC00u
 #define TFM__HANGUL_L 0x1100u
@@ -3259,7 +3265,7 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
         return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: blob of kind 0 (none)");
     if (kind != TFM_TOKENIZER_BPE_BYTES && kind != TFM_TOKENIZER_SPM)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: kind %u is not supported", kind);
-    if (pretok > TFM_PRETOK_GPT2_DIGITS)
+    if (pretok > TFM_PRETOK_LLAMA3)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: pre-tokenizer %u is unknown", pretok);
     if (t->flags & ~(uint32_t)TFM__TOK_FLAGS)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: unknown flags 0x%x", t->flags);
@@ -3584,6 +3590,13 @@ TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s,
 TFM_PRIVATE void tfm__bpe_piece(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
     size_t max = TFM__BPE_MAX_BYTES - (t->kind == TFM_TOKENIZER_SPM);
+    if ((t->flags & TFM_TOKFLAG_IGNORE_MERGES) && t->kind == TFM_TOKENIZER_BPE_BYTES && n) {
+        int32_t id = tfm__tok_find(t, s, n, NULL, 0); /* the whole pre-token is a token */
+        if (id >= 0 && !(tfm__tok_attr(t, id) & TFM_TOKATTR_ADDED)) {
+            tfm__tok_emit(o, id);
+            return;
+        }
+    }
     while (n > max) {
         size_t cut = max;
         while (cut > max - 3 && (s[cut] & 0xC0u) == 0x80u) cut--;
@@ -3653,6 +3666,72 @@ TFM_PRIVATE size_t tfm__pretok_gpt2(const unsigned char *s, size_t n, size_t pos
     return final ? n : 0;
 }
 
+/* Lower-case ASCII of the code point at s[pos..n) (U+017F LONG S, which folds to s, as 's'),
+   its byte length in *len; 0 when pos >= n. */
+TFM_PRIVATE uint32_t tfm__fold_at(const unsigned char *s, size_t n, size_t pos, size_t *len) {
+    uint32_t c;
+    if (pos >= n) return 0;
+    *len = tfm__utf8_next(s + pos, n - pos, &c);
+    if (c == 0x17Fu) return 's';
+    return c >= 'A' && c <= 'Z' ? c + 32u : c;
+}
+
+/* End of the Llama-3 pre-token that starts at s[pos] (pos < n), trying the alternatives of
+     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+     \s*[\r\n]+|\s+(?!\S)|\s+
+   in order; 0 when the answer depends on text after s[n) and more follows (!final). */
+TFM_PRIVATE size_t tfm__pretok_llama3(const unsigned char *s, size_t n, size_t pos, bool final) {
+    uint32_t c, c1;
+    size_t len, len1 = 0, len2 = 0, end, nl;
+    int k, count;
+    len = tfm__utf8_next(s + pos, n - pos, &c);
+    k = tfm__uc_class_of(c);
+    if (k == TFM__UC_BAD) return pos + 1;
+    if (c == '\'') { /* case-insensitive contractions */
+        uint32_t a = tfm__fold_at(s, n, pos + 1, &len1), b;
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return pos + 1 + len1;
+        if (!final && (pos + 1 >= n || (pos + 1 + len1 >= n && (a == 'r' || a == 'v' || a == 'l'))))
+            return 0;
+        b = a ? tfm__fold_at(s, n, pos + 1 + len1, &len2) : 0;
+        if (((a == 'r' || a == 'v') && b == 'e') || (a == 'l' && b == 'l')) return pos + 1 + len1 + len2;
+    }
+    if (k == TFM__UC_LETTER) return tfm__pretok_run(s, n, pos, TFM__UC_LETTER, final);
+    if (c != '\r' && c != '\n' && k != TFM__UC_NUMBER) { /* one leading non-letter, letters */
+        if (pos + len >= n && !final) return 0;
+        if (pos + len < n) {
+            tfm__utf8_next(s + pos + len, n - pos - len, &c1);
+            if (tfm__uc_class_of(c1) == TFM__UC_LETTER)
+                return tfm__pretok_run(s, n, pos + len, TFM__UC_LETTER, final);
+        }
+    }
+    if (k == TFM__UC_NUMBER) { /* one to three numbers */
+        for (end = pos, count = 0; count < 3 && end < n; count++) {
+            size_t l = tfm__utf8_next(s + end, n - end, &c1);
+            if (tfm__uc_class_of(c1) != TFM__UC_NUMBER) return end;
+            end += l;
+        }
+        return count < 3 && !final ? 0 : end;
+    }
+    end = pos + (c == ' ');
+    if (end < n) tfm__utf8_next(s + end, n - end, &c1);
+    if (end < n && tfm__uc_class_of(c1) == TFM__UC_OTHER) { /* punctuation, then newlines */
+        end = tfm__pretok_run(s, n, end, TFM__UC_OTHER, final);
+        while (end && end < n && (s[end] == '\r' || s[end] == '\n')) end++;
+        return end == n && !final ? 0 : end;
+    }
+    if (k != TFM__UC_SPACE) return pos + len; /* not reached: every other class is matched above */
+    for (end = pos, nl = 0, len1 = 0; end < n; end += len) { /* the run of white space */
+        len = tfm__utf8_next(s + end, n - end, &c);
+        if (tfm__uc_class_of(c) != TFM__UC_SPACE) break;
+        if (c == '\r' || c == '\n') nl = end + 1;
+        len1 = len;
+    }
+    if (end == n && !final) return 0;
+    if (nl) return nl;               /* \s*[\r\n]+ ends after the last newline */
+    if (end == n) return n;          /* \s+ at the end of the text */
+    return end - pos > len1 ? end - len1 : end; /* \s+(?!\S) leaves the last one to the word */
+}
+
 /* Pre-tokenize s[0..n) and merge each pre-token; returns the bytes consumed (all if final). */
 TFM_PRIVATE size_t tfm__tok_pieces(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                    bool final, tfm__tok_out *o) {
@@ -3671,6 +3750,8 @@ TFM_PRIVATE size_t tfm__tok_pieces(const tfm__tokenizer *t, const unsigned char 
                 }
             }
             end = run == pos ? pos + len : tfm__pretok_gpt2(s, run, pos, final || run < n);
+        } else if (t->pretok == TFM_PRETOK_LLAMA3) {
+            end = tfm__pretok_llama3(s, n, pos, final);
         } else {
             end = t->pretok == TFM_PRETOK_GPT2 ? tfm__pretok_gpt2(s, n, pos, final) : (final ? n : 0);
         }

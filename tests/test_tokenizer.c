@@ -10,6 +10,7 @@
 #include "check.h"
 
 #include <stdint.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------
    Small helpers */
@@ -1231,6 +1232,9 @@ static void test_spm(const char *shared) {
    Synthetic tokenizer.json files in the shapes of real checkpoints (tools/make_synth_tokenizers.js),
    converted by build/tfm-convert --vocab-only and checked against Hugging Face's own ids. */
 
+/* Scratch directory of this run (several test runs may share build/). */
+static char g_tok_dir[96];
+
 /* build/tfm-convert --vocab-only src -o out; the model, or NULL when the conversion fails. */
 static tfm_model *convert_vocab(const char *src, const char *out) {
     char cmd[1024];
@@ -1348,15 +1352,21 @@ static void test_synth_convert_options(void) {
          TFM_TOKFLAG_PREFIX_SPACE},
         {"digits", "\"individual_digits\": true", "\"individual_digits\": false", 0, 0},
         {"digits", "\"type\": \"Digits\"", "\"type\": \"Punctuation\"", 0, 0},
+        {"llama3", "\\\\p{N}{1,3}", "\\\\p{N}", 0, 0}, /* Qwen2's pattern: not this one */
+        {"llama3", "\"use_regex\": false", "\"use_regex\": true", 0, 0},
+        {"llama3", "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", 0, 0},
+        {"llama3", "\"ignore_merges\": true", "\"ignore_merges\": false", 1, TFM_TOKFLAG_ADD_BOS},
     };
-    char src[256], out[256];
+    char src[256], out[256], dir[256], cfg[300];
     size_t i;
+    snprintf(dir, sizeof dir, "%s/variant", g_tok_dir);
+    snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", dir);
     for (i = 0; i < sizeof v / sizeof v[0]; i++) {
         tfm_model *m;
         snprintf(src, sizeof src, "tests/data/tokenizer/%s.json", v[i].src);
-        CHECK_MSG(write_variant(src, v[i].from, v[i].to, "build/tok_variant"), "variant %zu", i);
-        snprintf(out, sizeof out, "build/tok_variant_%zu.tfm", i);
-        m = convert_vocab("build/tok_variant", out);
+        CHECK_MSG(write_variant(src, v[i].from, v[i].to, dir), "variant %zu", i);
+        snprintf(out, sizeof out, "%s/variant_%zu.tfm", g_tok_dir, i);
+        m = convert_vocab(dir, out);
         CHECK_MSG((m != NULL) == v[i].ok, "variant %zu (%s -> %s): converted %d, expected %d", i,
                   v[i].from, v[i].to, m != NULL, v[i].ok);
         if (m) CHECK_MSG(tfm__model_tokenizer(m)->flags == v[i].flags, "variant %zu: flags 0x%x", i,
@@ -1366,23 +1376,78 @@ static void test_synth_convert_options(void) {
     { /* tokenizer_config.json next to tokenizer.json: add_bos_token false, eos_token by text */
         FILE *f;
         tfm_model *m;
-        CHECK(write_variant("tests/data/tokenizer/llama_legacy.json", "\"version\"", "\"version\"",
-                            "build/tok_variant"));
-        f = fopen("build/tok_variant/tokenizer_config.json", "wb");
+        CHECK(write_variant("tests/data/tokenizer/llama_legacy.json", "\"version\"", "\"version\"", dir));
+        f = fopen(cfg, "wb");
         CHECK(f != NULL);
         if (f) {
             fputs("{\"add_bos_token\": false, \"eos_token\": {\"content\": \"<unk>\"}}\n", f);
             fclose(f);
         }
-        m = convert_vocab("build/tok_variant", "build/tok_variant_cfg.tfm");
+        snprintf(out, sizeof out, "%s/variant_cfg.tfm", g_tok_dir);
+        m = convert_vocab(dir, out);
         CHECK(m != NULL);
         if (m) {
             tfm_config c = tfm_model_config(m);
             CHECK(!c.add_bos && c.bos_id == 1 && c.eos_id == 0);
         }
         tfm_model_close(m);
-        remove("build/tok_variant/tokenizer_config.json");
+        remove(cfg);
     }
+}
+
+/* The Llama-3 scanner alone against Hugging Face's pre-tokenizer (llama3_pretok_hf.txt: byte
+   length of each piece), and on every prefix of each text (cut between characters, as the
+   NFC window cuts) with more to come (final false): each end it commits to must be one of the
+   final ends. */
+static void test_llama3_pretok(void) {
+    size_t n;
+    char *text = read_file("tests/data/tokenizer/llama3_pretok_hf.txt", &n), *line, *cursor = text;
+    int cases = 0, bad = 0, bad_prefix = 0;
+    CHECK_MSG(text != NULL, "tests/data/tokenizer/llama3_pretok_hf.txt is missing");
+    while (text && (line = next_line(&cursor)) != NULL) {
+        char *sep = NULL, *p, *q;
+        size_t len, ends[512], n_ends = 0, pos, m, k;
+        int ok = 1;
+        const unsigned char *u = (const unsigned char *)line;
+        for (p = strstr(line, " => "); p; p = strstr(p + 1, " => ")) sep = p;
+        if (!sep) continue;
+        len = unescape(line, (size_t)(sep - line));
+        for (q = sep + 4, pos = 0; *q && n_ends < 512;) {
+            long piece = strtol(q, &p, 10);
+            if (p == q) break;
+            pos += (size_t)piece;
+            ends[n_ends++] = pos;
+            q = *p == ',' ? p + 1 : p;
+        }
+        cases++;
+        for (pos = 0, k = 0; pos < len && ok; k++) {
+            size_t end = tfm__pretok_llama3(u, len, pos, true);
+            ok = k < n_ends && end == ends[k];
+            pos = end;
+        }
+        if (!ok || k != n_ends) {
+            if (++bad <= 3) fprintf(stderr, "  llama3 pre-token mismatch: \"%.*s\"\n", (int)len, line);
+        }
+        for (m = 1; m < len; m++) { /* streaming: a prefix of whole characters, more to come */
+            if ((u[m] & 0xC0u) == 0x80u) continue;
+            for (pos = 0, k = 0; pos < m;) {
+                size_t end = tfm__pretok_llama3(u, m, pos, false);
+                if (end == 0) break;
+                while (k < n_ends && ends[k] < end) k++;
+                if (k == n_ends || ends[k] != end) {
+                    if (++bad_prefix <= 5)
+                        fprintf(stderr, "  llama3 prefix %zu of \"%.*s\": end %zu at %zu\n", m, (int)len,
+                                line, end, pos);
+                    break;
+                }
+                pos = end;
+            }
+        }
+    }
+    free(text);
+    CHECK_MSG(cases == 171 && bad == 0, "llama3_pretok_hf.txt: %d of %d cases differ", bad, cases);
+    CHECK_MSG(bad_prefix == 0, "llama3 scanner: %d prefixes commit to a wrong end", bad_prefix);
+    printf("llama3_pretok_hf.txt: %d cases, %d mismatches\n", cases, bad);
 }
 
 static void test_synth_tokenizers(void) {
@@ -1401,11 +1466,15 @@ static void test_synth_tokenizers(void) {
         return;
     }
     fclose(probe);
+    snprintf(g_tok_dir, sizeof g_tok_dir, "build/tok_%lx_%lx", (unsigned long)time(NULL),
+             (unsigned long)(uintptr_t)&probe); /* the stack address differs between runs */
+    snprintf(golden, sizeof golden, "mkdir -p %s", g_tok_dir);
+    CHECK(system(golden) == 0);
     for (i = 0; i < sizeof llama / sizeof llama[0]; i++) {
         const tfm__tokenizer *t;
         tfm_config c;
         snprintf(src, sizeof src, "tests/data/tokenizer/llama_%s.json", llama[i].name);
-        snprintf(out, sizeof out, "build/tok_llama_%s.tfm", llama[i].name);
+        snprintf(out, sizeof out, "%s/llama_%s.tfm", g_tok_dir, llama[i].name);
         snprintf(golden, sizeof golden, "tests/data/tokenizer/llama_%s_hf.txt", llama[i].name);
         m = convert_vocab(src, out);
         CHECK_MSG(m != NULL, "%s: tfm-convert --vocab-only or open failed", src);
@@ -1426,7 +1495,8 @@ static void test_synth_tokenizers(void) {
         }
         tfm_model_close(m);
     }
-    m = convert_vocab("tests/data/tokenizer/digits.json", "build/tok_digits.tfm");
+    snprintf(out, sizeof out, "%s/digits.tfm", g_tok_dir);
+    m = convert_vocab("tests/data/tokenizer/digits.json", out);
     CHECK_MSG(m != NULL, "digits.json: tfm-convert --vocab-only or open failed");
     if (m) {
         const tfm__tokenizer *t = tfm__model_tokenizer(m);
@@ -1439,7 +1509,27 @@ static void test_synth_tokenizers(void) {
         CHECK_MSG(rt_cases == 124 && rt_bad == 0, "digits round trip: %d of %d differ", rt_bad, rt_cases);
         tfm_model_close(m);
     }
+    snprintf(out, sizeof out, "%s/llama3.tfm", g_tok_dir);
+    m = convert_vocab("tests/data/tokenizer/llama3.json", out);
+    CHECK_MSG(m != NULL, "llama3.json: tfm-convert --vocab-only or open failed");
+    if (m) {
+        const tfm__tokenizer *t = tfm__model_tokenizer(m);
+        tfm_config c = tfm_model_config(m);
+        int rt_cases = 0, rt_bad;
+        CHECK(t->kind == TFM_TOKENIZER_BPE_BYTES && t->pretok == TFM_PRETOK_LLAMA3 &&
+              t->flags == (TFM_TOKFLAG_IGNORE_MERGES | TFM_TOKFLAG_ADD_BOS));
+        CHECK(c.n_tokens == 610 && c.bos_id == 608 && c.add_bos && t->n_merges == 350);
+        cases = check_vectors(t, "tests/data/tokenizer/llama3_hf.txt", 1, &bad);
+        CHECK_MSG(cases == 171 && bad == 0, "llama3_hf.txt: %d of %d cases differ", bad, cases);
+        printf("llama3_hf.txt: %d cases, %d mismatches\n", cases, bad);
+        rt_bad = check_round_trip(t, "tests/data/tokenizer/llama3_hf.txt", 1, &rt_cases);
+        CHECK_MSG(rt_cases == 171 && rt_bad == 0, "llama3 round trip: %d of %d differ", rt_bad, rt_cases);
+        tfm_model_close(m);
+    }
+    test_llama3_pretok();
     test_synth_convert_options();
+    snprintf(golden, sizeof golden, "rm -rf %s", g_tok_dir);
+    CHECK(system(golden) == 0);
 }
 
 int main(void) {

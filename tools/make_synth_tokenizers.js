@@ -16,6 +16,11 @@
 //   llama_always.json  Metaspace prepend_scheme "always", split false.
 //   digits.json        StarCoder2's shape: byte-level BPE, pre-tokenizer Sequence[Digits
 //                      (individual_digits), ByteLevel(use_regex)], <|endoftext|> special.
+//   llama3.json        Llama-3's shape: byte-level BPE with ignore_merges, pre-tokenizer
+//                      Sequence[Split(the Llama-3 regex, Isolated), ByteLevel(use_regex false)],
+//                      <|begin_of_text|> / <|end_of_text|> after the vocab, post-processor
+//                      Sequence[ByteLevel, TemplateProcessing "<|begin_of_text|> $A"]; the
+//                      tokens "qqq" and " qqq" have no merge (only ignore_merges reaches them).
 //
 // The Llama merges are listed the way Hugging Face's SentencePiece converter lists them (every
 // split of a piece into two vocab pieces, ordered by the piece), except that a fixed fifth of
@@ -189,6 +194,45 @@ function digits(outDir) {
   return [Object.keys(vocab).length, merges.length];
 }
 
+// Llama-3's pre-tokenizer regex (as its tokenizer.json has it) and a JavaScript spelling of it
+// for training (JavaScript has no (?i:...) group).
+const LLAMA3_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const LLAMA3_JS = /'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+/gu;
+
+function llama3(outDir) {
+  const alpha = byteAlphabet();
+  const spell = s => [...Buffer.from(s, 'utf8')].map(b => alpha[b]);
+  const pieces = TEXT.match(LLAMA3_JS);
+  const vocab = {};
+  let next = 0;
+  for (const ch of alpha) vocab[ch] = next++;
+  const merges = train(countWords(pieces, spell), 350);
+  for (const [a, b] of merges) if (!(a + b in vocab)) vocab[a + b] = next++;
+  // ignore_merges: "qqq" and " qqq" are tokens no merge makes; HF emits them whole
+  for (const tok of ['qqq', '\u0120qqq']) if (!(tok in vocab)) vocab[tok] = next++;
+  const bot = next, eot = next + 1;
+  const j = { version: '1.0', truncation: null, padding: null,
+              added_tokens: [added(bot, '<|begin_of_text|>'), added(eot, '<|end_of_text|>')],
+              normalizer: null,
+              pre_tokenizer: { type: 'Sequence', pretokenizers: [
+                { type: 'Split', pattern: { Regex: LLAMA3_REGEX }, behavior: 'Isolated', invert: false },
+                { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false }] },
+              post_processor: { type: 'Sequence', processors: [
+                { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
+                { type: 'TemplateProcessing',
+                  single: [{ SpecialToken: { id: '<|begin_of_text|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+                  pair: [{ SpecialToken: { id: '<|begin_of_text|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } },
+                         { SpecialToken: { id: '<|begin_of_text|>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
+                  special_tokens: { '<|begin_of_text|>': { id: '<|begin_of_text|>', ids: [bot], tokens: ['<|begin_of_text|>'] } } }] },
+              decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+              model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null,
+                       end_of_word_suffix: null, fuse_unk: false, byte_fallback: false,
+                       ignore_merges: true, vocab, merges } };
+  fs.writeFileSync(path.join(outDir, 'llama3.json'), JSON.stringify(j, null, 1) + '\n');
+  return [next + 2, merges.length];
+}
+
 const outDir = process.argv[2] || '.';
-const l = llama(outDir), d = digits(outDir);
-process.stderr.write(`llama: ${l[0]} tokens, ${l[1]} merges; digits: ${d[0]} tokens, ${d[1]} merges\n`);
+const l = llama(outDir), d = digits(outDir), l3 = llama3(outDir);
+process.stderr.write(`llama: ${l[0]} tokens, ${l[1]} merges; digits: ${d[0]} tokens, ${d[1]} merges; ` +
+                     `llama3: ${l3[0]} tokens, ${l3[1]} merges\n`);

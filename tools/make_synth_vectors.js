@@ -7,12 +7,16 @@
 //     node tools/make_synth_vectors.js llama $D/llama_$v.json > $D/llama_${v}_hf.txt; done
 //   node tools/make_synth_vectors.js llama-decode $D/llama_legacy.json > $D/llama_hf_decode.txt
 //   node tools/make_synth_vectors.js digits $D/digits.json > $D/digits_hf.txt
+//   node tools/make_synth_vectors.js llama3 $D/llama3.json > $D/llama3_hf.txt
+//   node tools/make_synth_vectors.js llama3-pretok $D/llama3.json > $D/llama3_pretok_hf.txt
 //
-// llama / digits: "text => id,id,..." per line, encoded without the post-processor's special
+// llama / digits / llama3: "text => id,id,..." per line, encoded without the post-processor's special
 // tokens (tfm_model_tokenize adds none); text escapes as in make_hf_vectors.js (\\ \n \t \r).
+// llama3-pretok: "text => n,n,..." the byte length of each piece of the pre-tokenizer alone
+// (Split with the Llama-3 regex, then ByteLevel), to test the scanner directly.
 // llama-decode: "id,id,... => HEX" for the llama texts: the ids again and the UTF-8 bytes (hex)
 // of Hugging Face's decode (skip_special_tokens false; its Strip decoder drops one leading
-// space). The last 100 (llama) / 60 (digits) texts are pseudo-random (fixed seed) joins of
+// space). The last 100 (llama) / 60 (digits) / 80 (llama3) texts are pseudo-random (fixed seed) joins of
 // the pieces listed below.
 'use strict';
 const { Tokenizer } = require('tokenizers');
@@ -60,6 +64,25 @@ const digitParts = ['1', '2', '12', '3', '0', '00', '42', '٣', '½', '²', 'Ⅻ
   'robot', 'the', ' the', '.', ',', "'", "'s", '-', '+', 'é', '中', '😀', 'abc', 'v', '\t',
   '<|endoftext|>', '(', ')', '=', '_', 'Q'];
 
+const llama3Texts = [
+  "it's", "IT'S", "we'RE", "they'Ve", "I'M", "you'LL", "he'D", "'s", "'S", "'sun", "'Tis",
+  "'re'll'd", "x'll", "'\u017f", "'\u017ft", "don't", "' s", "''s", "'", "a'",
+  'Hello world', '(hello)', '[x]', '"quoted"', '\tword', '\ttab\tseparated', ' word', '  word',
+  '   three', 'word ', 'word  ', '\nword', '\n\nword', 'a\nb', 'a\r\nb', 'a\rb', 'x\n  y',
+  '  \n  x', ' \n \n x', '\n ', ' \n', '!!\n\nnext', ' !!\n', '..\r\n\r\nz', '?\n', ' ?',
+  '1', '12', '123', '1234', '1234567', '12 345', ' 42', 'x1234y', '3.14159', '1,000,000',
+  '١٢٣٤', '½¼¾', '²³', 'Ⅻⅻ', '①②③④', '2024-06-01T12:30:45Z',
+  'qqq', ' qqq', 'qqqq', 'qqq qqq', '<|begin_of_text|>Hello', 'a<|end_of_text|>b', '<|begin_of_text',
+  'café', 'naïve résumé', 'Über', '中文 日本語', 'Привет', 'مرحبا', '😀👍🏽', '👨‍👩‍👧',
+  'def f(x):\n    return x * 2\n', '    indented', 'if (a) {\n\tb();\n}\n', 'a\u00a0b',
+  'x\u3000y', 'e\u0301', '$19.99!', '#hashtag @user', 'https://example.com/a?b=c',
+  'The robot counted 12 boats; the captain said "Twelve?"', '   ', '\t\t', '\r\n', '\n\n\n',
+];
+
+const llama3Parts = ["'s", "'S", "'re", "'LL", "'", 'the', 'The', 'robot', 'qqq', ' ', '  ',
+  '\n', '\r\n', '\t', '1', '23', '4567', '٣', '(', ')', '!', '?', '.', ',', 'é', '中', '😀',
+  '<|begin_of_text|>', '\u00a0', 'x', 'Q', '_', '-', '=', ' the', ' 1'];
+
 let state = 2463534242;
 function rand(n) {
   state ^= state << 13; state >>>= 0;
@@ -82,8 +105,14 @@ const esc = s => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '
 (async () => {
   const mode = process.argv[2], tok = Tokenizer.fromFile(process.argv[3]);
   const texts = mode === 'digits' ? digitTexts.concat(randomTexts(digitParts, 60))
+              : mode.startsWith('llama3') ? llama3Texts.concat(randomTexts(llama3Parts, 80))
                                   : llamaTexts.concat(randomTexts(llamaParts, 100));
   for (const t of texts) {
+    if (mode === 'llama3-pretok') { // byte length of each pre-token (one code point per byte)
+      const lens = tok.getPreTokenizer().preTokenizeString(t).map(([p]) => [...p].length);
+      process.stdout.write(esc(t) + ' => ' + lens.join(',') + '\n');
+      continue;
+    }
     const ids = (await tok.encode(t, null, { addSpecialTokens: false })).getIds();
     if (mode === 'llama-decode') {
       const text = await tok.decode(ids, false);

@@ -1723,16 +1723,22 @@ static int tc_tok_spm_options(tc_tok *t, const json_doc *d, const json_node *nor
     return 1;
 }
 
-/* ByteLevel {use_regex true, add_prefix_space false}: the GPT-2 pattern. */
-static int tc_tok_byte_level(const json_doc *d, const json_node *pre, const char *src) {
+/* The Llama-3 pre-tokenizer's Split pattern, as its tokenizer.json spells it. */
+static const char tc_llama3_regex[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|"
+    " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/* ByteLevel {use_regex = regex, add_prefix_space false}: with its regex, the GPT-2 pattern. */
+static int tc_tok_byte_level(const json_doc *d, const json_node *pre, int regex, const char *src) {
     const json_node *n;
     if (!tc_type_is(d, pre, "ByteLevel")) {
-        tc_error("%s: pre_tokenizer %s is not supported (ByteLevel, or Sequence[Digits, ByteLevel])",
-                 src, pre ? tc_type_name(d, pre) : "(none)");
+        tc_error("%s: pre_tokenizer %s is not supported (ByteLevel, Sequence[Digits, ByteLevel] or "
+                 "Sequence[Split(Llama-3 pattern), ByteLevel])", src, pre ? tc_type_name(d, pre) : "(none)");
         return 0;
     }
-    if ((n = json_get(d, pre, "use_regex")) && n->type == JSON_FALSE) {
-        tc_error("%s: ByteLevel pre_tokenizer without its regex is not supported", src);
+    if (((n = json_get(d, pre, "use_regex")) && n->type == JSON_FALSE) == regex) {
+        tc_error("%s: ByteLevel pre_tokenizer %s its regex is not supported here", src,
+                 regex ? "without" : "with");
         return 0;
     }
     if ((n = json_get(d, pre, "add_prefix_space")) && n->type == JSON_TRUE) {
@@ -1748,7 +1754,6 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
                           const char *src) {
     const json_node *norm = json_get(d, root, "normalizer"), *pre = json_get(d, root, "pre_tokenizer");
     const json_node *type, *n;
-    static const char *const must_be_off[] = {"ignore_merges", NULL};
     static const char *const must_be_empty[] = {"continuing_subword_prefix", "end_of_word_suffix", NULL};
     const char *const *k;
     type = json_get(d, model, "type");
@@ -1757,19 +1762,21 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
                  type->type == JSON_STRING ? json_str(d, type) : "(not a string)");
         return 0;
     }
-    for (k = must_be_off; *k; k++)
-        if ((n = json_get(d, model, *k)) && n->type == JSON_TRUE) {
-            tc_error("%s: model.%s = true is not supported", src, *k);
-            return 0;
-        }
     for (k = must_be_empty; *k; k++)
         if ((n = json_get(d, model, *k)) && n->type != JSON_NULL &&
             !(n->type == JSON_STRING && n->str_bytes == 0)) {
             tc_error("%s: model.%s is not supported", src, *k);
             return 0;
         }
-    if ((n = json_get(d, model, "byte_fallback")) && n->type == JSON_TRUE)
+    if ((n = json_get(d, model, "ignore_merges")) && n->type == JSON_TRUE)
+        t->flags |= TFM_TOKFLAG_IGNORE_MERGES;
+    if ((n = json_get(d, model, "byte_fallback")) && n->type == JSON_TRUE) {
+        if (t->flags & TFM_TOKFLAG_IGNORE_MERGES) {
+            tc_error("%s: model.ignore_merges = true with byte_fallback is not supported", src);
+            return 0;
+        }
         return tc_tok_spm_options(t, d, norm, pre, src);
+    }
     if (norm && norm->type != JSON_NULL) {
         type = json_get(d, norm, "type");
         if (!type || type->type != JSON_STRING || strcmp(json_str(d, type), "NFC") != 0) {
@@ -1781,18 +1788,24 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
     }
     t->pretok = TFM_PRETOK_GPT2;
     if (tc_type_is(d, pre, "Sequence")) { /* StarCoder2: [Digits(individual_digits), ByteLevel] */
-        const json_node *list = json_get(d, pre, "pretokenizers"), *digits = json_first(d, list);
-        const json_node *bl = digits ? json_next(d, digits) : NULL;
-        if (!tc_type_is(d, digits, "Digits") || !(n = json_get(d, digits, "individual_digits")) ||
-            n->type != JSON_TRUE || !bl || json_next(d, bl)) {
+        const json_node *list = json_get(d, pre, "pretokenizers"), *first = json_first(d, list);
+        const json_node *bl = first ? json_next(d, first) : NULL;
+        const json_node *pattern = json_get(d, first, "pattern"), *invert = json_get(d, first, "invert");
+        if (tc_type_is(d, first, "Digits") && (n = json_get(d, first, "individual_digits")) &&
+            n->type == JSON_TRUE && bl && !json_next(d, bl)) {
+            t->pretok = TFM_PRETOK_GPT2_DIGITS;
+        } else if (tc_type_is(d, first, "Split") && tc_str_is(d, pattern, "Regex", tc_llama3_regex) &&
+                   tc_str_is(d, first, "behavior", "Isolated") && !(invert && invert->type == JSON_TRUE) &&
+                   bl && !json_next(d, bl)) { /* Llama-3: [Split(its regex), ByteLevel(no regex)] */
+            t->pretok = TFM_PRETOK_LLAMA3;
+        } else {
             tc_error("%s: pre_tokenizer Sequence is supported as [Digits(individual_digits: true), "
-                     "ByteLevel] only", src);
+                     "ByteLevel] or [Split(the Llama-3 pattern, Isolated), ByteLevel] only", src);
             return 0;
         }
         pre = bl;
-        t->pretok = TFM_PRETOK_GPT2_DIGITS;
     }
-    return tc_tok_byte_level(d, pre, src);
+    return tc_tok_byte_level(d, pre, t->pretok != TFM_PRETOK_LLAMA3, src);
 }
 
 /* SentencePiece kind: score = -rank of the first merge that makes the token, -1e10 (below
@@ -1885,8 +1898,8 @@ static int tc_tok_from_tokenizer_json(tc_tok *t, const char *path) {
             goto done;
         }
     }
-    if (t->kind == TFM_TOKENIZER_SPM && (!tc_tok_spm_scores(t, path) ||
-                                         !tc_tok_post_processor(t, &d, json_get(&d, root, "post_processor"), path)))
+    if ((t->kind == TFM_TOKENIZER_SPM && !tc_tok_spm_scores(t, path)) ||
+        !tc_tok_post_processor(t, &d, json_get(&d, root, "post_processor"), path))
         goto done;
     unk = json_get(&d, model, "unk_token");
     if (unk && unk->type == JSON_STRING) {
