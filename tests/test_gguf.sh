@@ -11,9 +11,10 @@
 #    llama2.c's stories260K + tok512 ($SHARED) as a llama GGUF against llama2.c's own logits
 #    and against the llama2.c import path;
 #  - tokenizers from GGUF metadata (tests/data/arch/gguf_tok, README there): byte-level BPE
-#    ids equal the Hugging Face path's on the same tokenizer.json, SentencePiece (llama2.c's
-#    tok512 as llama.cpp would store it) ids equal run.c's encode.txt; --vocab-only; a model
-#    file with a tokenizer;
+#    ids equal the Hugging Face path's on the same tokenizer.json, pre "starcoder" ids equal
+#    Hugging Face tokenizers' own (digits_hf.txt), SentencePiece (llama2.c's tok512 as
+#    llama.cpp would store it) ids equal run.c's encode.txt; --vocab-only; a model file with a
+#    tokenizer;
 #  - hostile files: truncated at many lengths, bad magic and version, huge counts, lengths and
 #    offsets, unsupported types and values, missing / duplicate / mis-shaped tensors: exit 1,
 #    one error line, no output, never a crash (also under ASan/UBSan when cc has them).
@@ -203,6 +204,21 @@ expect_eq "neox bos/eos" "$(u32 "$T/gg_vocab.tfm" $(($(u32 "$T/gg_vocab.tfm" 96)
 want=$("$TOK" -m "$T/hf_vocab.tfm" "cafe$(printf '\314\201')"); got=$("$TOK" -m "$T/gg_vocab.tfm" "cafe$(printf '\314\201')")
 if [ "$want" != "$got" ]; then ok; else bad "GGUF path unexpectedly NFC-normalizes"; fi
 
+# pre "starcoder" (digits one by one, then GPT-2): tests/data/tokenizer/digits.json as GGUF,
+# against Hugging Face tokenizers' own ids for it (digits_hf.txt: "text => id,id,...", \n \t)
+D=tests/data/tokenizer
+if "$CONV" --vocab-only $K/digits_vocab.gguf -o "$T/digits.tfm" --quiet --check > "$T/out" 2> "$T/err" &&
+   grep -q "check: ok" "$T/out"; then ok; else bad "--vocab-only digits_vocab.gguf"; cat "$T/err"; fi
+expect_eq "digits blob pretok" "$(u32 "$T/digits.tfm" $(($(u32 "$T/digits.tfm" 96) + 16)))" 2
+n_case=0; n_bad=0
+while IFS= read -r line; do
+  text=${line% => *}; want=$(echo "${line##* => }" | tr ',' ' ')
+  printf '%b' "$text" > "$T/text"; got=$("$TOK" -m "$T/digits.tfm" -f "$T/text" 2>&1)
+  n_case=$((n_case + 1))
+  if [ "$got" != "$want" ]; then n_bad=$((n_bad + 1)); [ $n_bad -le 3 ] && echo "digits '$text': got '$got', want '$want'"; fi
+done < $D/digits_hf.txt
+expect_eq "digits_hf.txt cases ($n_case) differing" "$n_bad" 0
+
 # SentencePiece: llama2.c's tok512 stored as llama.cpp does; ids as run.c computes them
 if "$CONV" --vocab-only $K/tok512_vocab.gguf -o "$T/spm.tfm" --quiet --check > "$T/out" 2> "$T/err" &&
    grep -q "check: ok" "$T/out"; then ok; else bad "--vocab-only tok512_vocab.gguf"; cat "$T/err" "$T/out"; fi
@@ -299,6 +315,7 @@ expect_fail "missing file" "cannot open" "$T/none.gguf"
 # tokenizer metadata
 V=$K/neox_vocab.gguf
 mut $V; subst "$T/m.gguf" gpt-2 gpt-3;                expect_fail "pre gpt-3" "tokenizer.ggml.pre \"gpt-3\" is not supported" --vocab-only "$T/m.gguf"
+mut $K/digits_vocab.gguf; subst "$T/m.gguf" starcoder starcodex; expect_fail "pre starcodex" "\"starcodex\" is not supported" --vocab-only "$T/m.gguf"
 mut $V; subst "$T/m.gguf" gpt-2 phi-2; "$CONV" --vocab-only "$T/m.gguf" -o "$T/phi2v.tfm" --quiet 2> "$T/err"
 expect_eq "pre phi-2 = gpt-2 (same blob)" "$(cmp "$T/phi2v.tfm" "$T/gg_vocab.tfm" && echo same)" same
 mut $V; subst "$T/m.gguf" tokenizer.ggml.pre tokenizer.ggml.prx; "$CONV" --vocab-only "$T/m.gguf" -o "$T/nopre.tfm" --quiet 2> "$T/err"

@@ -32,11 +32,11 @@
        tokenizer.json's vocab) and decoded to raw bytes; control (type 3) and user-defined
        (type 4) tokens are stored raw by llama.cpp and become ADDED (control: also SPECIAL);
        merges "a b" become id triples. tokenizer.ggml.pre "gpt-2" or "phi-2" (llama.cpp maps
-       both to the GPT-2 regex) selects the GPT-2 split pattern; absent or "default" are taken
-       as GPT-2 with a warning (llama.cpp's own "default" splits punctuation slightly
-       differently); any other value (llama-bpe, qwen2, starcoder, ...) is refused with an
-       error, since tfm.h has only the GPT-2 pattern. No NFC: llama.cpp does not normalize for
-       these pre-tokenizers.
+       both to the GPT-2 regex) selects TFM_PRETOK_GPT2, "starcoder" (each digit alone, then
+       the GPT-2 regex) TFM_PRETOK_GPT2_DIGITS; absent or "default" are taken as GPT-2 with a
+       warning (llama.cpp's own "default" splits punctuation slightly differently); any other
+       value (llama-bpe, qwen2, ...) is refused with an error. No NFC: llama.cpp does not
+       normalize for these pre-tokenizers.
      - model "llama": SentencePiece. "▁" (U+2581) becomes a space (tfm.h's SPM kind works on
        spaces), byte tokens (type 6) "<0xNN>" become that byte with TFM_TOKATTR_BYTE, scores
        are kept, unknown/control tokens (types 2, 3) are SPECIAL | ADDED, user-defined ADDED;
@@ -493,19 +493,25 @@ static unsigned char gg_tok_attr(int32_t type, uint32_t text_len, int spm) {
     return 0;
 }
 
-/* tokenizer.ggml.pre for byte-level BPE: the GPT-2 pattern, or an error. */
-static int gg_pre(const gg_source *s) {
+/* tokenizer.ggml.pre for byte-level BPE: the GPT-2 pattern (alone, or after single digits as
+   llama.cpp's "starcoder" = Hugging Face's Digits(individual) + ByteLevel), or an error. */
+static int gg_pre(const gg_source *s, uint32_t *pretok) {
     gguf_string pre;
     int r = gg_string(s, NULL, "tokenizer.ggml.pre", &pre);
+    *pretok = TFM_PRETOK_GPT2;
     if (r < 0) return 0;
     if (r == 1 && (gg_str_is(pre, "gpt-2") || gg_str_is(pre, "phi-2"))) return 1; /* one regex */
+    if (r == 1 && gg_str_is(pre, "starcoder")) {
+        *pretok = TFM_PRETOK_GPT2_DIGITS;
+        return 1;
+    }
     if (r == 0 || gg_str_is(pre, "default")) {
         tc_warn("%s: tokenizer.ggml.pre is %s: using the GPT-2 split pattern", s->path,
                 r == 0 ? "absent" : "\"default\"");
         return 1;
     }
-    tc_error("%s: tokenizer.ggml.pre \"%.*s\" is not supported (tfm.h has the GPT-2 pattern only: "
-             "\"gpt-2\", \"phi-2\", \"default\" or absent)", s->path, (int)(pre.n_bytes > 60 ? 60 : pre.n_bytes),
+    tc_error("%s: tokenizer.ggml.pre \"%.*s\" is not supported (\"gpt-2\", \"phi-2\", \"starcoder\", "
+             "\"default\" or absent)", s->path, (int)(pre.n_bytes > 60 ? 60 : pre.n_bytes),
              pre.bytes);
     return 0;
 }
@@ -629,12 +635,11 @@ static int gg_tokenizer(const gg_source *s, tc_tok *t, int *found) {
         goto done;
     }
     t->kind = spm ? TFM_TOKENIZER_SPM : TFM_TOKENIZER_BPE_BYTES;
-    if (!spm && !gg_pre(s)) goto done;
+    if (!spm && !gg_pre(s, &t->pretok)) goto done;
     if (!gg_bool(s, NULL, "tokenizer.ggml.add_space_prefix", 1, &space_prefix) ||
         !gg_tok_tokens(s, t, spm, types, scores) || (!spm && !gg_tok_merges(s, t)) || !gg_tok_ids(s, t))
         goto done;
     if (spm && space_prefix) t->flags |= TFM_TOKFLAG_PREFIX_SPACE;
-    if (!spm) t->pretok = TFM_PRETOK_GPT2;
     ok = 1;
 done:
     if (t->h_key) memset(t->h_key, 0, t->h_cap * sizeof *t->h_key); /* keys point into the map */

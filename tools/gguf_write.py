@@ -410,7 +410,7 @@ TOK_NORMAL, TOK_UNKNOWN, TOK_CONTROL, TOK_USER_DEFINED, TOK_UNUSED, TOK_BYTE = 1
 
 def tokenizer_gpt2(path, bos=None, eos=None):
     """Byte-level BPE from a Hugging Face tokenizer.json (model BPE, ByteLevel): tokenizer.ggml.model
-    "gpt2", pre "gpt-2". Like get_vocab_base: one entry per id below the largest id; vocab tokens
+    "gpt2", pre "gpt-2" ("starcoder" for a Digits + ByteLevel sequence). Like get_vocab_base: one entry per id below the largest id; vocab tokens
     keep their byte-alphabet spelling (NORMAL); added tokens are stored as their raw content,
     CONTROL when special, else USER_DEFINED; ids without a token become "[PAD<id>]" (UNUSED).
     Merges are "a b" strings. bos/eos default to <|endoftext|> when the vocab has it."""
@@ -432,11 +432,15 @@ def tokenizer_gpt2(path, bos=None, eos=None):
             tokens.append("[PAD%d]" % i)
             types.append(TOK_UNUSED)
     merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
+    pre = "gpt-2"
+    seq = tj.get("pre_tokenizer") or {}
+    if seq.get("type") == "Sequence" and [p_["type"] for p_ in seq["pretokenizers"]] == ["Digits", "ByteLevel"]:
+        pre = "starcoder"  # llama.cpp's name for Digits(individual_digits) + ByteLevel
     eot = tokens.index("<|endoftext|>") if "<|endoftext|>" in tokens else None
     bos = eot if bos is None else bos
     eos = eot if eos is None else eos
     kv = [("tokenizer.ggml.model", T_STRING, "gpt2"),
-          ("tokenizer.ggml.pre", T_STRING, "gpt-2"),
+          ("tokenizer.ggml.pre", T_STRING, pre),
           ("tokenizer.ggml.tokens", T_ARRAY, (T_STRING, tokens)),
           ("tokenizer.ggml.token_type", T_ARRAY, (T_I32, types)),
           ("tokenizer.ggml.merges", T_ARRAY, (T_STRING, merges))]
