@@ -1820,12 +1820,19 @@ static int tc_tok_spm_scores(tc_tok *t, const char *src) {
     }
     for (i = 0; i < t->n_tokens; i++) t->scores[i] = -1e10f;
     for (i = t->n_merges; i-- > 0;) t->scores[t->merges[3 * i + 2]] = -(float)i;
-    for (i = 0; i < t->n_tokens && t->metaspace_split; i++) {
-        if (t->has_text[i] && t->text_len[i] > 1 &&
-            memchr(t->arena + t->text_off[i] + 1, ' ', t->text_len[i] - 1)) {
+    for (i = 0; i < t->n_tokens; i++) {
+        const char *p = t->arena + t->text_off[i];
+        size_t k, n = t->has_text[i] && !(t->attrs[i] & TFM_TOKATTR_ADDED) ? t->text_len[i] : 0;
+        if (t->metaspace_split && n > 1 && memchr(p + 1, ' ', n - 1)) {
             tc_error("%s: Metaspace split = true with token %lu holding U+2581 after its start: "
                      "not supported", src, (unsigned long)i);
             return 0;
+        }
+        for (k = 1; k < n && !(p[k] == ' ' && p[k - 1] != ' '); k++) {}
+        if (k < n) { /* tfm.h merges word by word, cut before a space after a non-space */
+            tc_warn("%s: token %lu holds U+2581 after another character; texts where Hugging Face "
+                    "would use it tokenize differently in tfm.h", src, (unsigned long)i);
+            break;
         }
     }
     return 1;
@@ -2495,7 +2502,8 @@ static void tc_usage(FILE *f) {
         "           general.architecture gptneox, gpt2, llama, phi2, starcoder2; tensor types F32, F16,\n"
         "           BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (quantized ones are\n"
         "           dequantized to --type);\n"
-        "           tokenizer.ggml.model gpt2 (pre gpt-2) or llama; without one, token ids only\n"
+        "           tokenizer.ggml.model gpt2 (pre gpt-2, phi-2, starcoder) or llama (SentencePiece);\n"
+        "           without one, token ids only\n"
         "--type     dtype of the matrices (default f32); vectors are always f32\n"
         "--quiet    no progress or summary (warnings and errors still print)\n"
         "--check    open the written file with tfm.h, print its configuration, compare it with\n"
