@@ -1567,7 +1567,7 @@ TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
    tables. It is carved out of one allocation at create time; eval allocates nothing. */
 
 #define TFM__BATCH 16             /* prompt tokens per pass: each weight row is read once per batch */
-#define TFM__TASKS_PER_THREAD 4   /* tasks per thread with a host parallel_for: load balancing */
+#define TFM__TASKS_PER_THREAD 4   /* tasks per thread per parallel pass: load balancing */
 #define TFM__MIN_ROWS_PER_TASK 16 /* below this a matmul runs on the calling thread */
 #define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
 
@@ -1681,22 +1681,38 @@ TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, cons
    Batch arrays are [n_b, width] row-major. Parallel work (matrix rows, attention heads) goes
    through tfm__run_tasks. */
 
-/* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, on OpenMP threads, or in
-   a loop. Tasks write disjoint outputs, so the order and the thread never change a result. */
-TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn task, void *ctx) {
+/* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, as OpenMP tasks, or in a
+   loop. Tasks write disjoint outputs, so the order and the thread never change a result.
+   OpenMP: eval opens ONE parallel region per call (tfm__eval_team) and the step runs on one
+   thread of it; each parallel pass becomes tasks plus a taskwait, which the waiting thread
+   helps to execute. A helper thread that the OS has descheduled (a busy machine) then costs
+   nothing: the other thread runs its tasks instead of waiting at a barrier for it, which with
+   a parallel-for per matrix product happens dozens of times per token. */
+typedef struct tfm__task_call {
+    tfm_task_fn fn;
+    void *ctx;
+} tfm__task_call;
+
+TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn fn, void *ctx) {
     int t;
     if (s->parallel_for && n_tasks > 1) {
-        s->parallel_for(s->parallel_user, n_tasks, task, ctx);
+        s->parallel_for(s->parallel_user, n_tasks, fn, ctx);
         return;
     }
 #ifdef TFM__OPENMP
-    if (s->n_threads > 1 && n_tasks > 1) {
-#pragma omp parallel for num_threads(s->n_threads) schedule(static)
-        for (t = 0; t < n_tasks; t++) task(ctx, t);
+    if (s->n_threads > 1 && n_tasks > 1 && omp_in_parallel()) {
+        tfm__task_call call; /* shared by the tasks (clang 14 crashes on a bare function-pointer task) */
+        call.fn = fn;
+        call.ctx = ctx;
+        for (t = 0; t < n_tasks; t++) {
+#pragma omp task firstprivate(t) shared(call)
+            call.fn(call.ctx, t);
+        }
+#pragma omp taskwait
         return;
     }
 #endif
-    for (t = 0; t < n_tasks; t++) task(ctx, t);
+    for (t = 0; t < n_tasks; t++) fn(ctx, t);
 }
 
 #define TFM__MAX_FUSED 3 /* matrices sharing one input that one parallel pass computes (q, k, v) */
@@ -1957,6 +1973,41 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
     return TFM_OK;
 }
 
+/* Evaluate tokens[0..n_tokens) at pos.. in batches of TFM__BATCH (arguments already checked),
+   advancing n_past batch by batch. logits_all [n_tokens, n_vocab] or NULL: then only the last
+   token's logits are computed, into s->logits. */
+TFM_PRIVATE tfm_result tfm__eval_batches(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
+                                         float *logits_all) {
+    size_t n_vocab = (size_t)s->model->config.n_vocab;
+    tfm_result r;
+    int i, n_b;
+    for (i = 0; i < n_tokens; i += n_b) {
+        float *out = logits_all ? logits_all + (size_t)i * n_vocab : NULL;
+        n_b = n_tokens - i < TFM__BATCH ? n_tokens - i : TFM__BATCH;
+        if (!logits_all && i + n_b == n_tokens) out = s->logits;
+        if ((r = tfm__forward(s, tokens + i, n_b, pos + i, out, logits_all != NULL)) != TFM_OK) return r;
+        s->n_past = pos + i + n_b;
+    }
+    return TFM_OK;
+}
+
+/* tfm__eval_batches on the calling thread, inside one OpenMP team when the session has threads
+   (see tfm__run_tasks). */
+TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
+                                      float *logits_all) {
+    tfm_result r = TFM_OK;
+#ifdef TFM__OPENMP
+    if (s->n_threads > 1 && !s->parallel_for) {
+#pragma omp parallel num_threads(s->n_threads)
+#pragma omp single
+        r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
+        return r;
+    }
+#endif
+    r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
+    return r;
+}
+
 /* >>tokenizer ------------------------------------------------------------------------------------
    Text <-> token ids. Two kinds share one table layout (see the TOKENIZER BLOB in the top
    comment; the blob must outlive the tokenizer, texts and merges are read in place):
@@ -1966,8 +2017,13 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
      (TFM_PRETOK_GPT2; a hand-written scanner over the Unicode tables below, \s = White_Space;
      TFM_PRETOK_GPT2_DIGITS first cuts out every \p{N} code point as a piece of its own, as
-     HF's Digits(individual_digits) does with Rust's char::is_numeric, the same set), and each
-     pre-token's bytes merge from single-byte tokens by rank (lowest first, leftmost on ties).
+     HF's Digits(individual_digits) does with Rust's char::is_numeric, the same set;
+     TFM_PRETOK_LLAMA3 splits by Llama-3's pattern instead, a second hand-written scanner:
+       (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+       \s*[\r\n]+|\s+(?!\S)|\s+
+     where (?i) also lets U+017F (long s) match s, as Oniguruma's case folding does), and each
+     pre-token's bytes merge from single-byte tokens by rank (lowest first, leftmost on ties);
+     with TFM_TOKFLAG_IGNORE_MERGES a pre-token that is itself a token is taken whole.
    - TFM_TOKENIZER_SPM: SentencePiece-style BPE as llama2.c's run.c: an optional dummy-prefix
      space (TFM_TOKFLAG_PREFIX_SPACE: before each text segment between added tokens, as
      llama.cpp and HF's Prepend(U+2581) normalizer; TFM_TOKFLAG_PREFIX_FIRST and
@@ -4271,7 +4327,7 @@ TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_
     s->should_abort = d.should_abort;
     s->abort_user = d.abort_user;
 #ifdef TFM__OPENMP
-    s->n_tasks = d.n_threads;
+    s->n_tasks = d.n_threads > 1 ? d.n_threads * TFM__TASKS_PER_THREAD : 1;
 #else
     s->n_tasks = 1;
 #endif
@@ -4297,7 +4353,7 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
    n_past counts the batches that finished, so the caller can continue from there. */
 TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
                                     float *logits_all) {
-    int i, n_b, n_vocab;
+    int i, n_vocab;
     tfm_result r;
     if (!s) return TFM_ERR_INVALID_ARG;
     s->last_error[0] = '\0';
@@ -4316,15 +4372,8 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n
             return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: token %d (index %d) is outside [0, %d)",
                                      (int)tokens[i], i, n_vocab);
     s->n_past = pos;
-    for (i = 0; i < n_tokens; i += n_b) {
-        float *out = logits_all ? logits_all + (size_t)i * (size_t)n_vocab : NULL;
-        n_b = n_tokens - i < TFM__BATCH ? n_tokens - i : TFM__BATCH;
-        if (!logits_all && i + n_b == n_tokens) out = s->logits;
-        if ((r = tfm__forward(s, tokens + i, n_b, pos + i, out, logits_all != NULL)) != TFM_OK)
-            return tfm__session_fail(s, r, "eval: cancelled at positions %d..%d", pos + i,
-                                     pos + i + n_b - 1);
-        s->n_past = pos + i + n_b;
-    }
+    if ((r = tfm__eval_team(s, tokens, n_tokens, pos, logits_all)) != TFM_OK)
+        return tfm__session_fail(s, r, "eval: cancelled at position %d", s->n_past);
     if (logits_all && n_tokens > 0)
         memcpy(s->logits, logits_all + (size_t)(n_tokens - 1) * (size_t)n_vocab, (size_t)n_vocab * sizeof(float));
     return TFM_OK;
