@@ -1683,11 +1683,12 @@ TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, cons
 
 /* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, as OpenMP tasks, or in a
    loop. Tasks write disjoint outputs, so the order and the thread never change a result.
-   OpenMP: eval opens ONE parallel region per call (tfm__eval_team) and the step runs on one
-   thread of it; each parallel pass becomes tasks plus a taskwait, which the waiting thread
-   helps to execute. A helper thread that the OS has descheduled (a busy machine) then costs
-   nothing: the other thread runs its tasks instead of waiting at a barrier for it, which with
-   a parallel-for per matrix product happens dozens of times per token. */
+   OpenMP: eval opens ONE parallel region per call (tfm__eval_team) and the step runs on the
+   calling thread; the others wait at the region's end, where they run tasks. Each parallel
+   pass becomes tasks plus a taskwait, which the calling thread helps to execute. A helper that
+   the OS has descheduled (a busy machine) then mostly costs nothing: the calling thread runs
+   the tasks instead of waiting at a barrier for it, which with a parallel-for per matrix
+   product would happen dozens of times per token. */
 typedef struct tfm__task_call {
     tfm_task_fn fn;
     void *ctx;
@@ -1999,7 +2000,7 @@ TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int
 #ifdef TFM__OPENMP
     if (s->n_threads > 1 && !s->parallel_for) {
 #pragma omp parallel num_threads(s->n_threads)
-#pragma omp single
+#pragma omp master /* the calling thread, so should_abort runs where the caller expects */
         r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
         return r;
     }
