@@ -831,6 +831,17 @@ static void pf_pthread(void *user, int n_tasks, tfm_task_fn task, void *ctx) { /
 }
 #endif
 
+#ifdef CORE_PTHREADS
+static pthread_t caller_thread;
+static int abort_calls, abort_foreign;
+static bool abort_where(void *user) { /* never cancels; records which thread asked */
+    (void)user;
+    abort_calls++;
+    if (!pthread_equal(pthread_self(), caller_thread)) abort_foreign++;
+    return false;
+}
+#endif
+
 static void eval_with(const tfm_model *model, const tfm_session_desc *sd, const int32_t *tok, int n, float *out) {
     tfm_session *s = NULL;
     CHECK(tfm_session_create(model, sd, &s) == TFM_OK);
@@ -874,8 +885,16 @@ static void test_threads(void) {
         eval_with(model, &sd, tok, SEQ, a);
         sd.n_threads = 2;
         memset(b, 0, nb);
+#ifdef CORE_PTHREADS
+        sd.should_abort = abort_where;
+        caller_thread = pthread_self();
+#endif
         eval_with(model, &sd, tok, SEQ, b);
         CHECK_MSG(memcmp(a, b, nb) == 0, "2 threads differ from 1");
+#ifdef CORE_PTHREADS
+        CHECK(abort_calls > 0 && abort_foreign == 0); /* callbacks run on the calling thread */
+        sd.should_abort = NULL;
+#endif
         sd.parallel_for = pf_reverse;
         pf_calls = 0;
         memset(b, 0, nb);
