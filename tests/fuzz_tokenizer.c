@@ -3,9 +3,11 @@
    The first input byte picks what the rest is:
      even: a tokenizer blob (hostile): create, and when it validates, encode and decode with it;
      odd:  text (any bytes), encoded by small valid tokenizers of both kinds (byte-level BPE with
-           NFC and added tokens; SentencePiece with byte fallback and the dummy prefix), then
-           decoded back through the streaming decoder, which must reproduce the text's bytes
-           for the byte-level kind when the text needs no normalizing.
+           NFC and added tokens, the pre-tokenizer and TFM_TOKFLAG_IGNORE_MERGES picked by bits
+           1..3 of the first byte; SentencePiece with byte fallback, the dummy-prefix flags of
+           bits 4..5 and, with bit 6, merges), then decoded back through the streaming decoder,
+           which must reproduce the text's bytes for the byte-level kind when the text needs no
+           normalizing.
    Build and run (clang):
      clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_tokenizer.c -o build/fuzz_tokenizer
      mkdir -p build/fuzz_corpus && build/fuzz_tokenizer -max_total_time=60 build/fuzz_corpus */
@@ -19,17 +21,19 @@ static void put32(unsigned char *p, uint32_t v) {
     p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
 }
 
-/* 256 byte tokens (SPM: <0xNN> byte tokens), "ab", "abc", " a", added "<|x|>" and "  ". */
-static size_t tiny_blob(unsigned char *b, uint32_t kind) {
+/* 256 byte tokens (SPM: <0xNN> byte tokens), "ab", "abc", " a", added "<|x|>" and "  ";
+   flags and pretok as given, merges for BPE always, for SPM when spm_merges. */
+static size_t tiny_blob(unsigned char *b, uint32_t kind, uint32_t flags, uint32_t pretok,
+                        int spm_merges) {
     static const char *extra[5] = {"ab", "abc", " a", "<|x|>", "  "};
-    const uint32_t n_tok = 261, n_merges = kind == TFM_TOKENIZER_BPE_BYTES ? 3 : 0;
+    const uint32_t n_tok = 261, n_merges = kind == TFM_TOKENIZER_BPE_BYTES || spm_merges ? 3 : 0;
     size_t at, i, text_bytes = 256 + 2 + 3 + 2 + 5 + 2, off = 0;
     memset(b, 0, 64);
     put32(b, kind);
     put32(b + 4, n_tok);
     put32(b + 8, n_merges);
-    put32(b + 12, kind == TFM_TOKENIZER_SPM ? TFM_TOKFLAG_PREFIX_SPACE : TFM_TOKFLAG_NFC);
-    put32(b + 16, kind == TFM_TOKENIZER_SPM ? TFM_PRETOK_NONE : TFM_PRETOK_GPT2);
+    put32(b + 12, flags);
+    put32(b + 16, pretok);
     put32(b + 20, 259); put32(b + 24, 259); put32(b + 28, (uint32_t)-1); put32(b + 32, (uint32_t)-1);
     put32(b + 36, (uint32_t)text_bytes);
     at = 64;
@@ -99,7 +103,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         return 0;
     }
-    if (tfm__tokenizer_create(blob, tiny_blob(blob, TFM_TOKENIZER_BPE_BYTES), &a, NULL, &t) != TFM_OK)
+    if (tfm__tokenizer_create(blob, tiny_blob(blob, TFM_TOKENIZER_BPE_BYTES, TFM_TOKFLAG_NFC |
+                                              (data[0] & 8u ? TFM_TOKFLAG_IGNORE_MERGES : 0u),
+                                              (uint32_t)(data[0] >> 1) & 3u, 0),
+                              &a, NULL, &t) != TFM_OK)
         abort();
     {
         size_t n = round_trip(t, data + 1, size - 1, out, sizeof out), i;
@@ -108,7 +115,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (plain && (n != size - 1 || memcmp(out, data + 1, n) != 0)) abort();
     }
     tfm__tokenizer_destroy(t, &a);
-    if (tfm__tokenizer_create(blob, tiny_blob(blob, TFM_TOKENIZER_SPM), &a, NULL, &t) != TFM_OK)
+    if (tfm__tokenizer_create(blob, tiny_blob(blob, TFM_TOKENIZER_SPM, TFM_TOKFLAG_PREFIX_SPACE |
+                                              (data[0] & 16u ? TFM_TOKFLAG_PREFIX_FIRST : 0u) |
+                                              (data[0] & 32u ? TFM_TOKFLAG_PREFIX_UNLESS_SPACE : 0u),
+                                              TFM_PRETOK_NONE, data[0] & 64u),
+                              &a, NULL, &t) != TFM_OK)
         abort();
     round_trip(t, data + 1, size - 1, out, sizeof out);
     tfm__tokenizer_destroy(t, &a);
@@ -133,8 +144,16 @@ int main(int argc, char **argv) {
     static const char text[] = "\001Hello  world<|x|> abc e\xCC\x81\xF0\x9F\x98";
     if (argc < 2) return 1;
     buf[0] = 0;
-    write_seed(argv[1], "blob_bpe", buf, 1 + tiny_blob(buf + 1, TFM_TOKENIZER_BPE_BYTES));
-    write_seed(argv[1], "blob_spm", buf, 1 + tiny_blob(buf + 1, TFM_TOKENIZER_SPM));
+    write_seed(argv[1], "blob_bpe", buf, 1 + tiny_blob(buf + 1, TFM_TOKENIZER_BPE_BYTES, TFM_TOKFLAG_NFC,
+                                                       TFM_PRETOK_GPT2, 0));
+    write_seed(argv[1], "blob_spm", buf, 1 + tiny_blob(buf + 1, TFM_TOKENIZER_SPM,
+                                                       TFM_TOKFLAG_PREFIX_SPACE, TFM_PRETOK_NONE, 0));
+    buf[0] = 0;
+    write_seed(argv[1], "blob_llama3", buf, 1 + tiny_blob(buf + 1, TFM_TOKENIZER_BPE_BYTES,
+                                                          TFM_TOKFLAG_IGNORE_MERGES, TFM_PRETOK_LLAMA3, 0));
+    write_seed(argv[1], "blob_spm_merges", buf, 1 + tiny_blob(buf + 1, TFM_TOKENIZER_SPM,
+                                                              TFM_TOKFLAG_PREFIX_SPACE |
+                                                              TFM_TOKFLAG_PREFIX_FIRST, TFM_PRETOK_NONE, 1));
     write_seed(argv[1], "text", (const unsigned char *)text, sizeof text - 1);
     return 0;
 }
