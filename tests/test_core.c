@@ -1082,6 +1082,32 @@ static void test_corrupt(void) {
             }
         printf("bit flips: %d of %d still open (float values, arch field, shape-free bits), all ran\n", opened,
                (int)n_bytes * 8);
+        /* random multi-byte damage: 1-4 bytes set to random or boundary values */
+        opened = 0;
+        rng_seed(2024);
+        for (i = 0; i < 4000; i++) {
+            static const unsigned char edge[6] = {0x00, 0xff, 0x7f, 0x80, 0x01, 0x40};
+            tfm_session *s = NULL;
+            int k, n_hits = 1 + (int)(rng_unit() * 4);
+            c = dup_file(f, bytes);
+            for (k = 0; k < n_hits; k++) {
+                size_t at = (size_t)(rng_unit() * (double)n_bytes);
+                c[at] = rng_unit() < 0.5 ? edge[(int)(rng_unit() * 6)] : (unsigned char)(rng_unit() * 256);
+            }
+            if (open_mem(c, bytes, &m, NULL) == TFM_OK) {
+                tfm_session_desc sd;
+                int32_t t0 = 1;
+                opened++;
+                memset(&sd, 0, sizeof sd);
+                sd.n_ctx = 4;
+                if (tfm_session_create(m, &sd, &s) == TFM_OK) CHECK(tfm_session_eval(s, &t0, 1, 0, NULL) == TFM_OK);
+                tfm_session_destroy(s);
+                tfm_model_close(m);
+                m = NULL;
+            }
+            free(c);
+        }
+        printf("random damage: %d of 4000 still open, all ran\n", opened);
     }
     free(f);
     free_model(&wm);
