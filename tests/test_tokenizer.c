@@ -1450,7 +1450,150 @@ static void test_llama3_pretok(void) {
     printf("llama3_pretok_hf.txt: %d cases, %d mismatches\n", cases, bad);
 }
 
-static void test_synth_tokenizers(void) {
+/* A token's text in SentencePiece spelling as a JSON string (space -> U+2581). */
+static void json_spm_string(FILE *f, const vtok *t, int id) {
+    size_t i;
+    if (t->attr & TFM_TOKATTR_BYTE) {
+        fprintf(f, "\"<0x%02X>\"", (unsigned)(unsigned char)t->text[0]);
+        return;
+    }
+    if (id <= 2) {
+        fputs(id == 0 ? "\"<unk>\"" : id == 1 ? "\"<s>\"" : "\"</s>\"", f);
+        return;
+    }
+    fputc('"', f);
+    for (i = 0; i < t->len; i++) {
+        unsigned char c = (unsigned char)t->text[i];
+        if (c == ' ') fputs("\xE2\x96\x81", f);
+        else if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static int cmp_pair(const void *a, const void *b) {
+    const int *x = (const int *)a, *y = (const int *)b;
+    return x[0] != y[0] ? x[0] - y[0] : x[1] - y[1];
+}
+
+/* llama2.c's tok512 as Hugging Face's Llama converter writes a tokenizer.json: vocab by id
+   (U+2581 for space, <0xNN>, <unk> <s> </s>), merges = every split of a piece into two pieces,
+   pieces in id order (SentencePiece's score order), splits of one piece by (left id, right id);
+   the legacy Prepend/Replace normalizer, byte_fallback. */
+static int write_tok512_json(const vocab *v, const char *path) {
+    FILE *f = fopen(path, "wb");
+    int i, first = 1;
+    if (!f) return 0;
+    fputs("{\"version\": \"1.0\", \"added_tokens\": [", f);
+    for (i = 0; i < 3; i++)
+        fprintf(f, "%s{\"id\": %d, \"content\": \"%s\", \"single_word\": false, \"lstrip\": false, "
+                "\"rstrip\": false, \"normalized\": false, \"special\": true}", i ? ", " : "", i,
+                i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
+    fputs("], \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", "
+          "\"prepend\": \"\xE2\x96\x81\"}, {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, "
+          "\"content\": \"\xE2\x96\x81\"}]}, \"pre_tokenizer\": null, \"post_processor\": null, "
+          "\"decoder\": null, \"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", "
+          "\"fuse_unk\": true, \"byte_fallback\": true, \"vocab\": {", f);
+    for (i = 0; i < v->n_tok; i++) {
+        fputs(i ? ", " : "", f);
+        json_spm_string(f, &v->tok[i], i);
+        fprintf(f, ": %d", i);
+    }
+    fputs("}, \"merges\": [", f);
+    for (i = 3; i < v->n_tok; i++) {
+        const vtok *t = &v->tok[i];
+        int pairs[64][2], n_pairs = 0, k;
+        size_t cut;
+        if (t->attr & TFM_TOKATTR_BYTE) continue;
+        for (cut = 1; cut < t->len && n_pairs < 64; cut++) {
+            int l, r;
+            if (((unsigned char)t->text[cut] & 0xC0u) == 0x80u) continue; /* whole characters */
+            l = spm_find(v, t->text, cut);
+            r = spm_find(v, t->text + cut, t->len - cut);
+            if (l < 3 || r < 3) continue;
+            pairs[n_pairs][0] = l;
+            pairs[n_pairs++][1] = r;
+        }
+        qsort(pairs, (size_t)n_pairs, sizeof pairs[0], cmp_pair);
+        for (k = 0; k < n_pairs; k++) {
+            fputs(first ? "[" : ", [", f);
+            first = 0;
+            json_spm_string(f, &v->tok[pairs[k][0]], pairs[k][0]);
+            fputs(", ", f);
+            json_spm_string(f, &v->tok[pairs[k][1]], pairs[k][1]);
+            fputs("]", f);
+        }
+    }
+    fputs("]}}\n", f);
+    return fclose(f) == 0;
+}
+
+/* The same real SentencePiece vocabulary through both tfm.h paths: tok512.bin merged by score
+   (llama2.c) and its tokenizer.json (write_tok512_json) converted by tfm-convert and merged by
+   rank, against Hugging Face's ids for that tokenizer.json (tok512_hf.txt). */
+static void test_tok512_json(const char *shared) {
+    char path[1024], json[256], out[256];
+    vocab v;
+    bytes_t blob;
+    tfm__tokenizer *by_score;
+    tfm_model *m;
+    int cases, bad;
+    snprintf(path, sizeof path, "%s/models/tok512.bin", shared);
+    if (!load_llama2c(path, &v, 512)) {
+        printf("SKIP tok512 tokenizer.json test: %s not found\n", path);
+        vocab_free(&v);
+        return;
+    }
+    snprintf(json, sizeof json, "%s/tok512.json", g_tok_dir);
+    CHECK(write_tok512_json(&v, json));
+    if (getenv("TFM_TOK512_JSON")) CHECK(write_tok512_json(&v, getenv("TFM_TOK512_JSON")));
+    snprintf(out, sizeof out, "%s/tok512.tfm", g_tok_dir);
+    m = convert_vocab(json, out);
+    CHECK_MSG(m != NULL, "tok512.json: tfm-convert --vocab-only or open failed");
+    if (m) {
+        const tfm__tokenizer *t = tfm__model_tokenizer(m);
+        CHECK(t->kind == TFM_TOKENIZER_SPM && t->n_merges > 0 && t->flags == TFM_TOKFLAG_PREFIX_SPACE);
+        cases = check_vectors(t, "tests/data/tokenizer/tok512_hf.txt", 1, &bad);
+        CHECK_MSG(cases == 188 && bad == 0, "tok512_hf.txt (by rank): %d of %d cases differ", bad, cases);
+        printf("tok512_hf.txt (tokenizer.json, by rank): %d cases, %d mismatches\n", cases, bad);
+        tfm_model_close(m);
+    }
+    blob = vocab_blob(&v);
+    by_score = make_tokenizer(&blob);
+    CHECK(by_score != NULL);
+    if (by_score) { /* run.c's rule on the same vocabulary; texts without <s> </s> <unk> */
+        size_t n;
+        char *text = read_file("tests/data/tokenizer/tok512_hf.txt", &n), *line, *cursor = text;
+        static int32_t got[4096], want[4096];
+        int plain = 0, differ = 0;
+        while (text && (line = next_line(&cursor)) != NULL) {
+            char *sep = NULL, *p, *q;
+            size_t len, n_got = 0, n_want = 0;
+            for (p = strstr(line, " => "); p; p = strstr(p + 1, " => ")) sep = p;
+            if (!sep) continue;
+            len = unescape(line, (size_t)(sep - line));
+            if (has_added_text(line, len)) continue;
+            for (q = sep + 4; *q;) {
+                want[n_want++] = (int32_t)strtol(q, &p, 10);
+                if (p == q) { n_want--; break; }
+                q = *p == ',' ? p + 1 : p;
+            }
+            plain++;
+            if (!encode(by_score, line, len, got, 4096, &n_got) || n_got != n_want ||
+                memcmp(got, want, n_want * sizeof(int32_t)) != 0)
+                differ++;
+        }
+        free(text);
+        CHECK_MSG(plain > 120 && differ == 0, "tok512 by score vs HF: %d of %d texts differ", differ, plain);
+        printf("tok512_hf.txt (tok512.bin, by score): %d cases, %d mismatches\n", plain, differ);
+        tfm__tokenizer_destroy(by_score, &(tfm_allocator){0, 0, 0});
+    }
+    free(blob.p);
+    vocab_free(&v);
+}
+
+static void test_synth_tokenizers(const char *shared) {
     static const struct { const char *name; uint32_t flags; } llama[] = {
         {"legacy", TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS},
         {"first", TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE | TFM_TOKFLAG_ADD_BOS},
@@ -1528,6 +1671,7 @@ static void test_synth_tokenizers(void) {
     }
     test_llama3_pretok();
     test_synth_convert_options();
+    test_tok512_json(shared);
     snprintf(golden, sizeof golden, "rm -rf %s", g_tok_dir);
     CHECK(system(golden) == 0);
 }
@@ -1601,7 +1745,7 @@ int main(void) {
     test_hostile_blobs();
     test_hash_flood();
     test_spm(shared);
-    test_synth_tokenizers();
+    test_synth_tokenizers(shared);
     tfm__tokenizer_destroy(gpt2, &a);
     tfm__tokenizer_destroy(neox, &a);
     free(blob2.p);
