@@ -31,8 +31,8 @@ build/models/%.tfm: tests/data/models/%/config.json build/tfm-convert
 	@mkdir -p build/models
 	build/tfm-convert tests/data/models/$* -o $@ --quiet
 
-build/demo.tfm: models/demo/config.json models/demo/model.safetensors build/tfm-convert
-	build/tfm-convert models/demo -o $@
+build/demo.tfm: models/demo/config.json models/demo/model.safetensors models/demo/tokenizer.json build/tfm-convert
+	build/tfm-convert models/demo -o $@ --type f16
 
 build:
 	@mkdir -p build
