@@ -127,7 +127,8 @@
        token becomes that token without merging, as HF's ignore_merges; Llama-3).
        pretok (tfm_pretok): 0 none, 1 the GPT-2 regex, 2 every \p{N} code point a piece of its
        own, the GPT-2 regex on the text between (StarCoder2: Digits + ByteLevel), 3 the Llama-3
-       regex (Split(Isolated) + ByteLevel without its regex).
+       regex (Split(Isolated) + ByteLevel without its regex), 4 Qwen2's (the same with \p{N}
+       instead of \p{N}{1,3}).
        SentencePiece kind with n_merges > 0 (from a tokenizer.json): pairs merge by merge rank
        as Hugging Face BPE does; with none (llama2.c, GGUF): by the merged token's score.
 
@@ -219,7 +220,8 @@ typedef enum tfm_pretok {
     TFM_PRETOK_NONE = 0,
     TFM_PRETOK_GPT2 = 1,       /* the GPT-2 regex (ByteLevel use_regex) */
     TFM_PRETOK_GPT2_DIGITS = 2, /* each \p{N} code point alone, then GPT-2 (StarCoder2's Digits) */
-    TFM_PRETOK_LLAMA3 = 3       /* the Llama-3 regex (Split + ByteLevel without its regex) */
+    TFM_PRETOK_LLAMA3 = 3,      /* the Llama-3 regex (Split + ByteLevel without its regex) */
+    TFM_PRETOK_QWEN2 = 4        /* Qwen2's: Llama-3's with \p{N} one at a time, not {1,3} */
 } tfm_pretok;
 #define TFM_TOKFLAG_NFC 1u          /* NFC-normalize text before splitting */
 #define TFM_TOKFLAG_PREFIX_SPACE 2u /* a space before each text segment (SentencePiece prefix) */
@@ -2022,7 +2024,8 @@ TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int
      TFM_PRETOK_LLAMA3 splits by Llama-3's pattern instead, a second hand-written scanner:
        (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
        \s*[\r\n]+|\s+(?!\S)|\s+
-     where (?i) also lets U+017F (long s) match s, as Oniguruma's case folding does), and each
+     where (?i) also lets U+017F (long s) match s, as Oniguruma's case folding does;
+     TFM_PRETOK_QWEN2 is the same with \p{N} for \p{N}{1,3}), and each
      pre-token's bytes merge from single-byte tokens by rank (lowest first, leftmost on ties);
      with TFM_TOKFLAG_IGNORE_MERGES a pre-token that is itself a token is taken whole.
    - TFM_TOKENIZER_SPM: SentencePiece-style BPE as llama2.c's run.c: an optional dummy-prefix
@@ -3322,7 +3325,7 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
         return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: blob of kind 0 (none)");
     if (kind != TFM_TOKENIZER_BPE_BYTES && kind != TFM_TOKENIZER_SPM)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: kind %u is not supported", kind);
-    if (pretok > TFM_PRETOK_LLAMA3)
+    if (pretok > TFM_PRETOK_QWEN2)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: pre-tokenizer %u is unknown", pretok);
     if (t->flags & ~(uint32_t)TFM__TOK_FLAGS)
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: unknown flags 0x%x", t->flags);
@@ -3736,8 +3739,10 @@ TFM_PRIVATE uint32_t tfm__fold_at(const unsigned char *s, size_t n, size_t pos, 
 /* End of the Llama-3 pre-token that starts at s[pos] (pos < n), trying the alternatives of
      (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
      \s*[\r\n]+|\s+(?!\S)|\s+
-   in order; 0 when the answer depends on text after s[n) and more follows (!final). */
-TFM_PRIVATE size_t tfm__pretok_llama3(const unsigned char *s, size_t n, size_t pos, bool final) {
+   in order (Qwen2's pattern: max_numbers 1 for \p{N}{1,3}); 0 when the answer depends on text
+   after s[n) and more follows (!final). */
+TFM_PRIVATE size_t tfm__pretok_llama3(const unsigned char *s, size_t n, size_t pos, bool final,
+                                      int max_numbers) {
     uint32_t c, c1;
     size_t len, len1 = 0, len2 = 0, end, nl;
     int k, count;
@@ -3761,13 +3766,13 @@ TFM_PRIVATE size_t tfm__pretok_llama3(const unsigned char *s, size_t n, size_t p
                 return tfm__pretok_run(s, n, pos + len, TFM__UC_LETTER, final);
         }
     }
-    if (k == TFM__UC_NUMBER) { /* one to three numbers */
-        for (end = pos, count = 0; count < 3 && end < n; count++) {
+    if (k == TFM__UC_NUMBER) { /* one to three numbers (Qwen2: one) */
+        for (end = pos, count = 0; count < max_numbers && end < n; count++) {
             size_t l = tfm__utf8_next(s + end, n - end, &c1);
             if (tfm__uc_class_of(c1) != TFM__UC_NUMBER) return end;
             end += l;
         }
-        return count < 3 && !final ? 0 : end;
+        return count < max_numbers && !final ? 0 : end;
     }
     end = pos + (c == ' ');
     if (end < n) tfm__utf8_next(s + end, n - end, &c1);
@@ -3807,8 +3812,8 @@ TFM_PRIVATE size_t tfm__tok_pieces(const tfm__tokenizer *t, const unsigned char 
                 }
             }
             end = run == pos ? pos + len : tfm__pretok_gpt2(s, run, pos, final || run < n);
-        } else if (t->pretok == TFM_PRETOK_LLAMA3) {
-            end = tfm__pretok_llama3(s, n, pos, final);
+        } else if (t->pretok == TFM_PRETOK_LLAMA3 || t->pretok == TFM_PRETOK_QWEN2) {
+            end = tfm__pretok_llama3(s, n, pos, final, t->pretok == TFM_PRETOK_LLAMA3 ? 3 : 1);
         } else {
             end = t->pretok == TFM_PRETOK_GPT2 ? tfm__pretok_gpt2(s, n, pos, final) : (final ? n : 0);
         }

@@ -1352,7 +1352,9 @@ static void test_synth_convert_options(void) {
          TFM_TOKFLAG_PREFIX_SPACE},
         {"digits", "\"individual_digits\": true", "\"individual_digits\": false", 0, 0},
         {"digits", "\"type\": \"Digits\"", "\"type\": \"Punctuation\"", 0, 0},
-        {"llama3", "\\\\p{N}{1,3}", "\\\\p{N}", 0, 0}, /* Qwen2's pattern: not this one */
+        {"llama3", "\\\\p{N}{1,3}", "\\\\p{N}{1,2}", 0, 0}, /* neither Llama-3's nor Qwen2's */
+        {"llama3", "\\\\p{N}{1,3}", "\\\\p{N}", 1, TFM_TOKFLAG_IGNORE_MERGES | TFM_TOKFLAG_ADD_BOS},
+        {"qwen2", "\"type\": \"NFC\"", "\"type\": \"NFKC\"", 0, 0},
         {"llama3", "\"use_regex\": false", "\"use_regex\": true", 0, 0},
         {"llama3", "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", 0, 0},
         {"llama3", "\"ignore_merges\": true", "\"ignore_merges\": false", 1, TFM_TOKFLAG_ADD_BOS},
@@ -1395,15 +1397,15 @@ static void test_synth_convert_options(void) {
     }
 }
 
-/* The Llama-3 scanner alone against Hugging Face's pre-tokenizer (llama3_pretok_hf.txt: byte
+/* The Llama-3 / Qwen2 scanner alone against Hugging Face's pre-tokenizer (*_pretok_hf.txt: byte
    length of each piece), and on every prefix of each text (cut between characters, as the
    NFC window cuts) with more to come (final false): each end it commits to must be one of the
    final ends. */
-static void test_llama3_pretok(void) {
+static void test_llama3_pretok(const char *path, int max_numbers, int want_cases) {
     size_t n;
-    char *text = read_file("tests/data/tokenizer/llama3_pretok_hf.txt", &n), *line, *cursor = text;
+    char *text = read_file(path, &n), *line, *cursor = text;
     int cases = 0, bad = 0, bad_prefix = 0;
-    CHECK_MSG(text != NULL, "tests/data/tokenizer/llama3_pretok_hf.txt is missing");
+    CHECK_MSG(text != NULL, "%s is missing", path);
     while (text && (line = next_line(&cursor)) != NULL) {
         char *sep = NULL, *p, *q;
         size_t len, ends[512], n_ends = 0, pos, m, k;
@@ -1421,7 +1423,7 @@ static void test_llama3_pretok(void) {
         }
         cases++;
         for (pos = 0, k = 0; pos < len && ok; k++) {
-            size_t end = tfm__pretok_llama3(u, len, pos, true);
+            size_t end = tfm__pretok_llama3(u, len, pos, true, max_numbers);
             ok = k < n_ends && end == ends[k];
             pos = end;
         }
@@ -1431,7 +1433,7 @@ static void test_llama3_pretok(void) {
         for (m = 1; m < len; m++) { /* streaming: a prefix of whole characters, more to come */
             if ((u[m] & 0xC0u) == 0x80u) continue;
             for (pos = 0, k = 0; pos < m;) {
-                size_t end = tfm__pretok_llama3(u, m, pos, false);
+                size_t end = tfm__pretok_llama3(u, m, pos, false, max_numbers);
                 if (end == 0) break;
                 while (k < n_ends && ends[k] < end) k++;
                 if (k == n_ends || ends[k] != end) {
@@ -1445,9 +1447,9 @@ static void test_llama3_pretok(void) {
         }
     }
     free(text);
-    CHECK_MSG(cases == 171 && bad == 0, "llama3_pretok_hf.txt: %d of %d cases differ", bad, cases);
+    CHECK_MSG(cases == want_cases && bad == 0, "%s: %d of %d cases differ", path, bad, cases);
     CHECK_MSG(bad_prefix == 0, "llama3 scanner: %d prefixes commit to a wrong end", bad_prefix);
-    printf("llama3_pretok_hf.txt: %d cases, %d mismatches\n", cases, bad);
+    printf("%s: %d cases, %d mismatches\n", path + 21, cases, bad);
 }
 
 /* A token's text in SentencePiece spelling as a JSON string (space -> U+2581). */
@@ -1661,7 +1663,7 @@ static void test_synth_tokenizers(const char *shared) {
         int rt_cases = 0, rt_bad;
         CHECK(t->kind == TFM_TOKENIZER_BPE_BYTES && t->pretok == TFM_PRETOK_LLAMA3 &&
               t->flags == (TFM_TOKFLAG_IGNORE_MERGES | TFM_TOKFLAG_ADD_BOS));
-        CHECK(c.n_tokens == 610 && c.bos_id == 608 && c.add_bos && t->n_merges == 350);
+        CHECK(c.n_tokens == 613 && c.bos_id == 611 && c.add_bos && t->n_merges == 353);
         cases = check_vectors(t, "tests/data/tokenizer/llama3_hf.txt", 1, &bad);
         CHECK_MSG(cases == 171 && bad == 0, "llama3_hf.txt: %d of %d cases differ", bad, cases);
         printf("llama3_hf.txt: %d cases, %d mismatches\n", cases, bad);
@@ -1669,7 +1671,25 @@ static void test_synth_tokenizers(const char *shared) {
         CHECK_MSG(rt_cases == 171 && rt_bad == 0, "llama3 round trip: %d of %d differ", rt_bad, rt_cases);
         tfm_model_close(m);
     }
-    test_llama3_pretok();
+    test_llama3_pretok("tests/data/tokenizer/llama3_pretok_hf.txt", 3, 171);
+    snprintf(out, sizeof out, "%s/qwen2.tfm", g_tok_dir);
+    m = convert_vocab("tests/data/tokenizer/qwen2.json", out);
+    CHECK_MSG(m != NULL, "qwen2.json: tfm-convert --vocab-only or open failed");
+    if (m) {
+        const tfm__tokenizer *t = tfm__model_tokenizer(m);
+        tfm_config c = tfm_model_config(m);
+        int rt_cases = 0, rt_bad;
+        CHECK(t->kind == TFM_TOKENIZER_BPE_BYTES && t->pretok == TFM_PRETOK_QWEN2 &&
+              t->flags == TFM_TOKFLAG_NFC && !c.add_bos && c.n_tokens == 614 && c.eos_id == 611);
+        cases = check_vectors(t, "tests/data/tokenizer/qwen2_hf.txt", 1, &bad);
+        CHECK_MSG(cases == 181 && bad == 0, "qwen2_hf.txt: %d of %d cases differ", bad, cases);
+        printf("qwen2_hf.txt: %d cases, %d mismatches\n", cases, bad);
+        rt_bad = check_round_trip(t, "tests/data/tokenizer/qwen2_hf.txt", 1, &rt_cases);
+        CHECK_MSG(rt_cases == 181 && rt_bad == 0, "qwen2 round trip: %d of %d differ", rt_bad,
+                  rt_cases);
+        tfm_model_close(m);
+    }
+    test_llama3_pretok("tests/data/tokenizer/qwen2_pretok_hf.txt", 1, 181);
     test_synth_convert_options();
     test_tok512_json(shared);
     snprintf(golden, sizeof golden, "rm -rf %s", g_tok_dir);

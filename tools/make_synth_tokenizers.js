@@ -21,6 +21,9 @@
 //                      <|begin_of_text|> / <|end_of_text|> after the vocab, post-processor
 //                      Sequence[ByteLevel, TemplateProcessing "<|begin_of_text|> $A"]; the
 //                      tokens "qqq" and " qqq" have no merge (only ignore_merges reaches them).
+//   qwen2.json         Qwen2's shape on the llama3.json vocab: normalizer NFC, the same Split
+//                      with \p{N} instead of \p{N}{1,3}, no ignore_merges, added tokens
+//                      <|endoftext|> <|im_start|> <|im_end|>, no BOS.
 //
 // The Llama merges are listed the way Hugging Face's SentencePiece converter lists them (every
 // split of a piece into two vocab pieces, ordered by the piece), except that a fixed fifth of
@@ -197,6 +200,7 @@ function digits(outDir) {
 // Llama-3's pre-tokenizer regex (as its tokenizer.json has it) and a JavaScript spelling of it
 // for training (JavaScript has no (?i:...) group).
 const LLAMA3_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const QWEN2_REGEX = LLAMA3_REGEX.replace('\\p{N}{1,3}', '\\p{N}');
 const LLAMA3_JS = /'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+/gu;
 
 function llama3(outDir) {
@@ -207,6 +211,7 @@ function llama3(outDir) {
   let next = 0;
   for (const ch of alpha) vocab[ch] = next++;
   const merges = train(countWords(pieces, spell), 350);
+  merges.push(['1', '2'], ['2', '3'], ['12', '3']); // digits merge: Llama-3 keeps up to 3 together
   for (const [a, b] of merges) if (!(a + b in vocab)) vocab[a + b] = next++;
   // ignore_merges: "qqq" and " qqq" are tokens no merge makes; HF emits them whole
   for (const tok of ['qqq', '\u0120qqq']) if (!(tok in vocab)) vocab[tok] = next++;
@@ -229,6 +234,14 @@ function llama3(outDir) {
                        end_of_word_suffix: null, fuse_unk: false, byte_fallback: false,
                        ignore_merges: true, vocab, merges } };
   fs.writeFileSync(path.join(outDir, 'llama3.json'), JSON.stringify(j, null, 1) + '\n');
+  // Qwen2's shape on the same vocab: NFC, the pattern with \p{N} alone, no ignore_merges, no BOS
+  const q = JSON.parse(JSON.stringify(j));
+  q.added_tokens = [added(bot, '<|endoftext|>'), added(eot, '<|im_start|>'), added(eot + 1, '<|im_end|>')];
+  q.normalizer = { type: 'NFC' };
+  q.pre_tokenizer.pretokenizers[0].pattern.Regex = QWEN2_REGEX;
+  q.post_processor = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
+  q.model.ignore_merges = false;
+  fs.writeFileSync(path.join(outDir, 'qwen2.json'), JSON.stringify(q, null, 1) + '\n');
   return [next + 2, merges.length];
 }
 

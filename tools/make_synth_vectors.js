@@ -9,10 +9,12 @@
 //   node tools/make_synth_vectors.js digits $D/digits.json > $D/digits_hf.txt
 //   node tools/make_synth_vectors.js llama3 $D/llama3.json > $D/llama3_hf.txt
 //   node tools/make_synth_vectors.js llama3-pretok $D/llama3.json > $D/llama3_pretok_hf.txt
+//   node tools/make_synth_vectors.js qwen2 $D/qwen2.json > $D/qwen2_hf.txt
+//   node tools/make_synth_vectors.js qwen2-pretok $D/qwen2.json > $D/qwen2_pretok_hf.txt
 //
 // llama / digits / llama3: "text => id,id,..." per line, encoded without the post-processor's special
 // tokens (tfm_model_tokenize adds none); text escapes as in make_hf_vectors.js (\\ \n \t \r).
-// llama3-pretok: "text => n,n,..." the byte length of each piece of the pre-tokenizer alone
+// llama3-pretok, qwen2-pretok: "text => n,n,..." the byte length of each piece of the pre-tokenizer alone
 // (Split with the Llama-3 regex, then ByteLevel), to test the scanner directly.
 // llama-decode: "id,id,... => HEX" for the llama texts: the ids again and the UTF-8 bytes (hex)
 // of Hugging Face's decode (skip_special_tokens false; its Strip decoder drops one leading
@@ -79,6 +81,12 @@ const llama3Texts = [
   'The robot counted 12 boats; the captain said "Twelve?"', '   ', '\t\t', '\r\n', '\n\n\n',
 ];
 
+const qwen2Extra = [
+  'e\u0301', 'cafe\u0301 12345', 'A\u030a 2024', '\u1100\u1161\u11a8 \uac01', 'q\u0307\u0323',
+  '<|im_start|>user\n1+1=?<|im_end|>\n<|im_start|>assistant\n2<|im_end|>', '<|endoftext|>99',
+  '\u212b\u2126 \u0958', '1\u0301 2\u0308', 'x\u0301\u0301\u0301 123456789',
+];
+
 const llama3Parts = ["'s", "'S", "'re", "'LL", "'", 'the', 'The', 'robot', 'qqq', ' ', '  ',
   '\n', '\r\n', '\t', '1', '23', '4567', '٣', '(', ')', '!', '?', '.', ',', 'é', '中', '😀',
   '<|begin_of_text|>', '\u00a0', 'x', 'Q', '_', '-', '=', ' the', ' 1'];
@@ -106,9 +114,11 @@ const esc = s => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '
   const mode = process.argv[2], tok = Tokenizer.fromFile(process.argv[3]);
   const texts = mode === 'digits' ? digitTexts.concat(randomTexts(digitParts, 60))
               : mode.startsWith('llama3') ? llama3Texts.concat(randomTexts(llama3Parts, 80))
+              : mode.startsWith('qwen2') ? llama3Texts.concat(qwen2Extra, randomTexts(llama3Parts.concat(
+                  ['e\u0301', '\u00e9', '<|im_start|>', '\u212b']), 80))
                                   : llamaTexts.concat(randomTexts(llamaParts, 100));
   for (const t of texts) {
-    if (mode === 'llama3-pretok') { // byte length of each pre-token (one code point per byte)
+    if (mode === 'llama3-pretok' || mode === 'qwen2-pretok') { // byte length of each pre-token (one code point per byte)
       const lens = tok.getPreTokenizer().preTokenizeString(t).map(([p]) => [...p].length);
       process.stdout.write(esc(t) + ' => ' + lens.join(',') + '\n');
       continue;

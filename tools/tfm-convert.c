@@ -1723,9 +1723,12 @@ static int tc_tok_spm_options(tc_tok *t, const json_doc *d, const json_node *nor
     return 1;
 }
 
-/* The Llama-3 pre-tokenizer's Split pattern, as its tokenizer.json spells it. */
+/* The Llama-3 and Qwen2 pre-tokenizers' Split patterns, as their tokenizer.json spell them. */
 static const char tc_llama3_regex[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|"
+    " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char tc_qwen2_regex[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}|"
     " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 /* ByteLevel {use_regex = regex, add_prefix_space false}: with its regex, the GPT-2 pattern. */
@@ -1794,18 +1797,23 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
         if (tc_type_is(d, first, "Digits") && (n = json_get(d, first, "individual_digits")) &&
             n->type == JSON_TRUE && bl && !json_next(d, bl)) {
             t->pretok = TFM_PRETOK_GPT2_DIGITS;
-        } else if (tc_type_is(d, first, "Split") && tc_str_is(d, pattern, "Regex", tc_llama3_regex) &&
+        } else if (tc_type_is(d, first, "Split") &&
+                   (tc_str_is(d, pattern, "Regex", tc_llama3_regex) ||
+                    tc_str_is(d, pattern, "Regex", tc_qwen2_regex)) &&
                    tc_str_is(d, first, "behavior", "Isolated") && !(invert && invert->type == JSON_TRUE) &&
-                   bl && !json_next(d, bl)) { /* Llama-3: [Split(its regex), ByteLevel(no regex)] */
-            t->pretok = TFM_PRETOK_LLAMA3;
+                   bl && !json_next(d, bl)) { /* Llama-3, Qwen2: [Split, ByteLevel(no regex)] */
+            t->pretok = tc_str_is(d, pattern, "Regex", tc_llama3_regex) ? TFM_PRETOK_LLAMA3
+                                                                        : TFM_PRETOK_QWEN2;
         } else {
             tc_error("%s: pre_tokenizer Sequence is supported as [Digits(individual_digits: true), "
-                     "ByteLevel] or [Split(the Llama-3 pattern, Isolated), ByteLevel] only", src);
+                     "ByteLevel] or [Split(the Llama-3 or Qwen2 pattern, Isolated), ByteLevel] "
+                     "only", src);
             return 0;
         }
         pre = bl;
     }
-    return tc_tok_byte_level(d, pre, t->pretok != TFM_PRETOK_LLAMA3, src);
+    return tc_tok_byte_level(d, pre, t->pretok != TFM_PRETOK_LLAMA3 && t->pretok != TFM_PRETOK_QWEN2,
+                             src);
 }
 
 /* SentencePiece kind: score = -rank of the first merge that makes the token, -1e10 (below
