@@ -2049,7 +2049,9 @@ TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int
      as one unit; longer runs of combining marks are normalized in units of 32.
    - Bytes that are not valid UTF-8 become single-byte pre-tokens (HF accepts only valid text);
      the bytes C0, C1, F5..FF, which UTF-8 never uses, may lack a token (GPT-NeoX has none):
-     they then encode as unk_id, or to nothing without one.
+     they then encode as unk_id, or to nothing without one. Likewise a SentencePiece code
+     point without a token whose bytes lack some <0xNN> token gives unk_id per such byte (HF:
+     one unk_id for the code point, consecutive ones fused with fuse_unk).
    - Added tokens are all matched in one pass on the raw text (HF matches normalized=true ones
      after normalizing; the same for the whitespace runs of GPT-NeoX, which NFC never changes).
    Decoding gives each token's raw bytes through a tfm_utf8_stream: complete characters only,
