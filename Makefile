@@ -14,7 +14,7 @@ SHARED   ?= ../shared
 PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test sanitize check-compile demo bench clean
+.PHONY: all test sanitize check-compile demo bench fuzz clean
 all: $(PROGRAMS)
 
 # Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/) converted with the
@@ -85,6 +85,16 @@ demo: all build/demo.tfm
 	@echo "== build/tfm-generate -m build/demo.tfm -p \"$(DEMO_PROMPT)\" -n 160 --temp 0.8 --top-k 40 --repeat-penalty 1.1 --seed 42"
 	@build/tfm-generate -m build/demo.tfm -p "$(DEMO_PROMPT)" -n 160 --temp 0.8 --top-k 40 \
 	  --repeat-penalty 1.1 --seed 42
+
+# libFuzzer (clang) over the .tfm reader and the tokenizer, seeded with the test models.
+FUZZ_SECONDS ?= 60
+fuzz: $(TEST_MODELS) | build
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_load.c -o build/fuzz_load -lm
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_tokenizer.c -o build/fuzz_tokenizer -lm
+	@mkdir -p build/fuzz_load_corpus build/fuzz_tokenizer_corpus
+	cp build/models/*.tfm build/fuzz_load_corpus/
+	build/fuzz_load -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 build/fuzz_load_corpus
+	build/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) build/fuzz_tokenizer_corpus
 
 clean:
 	rm -rf build
