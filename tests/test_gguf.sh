@@ -223,7 +223,14 @@ expect_eq "digits_hf.txt cases ($n_case) differing" "$n_bad" 0
 if "$CONV" --vocab-only $K/tok512_vocab.gguf -o "$T/spm.tfm" --quiet --check > "$T/out" 2> "$T/err" &&
    grep -q "check: ok" "$T/out"; then ok; else bad "--vocab-only tok512_vocab.gguf"; cat "$T/err" "$T/out"; fi
 B=$(u32 "$T/spm.tfm" 96)
-expect_eq "spm blob kind flags bos eos unk" "$(u32 "$T/spm.tfm" "$B") $(u32 "$T/spm.tfm" $((B + 12))) $(u32 "$T/spm.tfm" $((B + 20))) $(u32 "$T/spm.tfm" $((B + 24))) $(u32 "$T/spm.tfm" $((B + 28)))" "2 2 1 2 0"
+expect_eq "spm blob kind flags bos eos unk" "$(u32 "$T/spm.tfm" "$B") $(u32 "$T/spm.tfm" $((B + 12))) $(u32 "$T/spm.tfm" $((B + 20))) $(u32 "$T/spm.tfm" $((B + 24))) $(u32 "$T/spm.tfm" $((B + 28)))" "2 6 1 2 0"
+# llama.cpp's pre-tokenizer names: "llama-bpe" (same length as "starcoder") is Llama-3's
+# pattern with whole-word vocabulary hits (pretok 3, flag 32)
+cp $K/digits_vocab.gguf "$T/l3.gguf"; subst "$T/l3.gguf" starcoder llama-bpe
+if "$CONV" --vocab-only "$T/l3.gguf" -o "$T/l3.tfm" --quiet 2> "$T/err"; then
+  B3=$(u32 "$T/l3.tfm" 96)
+  expect_eq "llama-bpe pretok, flags" "$(u32 "$T/l3.tfm" $((B3 + 16))) $(( $(u32 "$T/l3.tfm" $((B3 + 12))) & 32 ))" "3 32"
+else bad "--vocab-only with tokenizer.ggml.pre llama-bpe"; cat "$T/err"; fi
 E=$SHARED/models/stories260K.ref/encode.txt
 if [ -f "$E" ]; then cases=$(cat "$E"); else # run.c's output, copied from that file
   cases="Once upon a time	1 403 407 261 378

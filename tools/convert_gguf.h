@@ -33,14 +33,17 @@
        (type 4) tokens are stored raw by llama.cpp and become ADDED (control: also SPECIAL);
        merges "a b" become id triples. tokenizer.ggml.pre "gpt-2" or "phi-2" (llama.cpp maps
        both to the GPT-2 regex) selects TFM_PRETOK_GPT2, "starcoder" (each digit alone, then
-       the GPT-2 regex) TFM_PRETOK_GPT2_DIGITS; absent or "default" are taken as GPT-2 with a
-       warning (llama.cpp's own "default" splits punctuation slightly differently); any other
-       value (llama-bpe, qwen2, ...) is refused with an error. No NFC: llama.cpp does not
+       the GPT-2 regex) TFM_PRETOK_GPT2_DIGITS, "llama-bpe" TFM_PRETOK_LLAMA3 with
+       TFM_TOKFLAG_IGNORE_MERGES, "qwen2" TFM_PRETOK_QWEN2; absent or "default" are taken as
+       GPT-2 with a warning (llama.cpp's own "default" splits punctuation slightly
+       differently); any other value is refused with an error. No NFC: llama.cpp does not
        normalize for these pre-tokenizers.
      - model "llama": SentencePiece. "▁" (U+2581) becomes a space (tfm.h's SPM kind works on
        spaces), byte tokens (type 6) "<0xNN>" become that byte with TFM_TOKATTR_BYTE, scores
        are kept, unknown/control tokens (types 2, 3) are SPECIAL | ADDED, user-defined ADDED;
        add_space_prefix (default true) sets TFM_TOKFLAG_PREFIX_SPACE.
+     - tokenizer.ggml.add_bos_token (default: true for "llama", false for "gpt2", as in
+       llama.cpp) sets TFM_TOKFLAG_ADD_BOS.
      - bos/eos/unknown/padding ids from tokenizer.ggml.*_token_id.
      - no tokenizer.ggml.model (or "none"): converted without a tokenizer, with a warning (the
        model is usable by token ids); other models (bert, t5, rwkv, ...) are refused. */
@@ -493,16 +496,27 @@ static unsigned char gg_tok_attr(int32_t type, uint32_t text_len, int spm) {
     return 0;
 }
 
-/* tokenizer.ggml.pre for byte-level BPE: the GPT-2 pattern (alone, or after single digits as
-   llama.cpp's "starcoder" = Hugging Face's Digits(individual) + ByteLevel), or an error. */
-static int gg_pre(const gg_source *s, uint32_t *pretok) {
+/* tokenizer.ggml.pre for byte-level BPE: llama.cpp's pre-tokenizer names mapped to tfm_pretok:
+   "gpt-2"/"phi-2" the GPT-2 pattern, "starcoder" single digits then GPT-2 (Hugging Face's
+   Digits(individual) + ByteLevel), "llama-bpe" Llama-3's pattern with whole-word vocabulary hits
+   (llama.cpp sets ignore_merges for it), "qwen2" the Qwen2 pattern; anything else is an error. */
+static int gg_pre(const gg_source *s, tc_tok *t) {
     gguf_string pre;
     int r = gg_string(s, NULL, "tokenizer.ggml.pre", &pre);
-    *pretok = TFM_PRETOK_GPT2;
+    t->pretok = TFM_PRETOK_GPT2;
     if (r < 0) return 0;
     if (r == 1 && (gg_str_is(pre, "gpt-2") || gg_str_is(pre, "phi-2"))) return 1; /* one regex */
     if (r == 1 && gg_str_is(pre, "starcoder")) {
-        *pretok = TFM_PRETOK_GPT2_DIGITS;
+        t->pretok = TFM_PRETOK_GPT2_DIGITS;
+        return 1;
+    }
+    if (r == 1 && gg_str_is(pre, "llama-bpe")) {
+        t->pretok = TFM_PRETOK_LLAMA3;
+        t->flags |= TFM_TOKFLAG_IGNORE_MERGES;
+        return 1;
+    }
+    if (r == 1 && gg_str_is(pre, "qwen2")) {
+        t->pretok = TFM_PRETOK_QWEN2;
         return 1;
     }
     if (r == 0 || gg_str_is(pre, "default")) {
@@ -511,8 +525,8 @@ static int gg_pre(const gg_source *s, uint32_t *pretok) {
         return 1;
     }
     tc_error("%s: tokenizer.ggml.pre \"%.*s\" is not supported (\"gpt-2\", \"phi-2\", \"starcoder\", "
-             "\"default\" or absent)", s->path, (int)(pre.n_bytes > 60 ? 60 : pre.n_bytes),
-             pre.bytes);
+             "\"llama-bpe\", \"qwen2\", \"default\" or absent)", s->path,
+             (int)(pre.n_bytes > 60 ? 60 : pre.n_bytes), pre.bytes);
     return 0;
 }
 
@@ -597,7 +611,7 @@ static int gg_tokenizer(const gg_source *s, tc_tok *t, int *found) {
     gguf_string model;
     uint64_t n = 0, n_types = 0, n_scores = 0;
     const unsigned char *types, *scores;
-    int r, spm, bad_t, bad_s, space_prefix, ok = 0;
+    int r, spm, bad_t, bad_s, space_prefix, add_bos, ok = 0;
     memset(t, 0, sizeof *t);
     *found = 0;
     r = gg_string(s, NULL, "tokenizer.ggml.model", &model);
@@ -635,11 +649,14 @@ static int gg_tokenizer(const gg_source *s, tc_tok *t, int *found) {
         goto done;
     }
     t->kind = spm ? TFM_TOKENIZER_SPM : TFM_TOKENIZER_BPE_BYTES;
-    if (!spm && !gg_pre(s, &t->pretok)) goto done;
+    if (!spm && !gg_pre(s, t)) goto done;
+    /* llama.cpp's default: SentencePiece vocabularies put BOS first, byte-level ones do not */
     if (!gg_bool(s, NULL, "tokenizer.ggml.add_space_prefix", 1, &space_prefix) ||
+        !gg_bool(s, NULL, "tokenizer.ggml.add_bos_token", spm, &add_bos) ||
         !gg_tok_tokens(s, t, spm, types, scores) || (!spm && !gg_tok_merges(s, t)) || !gg_tok_ids(s, t))
         goto done;
     if (spm && space_prefix) t->flags |= TFM_TOKFLAG_PREFIX_SPACE;
+    if (add_bos && t->bos_id >= 0) t->flags |= TFM_TOKFLAG_ADD_BOS;
     ok = 1;
 done:
     if (t->h_key) memset(t->h_key, 0, t->h_cap * sizeof *t->h_key); /* keys point into the map */
