@@ -2510,7 +2510,7 @@ static void tc_usage(FILE *f) {
         "           general.architecture gptneox, gpt2, llama, phi2, starcoder2; tensor types F32, F16,\n"
         "           BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (quantized ones are\n"
         "           dequantized to --type);\n"
-        "           tokenizer.ggml.model gpt2 (pre gpt-2, phi-2, starcoder) or llama (SentencePiece);\n"
+        "           tokenizer.ggml.model gpt2 (pre gpt-2, phi-2, starcoder, llama-bpe, qwen2) or llama;\n"
         "           without one, token ids only\n"
         "--type     dtype of the matrices (default f32); vectors are always f32\n"
         "--quiet    no progress or summary (warnings and errors still print)\n"
