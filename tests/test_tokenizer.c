@@ -34,6 +34,37 @@ static char *read_file(const char *path, size_t *n) {
     return buf;
 }
 
+/* One 43 KB text (this project's README, a C header, the demo README and a multilingual
+   paragraph, frozen in tests/data/tokenizer/gpt2_large_text.txt) against the ids gpt-3-encoder
+   and Hugging Face tokenizers both produce for it (tools/make_gpt2_large.js). */
+static void check_large_text(const tfm__tokenizer *gpt2) {
+    size_t n_text, n_ids_text, n_ids = 0, n_want = 0, first_bad = 0;
+    char *text = read_file("tests/data/tokenizer/gpt2_large_text.txt", &n_text);
+    char *ids_text = read_file("tests/data/tokenizer/gpt2_large_ids.txt", &n_ids_text);
+    int32_t *want = NULL, *got = NULL;
+    char *p;
+    CHECK(text != NULL && ids_text != NULL);
+    if (!text || !ids_text) goto done;
+    want = (int32_t *)malloc((n_ids_text / 2 + 1) * sizeof *want);
+    for (p = ids_text; want && *p && *p != '\n';) {
+        want[n_want++] = (int32_t)strtol(p, &p, 10);
+        if (*p == ',') p++;
+    }
+    CHECK(tfm__tokenizer_encode(gpt2, text, n_text, NULL, 0, &n_ids) == TFM_ERR_INVALID_ARG && n_ids > 0);
+    got = (int32_t *)malloc((n_ids + 1) * sizeof *got);
+    CHECK(got && tfm__tokenizer_encode(gpt2, text, n_text, got, n_ids, &n_ids) == TFM_OK);
+    while (first_bad < n_ids && first_bad < n_want && got[first_bad] == want[first_bad]) first_bad++;
+    CHECK_MSG(n_ids == n_want && first_bad == n_want, "gpt2_large_text.txt: %zu ids (want %zu), first "
+              "difference at id %zu", n_ids, n_want, first_bad);
+    printf("gpt2_large_text.txt: %zu bytes, %zu ids, %s\n", n_text, n_want,
+           n_ids == n_want && first_bad == n_want ? "all equal" : "DIFFERENT");
+done:
+    free(text);
+    free(ids_text);
+    free(want);
+    free(got);
+}
+
 /* The next line of a NUL-terminated buffer (cut in place), or NULL at the end. */
 static char *next_line(char **cursor) {
     char *line = *cursor, *nl;
@@ -1737,6 +1768,7 @@ int main(void) {
         CHECK_MSG(cases >= 60 && bad == 0, "gpt2_extra.txt: %d of %d cases differ", bad, cases);
         printf("gpt2_extra.txt: %d cases, %d mismatches\n", cases, bad);
     }
+    if (gpt2) check_large_text(gpt2);
     if (gpt2) {
         cases = check_vectors(gpt2, "tests/data/tokenizer/gpt2_hf.txt", 1, &bad);
         CHECK_MSG(cases >= 240 && bad == 0, "gpt2_hf.txt: %d of %d cases differ", bad, cases);
