@@ -17,6 +17,7 @@
        int32_t ids[256]; size_t n_ids;
        tfm_model_tokenize(model, "Hello", 5, ids, 256, &n_ids);
        tfm_session_eval(s, ids, (int)n_ids, 0, NULL);  evaluates positions 0..n_ids-1
+       int n_vocab = tfm_model_config(model).n_vocab;   (BOS first when .add_bos is set)
        tfm_sampler_desc pd = {0}; pd.temperature = 0.8f; pd.n_vocab = n_vocab;
        tfm_sampler *smp; tfm_sampler_create(&pd, &smp);
        int32_t next; tfm_sample(smp, tfm_session_logits(s), n_vocab, &next);
@@ -35,7 +36,7 @@
        >>model      tensors resolved from the directory
        >>session    KV cache and scratch
        >>forward    one transformer step
-       >>tokenizer  byte-level BPE encode/decode
+       >>tokenizer  byte-level BPE and SentencePiece encode/decode
        >>sampler    temperature, top-k, top-p, min-p, repetition penalty
        >>public     API entry points
 
