@@ -62,6 +62,13 @@ check-compile: | build
 	$(CC) $(STRICT) -I. -c build/impl.c -o build/impl.o
 	$(CC) $(STRICT) -DTFM_NO_SIMD -DTFM_NO_MMAP -I. -c build/impl.c -o build/impl_nosimd.o
 	$(CC) $(STRICT) -DTFM_STATIC -I. -c build/impl.c -o build/impl_static.o
+	$(CC) $(STRICT) -DTFM_NO_STDIO -I. -c build/impl.c -o build/impl_nostdio.o
+	@printf 'int tfm_unit2(void);\nint main(void){return tfm_unit2();}\n' > build/static_main.c
+	@printf '#define TFM_STATIC\n#define TFM_IMPLEMENTATION\n#include "tfm.h"\nint tfm_unit2(void);\nint tfm_unit2(void){return tfm_result_string(TFM_OK)[0] == 0;}\n' > build/static2.c
+	$(CC) $(STRICT) -DTFM_STATIC -I. -c build/impl.c -o build/static1.o
+	$(CC) $(STRICT) -I. -c build/static2.c -o build/static2.o
+	$(CC) $(STRICT) -c build/static_main.c -o build/static_main.o
+	$(CC) build/static1.o build/static2.o build/static_main.o -o build/static_link -lm
 	$(CC) $(STRICT) -fopenmp -I. -c build/impl.c -o build/impl_omp.o
 	-command -v clang >/dev/null && clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
