@@ -673,6 +673,11 @@ TFM_PRIVATE tfm_result tfm__file_read(const char *path, const tfm_allocator *a, 
         return tfm__log(lg, TFM_ERR_IO, "%s: cannot find the file size", path);
     }
     n_bytes = (size_t)end;
+    /* one byte first: a directory opens and "seeks" to a huge size on some systems, but reads fail */
+    if (n_bytes > 0 && ungetc(fgetc(fp), fp) == EOF) {
+        fclose(fp);
+        return tfm__log(lg, TFM_ERR_IO, "%s: cannot read (a directory?)", path);
+    }
     buf = TFM__CAST(unsigned char *, tfm__alloc(a, n_bytes));
     if (!buf) {
         fclose(fp);

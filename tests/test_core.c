@@ -1312,6 +1312,12 @@ static void test_files(void) {
         md.logger.log = log_keep;
         md.logger.user = &lg;
         CHECK(tfm_model_open(&md, &m) == TFM_ERR_IO && m == NULL && lg.count == 1);
+        md.path = "tests"; /* a directory: an i/o error, not an allocation of its "size" */
+        lg.count = 0;
+        CHECK(tfm_model_open(&md, &m) == TFM_ERR_IO && m == NULL && lg.count == 1);
+        md.no_mmap = true;
+        lg.count = 0;
+        CHECK(tfm_model_open(&md, &m) == TFM_ERR_IO && m == NULL && lg.count == 1);
     }
 #else
     memset(&md, 0, sizeof md);
