@@ -41,16 +41,12 @@ int main(int argc, char **argv) {
     int allocs_before, pos;
     int32_t token = 0;
     const float *logits;
-    if (argc < 2) {
-        fprintf(stderr, "usage: custom_alloc MODEL.tfm\n");
-        return 1;
-    }
     a.base = (unsigned char *)malloc(ARENA_BYTES);
     if (!a.base) return 1;
-    md.path = argv[1];
+    md.path = argc > 1 ? argv[1] : "build/demo.tfm"; /* default: the model make demo builds */
     md.allocator = alloc; /* the model's tables (and the file, with no_mmap) come from the arena */
     if (tfm_model_open(&md, &model) != TFM_OK) {
-        fprintf(stderr, "custom_alloc: cannot open %s\n", argv[1]);
+        fprintf(stderr, "custom_alloc: cannot open %s\n", md.path);
         return 1;
     }
     after_model = a.used;

@@ -2,7 +2,7 @@
    evaluate it, then sample 32 tokens and print them as they come.
 
    cc -std=c99 -O2 -I. examples/minimal.c -o minimal -lm
-   ./minimal model.tfm "In the beginning"                                                  */
+   ./minimal model.tfm "In the beginning"       (no arguments: build/demo.tfm, "Hello")                                                  */
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 
@@ -27,13 +27,13 @@ static int fail(const char *what, tfm_result r, const char *detail) {
 
 int main(int argc, char **argv) {
     const char *prompt = argc > 2 ? argv[2] : "Hello";
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fprintf(argc < 2 ? stderr : stdout, "usage: minimal MODEL.tfm [PROMPT]\n");
-        return argc < 2;
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: minimal [MODEL.tfm [PROMPT]]   (default build/demo.tfm, made by make demo)\n");
+        return 0;
     }
 
     tfm_model_desc md = {0}; /* all-zero means default; C++: tfm_model_desc md = {}; */
-    md.path = argv[1];
+    md.path = argc > 1 ? argv[1] : "build/demo.tfm";
     md.logger.log = log_error;
     tfm_model *model;
     tfm_result r = tfm_model_open(&md, &model);

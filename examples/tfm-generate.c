@@ -17,14 +17,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#define DEFAULT_MODEL "build/demo.tfm" /* the model make demo converts from models/demo */
+
 #define DUMP_BATCH 64       /* prompt positions per tfm_session_eval call when dumping logits */
 #define MAX_COUNT (1L << 30) /* bound for -n and --top-k */
 #define MAX_THREADS 1024
 
 static const char *const usage =
-    "usage: tfm-generate -m MODEL.tfm (-p PROMPT | --tokens ID,ID,...) [options]\n"
+    "usage: tfm-generate [-m MODEL.tfm] (-p PROMPT | --tokens ID,ID,...) [options]\n"
     "\n"
-    "  -m FILE               model file (.tfm)\n"
+    "  -m FILE               model file (.tfm; default build/demo.tfm, made by make demo)\n"
     "  -p TEXT               prompt text (needs a model with a tokenizer; BOS goes first\n"
     "                        when the model expects it, as Llama models do)\n"
     "  --tokens LIST         prompt as token ids, separated by commas or spaces\n"
@@ -158,7 +160,7 @@ static void write_logits(FILE *f, const char *path, const float *logits, size_t 
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL, *tokens_arg = NULL, *dump_path = NULL;
+    const char *model_path = DEFAULT_MODEL, *prompt = NULL, *tokens_arg = NULL, *dump_path = NULL;
     long n_predict = 128, n_threads = 0;
     float temp = 0.8f, top_p = 0.95f, min_p = 0.0f, repeat_penalty = 1.0f;
     long top_k = 40;
@@ -182,7 +184,6 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--dump-logits")) dump_path = str_arg(argc, argv, &i);
         else die("unknown argument '%s' (see --help)", a);
     }
-    if (!model_path) die("-m MODEL.tfm is required (see --help)");
     if ((prompt != NULL) == (tokens_arg != NULL)) die("give one of -p PROMPT and --tokens LIST");
     if (temp < 0.0f) die("--temp must be >= 0");
     if (!(top_p > 0.0f && top_p <= 1.0f)) die("--top-p must be in (0, 1]");

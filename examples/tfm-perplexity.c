@@ -22,14 +22,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#define DEFAULT_MODEL "build/demo.tfm" /* the model make demo converts from models/demo */
+
 #define DEFAULT_CTX 512 /* window length unless --ctx (capped at the model's n_ctx) */
 #define EVAL_BATCH 64   /* positions per tfm_session_eval call: bounds the logits buffer */
 #define MAX_THREADS 1024
 
 static const char *const usage =
-    "usage: tfm-perplexity -m MODEL.tfm -f FILE [--ctx N] [-t THREADS]\n"
+    "usage: tfm-perplexity [-m MODEL.tfm] -f FILE [--ctx N] [-t THREADS]\n"
     "\n"
-    "  -m FILE      model file (.tfm) with a tokenizer\n"
+    "  -m FILE      model file (.tfm) with a tokenizer (default build/demo.tfm)\n"
     "  -f FILE      text to score\n"
     "  --ctx N      window length in tokens, 2 .. model n_ctx (default: min(n_ctx, 512))\n"
     "  -t N         threads (default: online CPUs, at most 8)\n"
@@ -95,7 +97,7 @@ static double now_seconds(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *path = NULL;
+    const char *model_path = DEFAULT_MODEL, *path = NULL;
     long n_win = 0, n_threads = 0;
     int i;
 
@@ -108,7 +110,6 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-t")) n_threads = long_arg(argc, argv, &i, 1, MAX_THREADS);
         else die("unknown argument '%s' (see --help)", a);
     }
-    if (!model_path) die("-m MODEL.tfm is required (see --help)");
     if (!path) die("-f FILE is required (see --help)");
     if (n_threads == 0) {
         long n_cpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -14,10 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define DEFAULT_MODEL "build/demo.tfm" /* the model make demo converts from models/demo */
+
 static const char *const usage =
-    "usage: tfm-tokenize -m MODEL.tfm [-f FILE | TEXT] [--add-special] [--decode]\n"
+    "usage: tfm-tokenize [-m MODEL.tfm] [-f FILE | TEXT] [--add-special] [--decode]\n"
     "\n"
     "  -m FILE          model or vocab-only file (.tfm) with a tokenizer\n"
+    "                   (default build/demo.tfm)\n"
     "  -f FILE          read the input from FILE ('-': standard input) instead of TEXT\n"
     "  --add-special    prepend the BOS id and append the EOS id (when the model has them)\n"
     "  --decode         the input is token ids (separated by spaces, commas or newlines);\n"
@@ -97,7 +100,7 @@ static void decode_ids(const tfm_model *model, int n_tokens, const char *s, size
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *file = NULL, *text = NULL;
+    const char *model_path = DEFAULT_MODEL, *file = NULL, *text = NULL;
     bool add_special = false, decode = false;
     int i;
 
@@ -113,7 +116,6 @@ int main(int argc, char **argv) {
         else if (text) die("more than one TEXT argument (quote the text)");
         else text = a;
     }
-    if (!model_path) die("-m MODEL.tfm is required (see --help)");
     if ((file != NULL) == (text != NULL)) die("give exactly one of -f FILE and TEXT");
     if (decode && add_special) die("--add-special does not apply to --decode");
 

@@ -57,11 +57,11 @@ int main(int argc, char **argv) {
     job jobs[2];
     pthread_t threads[2];
     int i;
-    if (argc < 4) {
-        fprintf(stderr, "usage: threads MODEL.tfm PROMPT1 PROMPT2\n");
+    if (argc != 1 && argc != 4) {
+        fprintf(stderr, "usage: threads [MODEL.tfm PROMPT1 PROMPT2]   (default build/demo.tfm)\n");
         return 1;
     }
-    md.path = argv[1];
+    md.path = argc > 1 ? argv[1] : "build/demo.tfm";
     if (tfm_model_open(&md, &model) != TFM_OK || tfm_model_config(model).n_tokens == 0) {
         fprintf(stderr, "threads: cannot open %s (or it has no tokenizer)\n", argv[1]);
         return 1;
@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < 2; i++) {
         memset(&jobs[i], 0, sizeof jobs[i]);
         jobs[i].model = model;
-        jobs[i].prompt = argv[2 + i];
+        jobs[i].prompt = argc > 1 ? argv[2 + i] : i ? "And God said" : "In the beginning";
         pthread_create(&threads[i], NULL, run, &jobs[i]);
     }
     for (i = 0; i < 2; i++) {

@@ -89,7 +89,7 @@ CCBIN=${CC:-cc}
 run_ok "examples/minimal.c compiles" \
   "$CCBIN" -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I. examples/minimal.c -o "$W/minimal" -lm &&
   mv -f "$W/minimal" build/minimal
-run_err "minimal without a model" build/minimal
+run_err "minimal with a missing model" build/minimal /nonexistent/model.tfm
 run_ok "minimal --help" build/minimal --help
 
 if [ ! -f "$M" ] || [ ! -f "$MP" ]; then
@@ -103,7 +103,11 @@ N_PAR=$(echo $PROMPT_PAR | wc -w)
 
 # --- bad arguments: exit 1 with a message ---------------------------------------------------------
 G="$GEN -m $M -t 1"
-run_err "generate: missing -m"            $GEN -p hi
+if [ -f build/demo.tfm ]; then   # without -m the CLIs use the demo model
+  run_ok "generate: without -m (build/demo.tfm)" $GEN -p hi -n 2 --seed 1
+else
+  run_err "generate: without -m and no build/demo.tfm" $GEN -p hi -n 2
+fi
 run_err "generate: missing model file"    $GEN -m "$W/nonexistent.tfm" -p hi
 run_err "generate: model is a directory"  $GEN -m build -p hi
 run_err "generate: -m without value"      $GEN -m
