@@ -1578,6 +1578,7 @@ TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
 #define TFM__TASKS_PER_THREAD 4   /* tasks per thread per parallel pass: load balancing */
 #define TFM__MIN_ROWS_PER_TASK 16 /* below this a matmul runs on the calling thread */
 #define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
+#define TFM__MAX_THREADS (1 << 20)   /* desc n_threads limit: n_threads * TFM__TASKS_PER_THREAD fits an int */
 
 struct tfm_session {
     const tfm_model *model;
@@ -1659,7 +1660,7 @@ TFM_PRIVATE tfm_result tfm__session_desc_defaults(const tfm_model *m, const tfm_
     else memset(out, 0, sizeof *out);
     if (!tfm__allocator_valid(&out->allocator))
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: set both allocator callbacks or neither");
-    if (out->n_ctx < 0 || out->n_ctx > TFM_MAX_CTX || out->n_threads < 0)
+    if (out->n_ctx < 0 || out->n_ctx > TFM_MAX_CTX || out->n_threads < 0 || out->n_threads > TFM__MAX_THREADS)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_ctx %d / n_threads %d out of range",
                         out->n_ctx, out->n_threads);
     if (out->n_ctx == 0) out->n_ctx = m->config.n_ctx;

@@ -1180,6 +1180,12 @@ static void test_api(void) {
     memset(&sd, 0, sizeof sd);
     sd.n_ctx = -1;
     CHECK(tfm_session_create(m, &sd, &s) == TFM_ERR_INVALID_ARG);
+    sd.n_ctx = 0;
+    sd.n_threads = 0x7fffffff; /* n_threads * tasks per thread would overflow an int */
+    sd.parallel_for = pf_reverse;
+    CHECK(tfm_session_create(m, &sd, &s) == TFM_ERR_INVALID_ARG && s == NULL);
+    sd.n_threads = 0;
+    sd.parallel_for = NULL;
     sd.n_ctx = sp.n_ctx + 1; /* learned positions: no more than the model has */
     CHECK(tfm_session_create(m, &sd, &s) == TFM_ERR_INVALID_ARG);
     sd.n_ctx = 8;
