@@ -15,9 +15,9 @@
        tfm_session *s;
        tfm_session_create(model, &sd, &s);
        int32_t ids[256]; size_t n_ids;
-       tfm_model_tokenize(model, "Hello", 5, ids, 256, &n_ids);
+       tfm_model_tokenize(model, "Hello", 5, ids, 256, &n_ids);  (prepend bos_id if .add_bos)
        tfm_session_eval(s, ids, (int)n_ids, 0, NULL);  evaluates positions 0..n_ids-1
-       int n_vocab = tfm_model_config(model).n_vocab;   (BOS first when .add_bos is set)
+       int n_vocab = tfm_model_config(model).n_vocab;
        tfm_sampler_desc pd = {0}; pd.temperature = 0.8f; pd.n_vocab = n_vocab;
        tfm_sampler *smp; tfm_sampler_create(&pd, &smp);
        int32_t next; tfm_sample(smp, tfm_session_logits(s), n_vocab, &next);
@@ -31,11 +31,11 @@
        >>alloc      allocator callbacks
        >>io         mmap / read the file
        >>format     parse and validate a .tfm file before any pointer is made
-       >>kernels    scalar math: norms, GELU, softmax, RoPE, matvec, attention
-       >>simd       vector twins of the hot kernels
+       >>kernels    scalar math: dot, norms, activations, softmax, RoPE, ALiBi, sinusoids
+       >>simd       vector twins of the hot kernels, the matrix products built on them
        >>model      tensors resolved from the directory
        >>session    KV cache and scratch
-       >>forward    one transformer step
+       >>forward    one transformer step: attention, FFN, the layer loop, threading
        >>tokenizer  byte-level BPE and SentencePiece encode/decode
        >>sampler    temperature, top-k, top-p, min-p, repetition penalty
        >>public     API entry points
@@ -350,7 +350,9 @@ TFM_API tfm_result tfm_model_token_bytes(const tfm_model *model, int32_t id,
    token bytes + 4 (+3 per invalid byte); *n_out is the count written. */
 TFM_API tfm_result tfm_model_decode(const tfm_model *model, tfm_utf8_stream *stream, int32_t id,
                                     char *out, size_t out_cap, size_t *n_out);
-/* Emits what is still held (as U+FFFD) at the end of a stream. out_cap >= 3 per held byte. */
+/* Ends a stream: a held incomplete tail becomes one U+FFFD (3 bytes, as Python does) and the
+   stream is reset. Returns the bytes written: 0 when nothing is held, or when out_cap < 3 (the
+   tail then stays held). */
 TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t out_cap);
 
 /* --- session ---
