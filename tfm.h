@@ -503,6 +503,9 @@ TFM_PRIVATE float tfm__rd_f32(const unsigned char *p) {
     return f;
 }
 
+#define TFM__F16_SUBNORMAL_STEP 5.9604644775390625e-8f /* 2^-24: an f16 subnormal's mantissa unit */
+#define TFM__F16_EXP_REBIAS 112u /* f32 exponent bias 127 minus f16 bias 15 */
+
 /* IEEE half to float, exact for every input (subnormals, inf, NaN). */
 TFM_PRIVATE float tfm__f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
@@ -511,9 +514,9 @@ TFM_PRIVATE float tfm__f16_to_f32(uint16_t h) {
     if (exp == 0x1fu) {
         bits = sign | 0x7f800000u | (mant << 13);
     } else if (exp != 0) {
-        bits = sign | ((exp + 112u) << 23) | (mant << 13);
+        bits = sign | ((exp + TFM__F16_EXP_REBIAS) << 23) | (mant << 13);
     } else { /* zero or subnormal: mant * 2^-24 */
-        f = (float)mant * 5.9604644775390625e-8f;
+        f = (float)mant * TFM__F16_SUBNORMAL_STEP;
         return sign ? -f : f;
     }
     memcpy(&f, &bits, sizeof f);
@@ -737,6 +740,8 @@ TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allo
 #define TFM__NAME_BYTES 64
 #define TFM__MAX_RANK 4
 #define TFM__TENSOR_ALIGN 64
+#define TFM__N_GLOBAL 6     /* model-wide tensor names (tok_embd .. output.b) */
+#define TFM__N_PER_LAYER 18 /* tensor names per layer (blk.<i>.ln1.w .. b_down) */
 
 /* The header fields, as read (not yet trusted). */
 typedef struct tfm__header {
@@ -840,7 +845,7 @@ TFM_PRIVATE tfm_result tfm__check_config(const tfm__header *h, const tfm_logger 
 /* The directory and tokenizer ranges lie inside the file, after the header. */
 TFM_PRIVATE tfm_result tfm__check_layout(const tfm__header *h, size_t file_bytes, const tfm_logger *lg,
                                          uint64_t *dir_end) {
-    uint64_t max_tensors = 6u + 18u * (uint64_t)h->n_layers, end = 0;
+    uint64_t max_tensors = TFM__N_GLOBAL + TFM__N_PER_LAYER * (uint64_t)h->n_layers, end = 0;
     if (h->tensor_dir_offset != TFM__HEADER_BYTES)
         return tfm__log(lg, TFM_ERR_CORRUPT, "tensor_dir_offset %llu, expected %d",
                         (unsigned long long)h->tensor_dir_offset, TFM__HEADER_BYTES);
@@ -923,9 +928,8 @@ TFM_PRIVATE tfm_result tfm__read_entry(const unsigned char *file, size_t file_by
     return TFM_OK;
 }
 
-/* Tensor names map to slots: 6 model-wide names, then 18 per layer ("blk.<i>.<suffix>"). */
-#define TFM__N_GLOBAL 6
-#define TFM__N_PER_LAYER 18
+/* Tensor names map to slots: TFM__N_GLOBAL model-wide names, then TFM__N_PER_LAYER per layer
+   ("blk.<i>.<suffix>"). */
 enum { TFM__T_TOK_EMBD, TFM__T_POS_EMBD, TFM__T_LNF_W, TFM__T_LNF_B, TFM__T_OUTPUT_W, TFM__T_OUTPUT_B };
 enum {
     TFM__L_LN1_W, TFM__L_LN1_B, TFM__L_WQ, TFM__L_BQ, TFM__L_WK, TFM__L_BK, TFM__L_WV, TFM__L_BV,
@@ -1220,7 +1224,7 @@ TFM_PRIVATE void tfm__axpy_avx2(float *y, float a, const float *x, int n) {
         int i = 0, k;                                                                             \
         for (; i + 8 <= n; i += 8) {                                                              \
             __m256 xv = _mm256_loadu_ps(x + i);                                                   \
-            if ((i * (int)sizeof(W_T)) % 64 == 0) /* once per cache line */                       \
+            if ((i * (int)sizeof(W_T)) % TFM__ALIGN == 0) /* once per cache line */               \
                 for (k = 0; k < 4; k++)                                                           \
                     _mm_prefetch((const char *)(pf + (size_t)k * ld + i), _MM_HINT_T0);            \
             a0 = _mm256_fmadd_ps(LOAD(w + i), xv, a0);                                            \
@@ -2955,6 +2959,7 @@ static const uint16_t tfm__uc_comp[941] = {
     1493,1494,1495,1496,1497,1498,1499,1501,1500,1502,1503,1504,1505,
 };
 #define TFM__TOK_HEADER_BYTES 64
+#define TFM__TOK_HEADER_USED 40 /* bytes before the reserved tail */
 #define TFM__BPE_MAX_BYTES 1024 /* bytes merged at once: the stack holds one int32 id per byte */
 #define TFM__NFC_WINDOW 1024    /* bytes of normalized text scanned at once */
 #define TFM__NFC_MAX_RUN 32     /* raw code points normalized as one unit */
@@ -3329,7 +3334,7 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
     t->flags = tfm__rd_u32(blob + 12);
     pretok = tfm__rd_u32(blob + 16);
     text_bytes = tfm__rd_u32(blob + 36);
-    for (i = 40; i < TFM__TOK_HEADER_BYTES; i++)
+    for (i = TFM__TOK_HEADER_USED; i < TFM__TOK_HEADER_BYTES; i++)
         if (blob[i])
             return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: reserved byte %zu is not 0", i);
     if (kind == TFM_TOKENIZER_NONE)
