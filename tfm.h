@@ -4387,8 +4387,8 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n
         return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: pos %d, but only %d positions are evaluated",
                                  pos, s->n_past);
     if (n_tokens > s->n_ctx - pos)
-        return tfm__session_fail(s, TFM_ERR_CONTEXT_FULL, "eval: positions %d..%d pass n_ctx %d", pos,
-                                 pos + n_tokens - 1, s->n_ctx);
+        return tfm__session_fail(s, TFM_ERR_CONTEXT_FULL, "eval: positions %d..%lld pass n_ctx %d", pos,
+                                 (long long)pos + n_tokens - 1, s->n_ctx); /* no int overflow */
     for (i = 0; i < n_tokens; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
             return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: token %d (index %d) is outside [0, %d)",

@@ -1201,6 +1201,8 @@ static void test_api(void) {
     CHECK(tfm_session_eval(s, tok, 5, 3, NULL) == TFM_OK && tfm_session_n_past(s) == 8);
     CHECK(tfm_session_eval(s, tok, 1, 8, NULL) == TFM_ERR_CONTEXT_FULL);
     CHECK(tfm_session_eval(s, tok, 30, 0, NULL) == TFM_ERR_CONTEXT_FULL);
+    CHECK(tfm_session_eval(s, tok, 0x7fffffff, 8, NULL) == TFM_ERR_CONTEXT_FULL); /* pos + n: no int overflow */
+    CHECK(strstr(tfm_session_last_error(s), "8..2147483654") != NULL);
     CHECK(tfm_session_eval(s, tok, 1, 0x7fffffff, NULL) == TFM_ERR_INVALID_ARG);
     /* bad token ids, positions, counts */
     tok[1] = sp.n_vocab;
