@@ -233,7 +233,8 @@ int main(int argc, char **argv) {
             printf("usage: tfm-bench [--shape pythia-410m|pythia-160m|gpt2|tiny] [--type f32|f16] [-m M.tfm]\n"
                    "                 [-t THREADS] [-n DECODE_TOKENS] [-p PROMPT_TOKENS]\n"
                    "Measures read bandwidth and FMA peak, then prompt and decode tokens/s of tfm.h on a\n"
-                   "random-weight model of the shape (default pythia-410m, f32, 1 thread, -n 32 -p 64).\n");
+                   "random-weight model of the shape (default pythia-410m, f32, 1 thread, -n 32 -p 64),\n"
+                   "or of the -m file (then --shape/--type are ignored and decode has no bandwidth ratio).\n");
             return 0;
         }
         if (!v) { fprintf(stderr, "tfm-bench: %s needs a value (see --help)\n", a); return 1; }
