@@ -294,8 +294,8 @@ typedef void (*tfm_parallel_for_fn)(void *user, int n_tasks, tfm_task_fn task, v
 
 typedef struct tfm_session_desc {
     int n_ctx;               /* 0: the model's n_ctx */
-    int n_threads;           /* 0: 1; OpenMP threads when compiled with -fopenmp */
-    tfm_parallel_for_fn parallel_for; /* optional; overrides n_threads/OpenMP */
+    int n_threads;           /* 0: 1 (at most 1<<20); OpenMP threads when compiled with -fopenmp */
+    tfm_parallel_for_fn parallel_for; /* optional; replaces OpenMP, work split in n_threads*4 tasks */
     void *parallel_user;
     bool (*should_abort)(void *user); /* optional; checked between layers */
     void *abort_user;
@@ -335,7 +335,7 @@ TFM_API tfm_result tfm_model_open(const tfm_model_desc *desc, tfm_model **out_mo
 TFM_API void tfm_model_close(tfm_model *model);                  /* NULL is fine */
 TFM_API tfm_config tfm_model_config(const tfm_model *model);    /* copy of the config */
 
-/* --- tokenizer (on the model; never allocates) --- */
+/* --- tokenizer (on the model; never allocates; TFM_ERR_UNSUPPORTED when the file has none) --- */
 /* Text to ids. Writes at most ids_cap ids, always sets *n_ids to the count needed; returns
    TFM_ERR_INVALID_ARG (and still the count) when ids_cap is too small. No BOS/EOS is added
    (tfm_config.add_bos: the model expects bos_id before the text's ids, as Llama models do).
@@ -1563,7 +1563,8 @@ TFM_PRIVATE void tfm__config_from_header(const tfm__header *h, tfm_config *c) {
     c->eos_id = -1;
 }
 
-/* config.dtype: the dtype of the largest matrix. */
+/* config.dtype: the dtype of the largest of tok_embd and the w_up matrices (the converter writes
+   every matrix in one dtype, so this stands for all of them). */
 TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
     const tfm__tensor *best = &m->tok_embd;
     int l;
