@@ -547,7 +547,10 @@ TFM_PRIVATE tfm_result tfm__log(const tfm_logger *logger, tfm_result result, con
 }
 
 /* >>alloc ----------------------------------------------------------------------------------------
-   Every allocation goes through the desc's allocator (or TFM_MALLOC), and only at create time. */
+   Every allocation goes through the desc's allocator (or TFM_MALLOC), and only at create time.
+   Why: a host engine places memory itself; each object is one or a few 64-byte aligned blocks
+   (size and alignment passed to the callback, as arena allocators want), so scratch rows start
+   on cache lines. */
 
 #define TFM__ALIGN 64 /* cache line; also the .tfm tensor alignment */
 
@@ -1390,6 +1393,8 @@ TFM_PRIVATE void tfm__matvec_rows(const tfm__tensor *w, const float *x, const fl
 /* >>model ----------------------------------------------------------------------------------------
    The opened model: the file bytes, the resolved config, and tensor views in place in the file,
    resolved by name with shapes checked against the config. Immutable after tfm_model_open.
+   Why views, not copies: opening costs no weight copy, and mapped pages are shared by every
+   session and process that uses the same file.
 
    The tokenizer section (below) provides, for the model and the public entry points:
      typedef struct tfm__tokenizer tfm__tokenizer;   (declared here, defined in >>tokenizer)
