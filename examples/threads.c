@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     }
     md.path = argc > 1 ? argv[1] : "build/demo.tfm";
     if (tfm_model_open(&md, &model) != TFM_OK || tfm_model_config(model).n_tokens == 0) {
-        fprintf(stderr, "threads: cannot open %s (or it has no tokenizer)\n", argv[1]);
+        fprintf(stderr, "threads: cannot open %s (or it has no tokenizer)\n", md.path);
         return 1;
     }
     for (i = 0; i < 2; i++) {
