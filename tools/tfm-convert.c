@@ -1736,7 +1736,8 @@ static int tc_tok_byte_level(const json_doc *d, const json_node *pre, int regex,
     const json_node *n;
     if (!tc_type_is(d, pre, "ByteLevel")) {
         tc_error("%s: pre_tokenizer %s is not supported (ByteLevel, Sequence[Digits, ByteLevel] or "
-                 "Sequence[Split(Llama-3 or Qwen2 pattern), ByteLevel])", src, pre ? tc_type_name(d, pre) : "(none)");
+                 "Sequence[Split(Llama-3 or Qwen2 pattern), ByteLevel])", src,
+                 pre ? tc_type_name(d, pre) : "(none)");
         return 0;
     }
     if (((n = json_get(d, pre, "use_regex")) && n->type == JSON_FALSE) == regex) {
