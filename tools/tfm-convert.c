@@ -777,6 +777,29 @@ static int tc_heads(const tc_cfg *c, tc_hparams *hp, uint32_t head_dim) {
     return 1;
 }
 
+/* The size keys of config.json, in the two spellings Hugging Face models use. */
+typedef struct tc_size_keys {
+    const char *d_model, *n_heads, *n_layers, *d_ff, *n_ctx;
+    int d_ff_required; /* GPT-2's n_inner may be null: 4 * d_model */
+} tc_size_keys;
+static const tc_size_keys tc_keys_hf = {"hidden_size", "num_attention_heads", "num_hidden_layers",
+                                        "intermediate_size", "max_position_embeddings", 1};
+static const tc_size_keys tc_keys_gpt2 = {"n_embd", "n_head", "n_layer", "n_inner", "n_positions", 0};
+
+/* d_model, n_heads, n_layers, d_ff (4 * d_model when optional and null), n_vocab, n_ctx, and
+   n_kv_heads: num_key_value_heads when the architecture has GQA (null: n_heads), else n_heads. */
+static int tc_cfg_sizes(const tc_cfg *c, const tc_size_keys *k, int gqa, tc_hparams *hp) {
+    if (!tc_cfg_uint(c, k->d_model, 1, 0, &hp->d_model) || !tc_cfg_uint(c, k->n_heads, 1, 0, &hp->n_heads) ||
+        !tc_cfg_uint(c, k->n_layers, 1, 0, &hp->n_layers) ||
+        !tc_cfg_uint(c, k->d_ff, k->d_ff_required, 0, &hp->d_ff) ||
+        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) || !tc_cfg_uint(c, k->n_ctx, 1, 0, &hp->n_ctx) ||
+        (gqa && !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads)))
+        return 0;
+    if (!gqa || hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads;
+    if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model;
+    return 1;
+}
+
 /* --- gpt_neox (Pythia, GPT-NeoX-20B) --- */
 
 static int tc_neox_config(const tc_cfg *c, tc_hparams *hp) {
@@ -785,19 +808,12 @@ static int tc_neox_config(const tc_cfg *c, tc_hparams *hp) {
     const char *act;
     double eps;
     int parallel;
-    if (!tc_cfg_uint(c, "hidden_size", 1, 0, &hp->d_model) ||
-        !tc_cfg_uint(c, "num_attention_heads", 1, 0, &hp->n_heads) ||
-        !tc_cfg_uint(c, "num_hidden_layers", 1, 0, &hp->n_layers) ||
-        !tc_cfg_uint(c, "intermediate_size", 1, 0, &hp->d_ff) ||
-        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
-        !tc_cfg_uint(c, "max_position_embeddings", 1, 0, &hp->n_ctx) ||
-        !tc_cfg_float(c, "layer_norm_eps", 1e-5, &eps) ||
+    if (!tc_cfg_sizes(c, &tc_keys_hf, 0, hp) || !tc_cfg_float(c, "layer_norm_eps", 1e-5, &eps) ||
         !tc_cfg_string(c, "hidden_act", "gelu", &act) ||
         !tc_cfg_bool(c, "use_parallel_residual", 1, &parallel) ||
         !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output) ||
         !tc_cfg_bool(c, "attention_bias", 1, &hp->attn_bias))
         return 0;
-    hp->n_kv_heads = hp->n_heads;
     if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
     hp->arch = TFM_ARCH_GPT_NEOX;
     hp->norm_eps = (float)eps;
@@ -842,11 +858,7 @@ static int tc_gpt2_config(const tc_cfg *c, tc_hparams *hp) {
     const char *act;
     double eps;
     int scale, by_layer;
-    if (!tc_cfg_uint(c, "n_embd", 1, 0, &hp->d_model) || !tc_cfg_uint(c, "n_head", 1, 0, &hp->n_heads) ||
-        !tc_cfg_uint(c, "n_layer", 1, 0, &hp->n_layers) || !tc_cfg_uint(c, "n_inner", 0, 0, &hp->d_ff) ||
-        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
-        !tc_cfg_uint(c, "n_positions", 1, 0, &hp->n_ctx) ||
-        !tc_cfg_float(c, "layer_norm_epsilon", 1e-5, &eps) ||
+    if (!tc_cfg_sizes(c, &tc_keys_gpt2, 0, hp) || !tc_cfg_float(c, "layer_norm_epsilon", 1e-5, &eps) ||
         !tc_cfg_string(c, "activation_function", "gelu_new", &act) ||
         !tc_cfg_bool(c, "scale_attn_weights", 1, &scale) ||
         !tc_cfg_bool(c, "scale_attn_by_inverse_layer_idx", 0, &by_layer) ||
@@ -856,9 +868,7 @@ static int tc_gpt2_config(const tc_cfg *c, tc_hparams *hp) {
         tc_error("%s: attention scaling other than 1/sqrt(d_head) is not supported", c->path);
         return 0;
     }
-    hp->n_kv_heads = hp->n_heads;
     if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "activation_function", act, &hp->act)) return 0;
-    if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model; /* n_inner null */
     hp->arch = TFM_ARCH_GPT2;
     hp->norm_eps = (float)eps;
     hp->norm = TFM_NORM_LAYERNORM;
@@ -902,21 +912,13 @@ static int tc_llama_config(const tc_cfg *c, tc_hparams *hp) {
     const char *act;
     double eps;
     uint32_t head_dim;
-    if (!tc_cfg_uint(c, "hidden_size", 1, 0, &hp->d_model) ||
-        !tc_cfg_uint(c, "num_attention_heads", 1, 0, &hp->n_heads) ||
-        !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads) ||
-        !tc_cfg_uint(c, "head_dim", 0, 0, &head_dim) ||
-        !tc_cfg_uint(c, "num_hidden_layers", 1, 0, &hp->n_layers) ||
-        !tc_cfg_uint(c, "intermediate_size", 1, 0, &hp->d_ff) ||
-        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
-        !tc_cfg_uint(c, "max_position_embeddings", 1, 0, &hp->n_ctx) ||
+    if (!tc_cfg_sizes(c, &tc_keys_hf, 1, hp) || !tc_cfg_uint(c, "head_dim", 0, 0, &head_dim) ||
         !tc_cfg_float(c, "rms_norm_eps", 1e-6, &eps) ||
         !tc_cfg_string(c, "hidden_act", "silu", &act) ||
         !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output) ||
         !tc_cfg_bool(c, "attention_bias", 0, &hp->attn_bias) ||
         !tc_cfg_bool(c, "mlp_bias", 0, &hp->mlp_bias))
         return 0;
-    if (hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads; /* null: multi-head attention */
     if (!tc_heads(c, hp, head_dim) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
     hp->arch = TFM_ARCH_LLAMA;
     hp->norm_eps = (float)eps;
@@ -960,14 +962,7 @@ static int tc_phi_config(const tc_cfg *c, tc_hparams *hp) {
     const char *act;
     double eps;
     int qk_norm;
-    if (!tc_cfg_uint(c, "hidden_size", 1, 0, &hp->d_model) ||
-        !tc_cfg_uint(c, "num_attention_heads", 1, 0, &hp->n_heads) ||
-        !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads) ||
-        !tc_cfg_uint(c, "num_hidden_layers", 1, 0, &hp->n_layers) ||
-        !tc_cfg_uint(c, "intermediate_size", 1, 0, &hp->d_ff) ||
-        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
-        !tc_cfg_uint(c, "max_position_embeddings", 1, 0, &hp->n_ctx) ||
-        !tc_cfg_float(c, "layer_norm_eps", 1e-5, &eps) ||
+    if (!tc_cfg_sizes(c, &tc_keys_hf, 1, hp) || !tc_cfg_float(c, "layer_norm_eps", 1e-5, &eps) ||
         !tc_cfg_string(c, "hidden_act", "gelu_new", &act) ||
         !tc_cfg_bool(c, "qk_layernorm", 0, &qk_norm) ||
         !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output))
@@ -976,7 +971,6 @@ static int tc_phi_config(const tc_cfg *c, tc_hparams *hp) {
         tc_error("%s: \"qk_layernorm\": true is not supported", c->path);
         return 0;
     }
-    if (hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads;
     if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
     hp->arch = TFM_ARCH_PHI;
     hp->norm_eps = (float)eps;
@@ -1017,18 +1011,12 @@ static const tc_tensor_map tc_phi_tensors[] = {
 static int tc_gptj_config(const tc_cfg *c, tc_hparams *hp) {
     const char *act;
     double eps;
-    if (!tc_cfg_uint(c, "n_embd", 1, 0, &hp->d_model) || !tc_cfg_uint(c, "n_head", 1, 0, &hp->n_heads) ||
-        !tc_cfg_uint(c, "n_layer", 1, 0, &hp->n_layers) || !tc_cfg_uint(c, "n_inner", 0, 0, &hp->d_ff) ||
-        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
-        !tc_cfg_uint(c, "n_positions", 1, 0, &hp->n_ctx) ||
-        !tc_cfg_uint(c, "rotary_dim", 0, 0, &hp->rope_dim) ||
+    if (!tc_cfg_sizes(c, &tc_keys_gpt2, 0, hp) || !tc_cfg_uint(c, "rotary_dim", 0, 0, &hp->rope_dim) ||
         !tc_cfg_float(c, "layer_norm_epsilon", 1e-5, &eps) ||
         !tc_cfg_string(c, "activation_function", "gelu_new", &act) ||
         !tc_cfg_bool(c, "tie_word_embeddings", 0, &hp->tied_output))
         return 0;
-    hp->n_kv_heads = hp->n_heads;
     if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "activation_function", act, &hp->act)) return 0;
-    if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model;
     if (hp->rope_dim == 0) hp->rope_dim = hp->d_head; /* rotary_dim null: the whole head */
     if (hp->rope_dim % 2 != 0 || hp->rope_dim > hp->d_head) {
         tc_error("%s: rotary_dim %u must be even and at most the head size %u", c->path, hp->rope_dim,
@@ -1074,14 +1062,7 @@ static int tc_starcoder2_config(const tc_cfg *c, tc_hparams *hp) {
     const char *act, *mlp_type, *norm_type;
     double eps;
     uint32_t window;
-    if (!tc_cfg_uint(c, "hidden_size", 1, 0, &hp->d_model) ||
-        !tc_cfg_uint(c, "num_attention_heads", 1, 0, &hp->n_heads) ||
-        !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads) ||
-        !tc_cfg_uint(c, "num_hidden_layers", 1, 0, &hp->n_layers) ||
-        !tc_cfg_uint(c, "intermediate_size", 1, 0, &hp->d_ff) ||
-        !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) ||
-        !tc_cfg_uint(c, "max_position_embeddings", 1, 0, &hp->n_ctx) ||
-        !tc_cfg_uint(c, "sliding_window", 0, 0, &window) ||
+    if (!tc_cfg_sizes(c, &tc_keys_hf, 1, hp) || !tc_cfg_uint(c, "sliding_window", 0, 0, &window) ||
         !tc_cfg_float(c, "norm_epsilon", 1e-5, &eps) ||
         !tc_cfg_string(c, "hidden_act", "gelu_pytorch_tanh", &act) ||
         !tc_cfg_string(c, "mlp_type", "default", &mlp_type) ||
@@ -1094,7 +1075,6 @@ static int tc_starcoder2_config(const tc_cfg *c, tc_hparams *hp) {
                  mlp_type, norm_type);
         return 0;
     }
-    if (hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads;
     if (!tc_heads(c, hp, 0) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
     if (window && window < hp->n_ctx) { /* within the window, sliding attention is plain attention */
         tc_warn("%s: context limited to sliding_window %u (max_position_embeddings %u)", c->path, window,
