@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generate the Unicode tables of tfm.h's >>tokenizer section.
+"""Generate the Unicode tables of tfm.h's >>unicode section.
 
 Uses only the Python standard library (unicodedata of /usr/bin/python3; its Unicode version is
 printed into the output). Run:  /usr/bin/python3 tools/gen_unicode.py > /tmp/unicode_tables.h
