@@ -63,6 +63,9 @@ check-compile: | build
 	$(CC) $(STRICT) -DTFM_NO_SIMD -DTFM_NO_MMAP -I. -c build/impl.c -o build/impl_nosimd.o
 	$(CC) $(STRICT) -DTFM_STATIC -I. -c build/impl.c -o build/impl_static.o
 	$(CC) $(STRICT) -DTFM_NO_STDIO -I. -c build/impl.c -o build/impl_nostdio.o
+	$(CC) $(STRICT) -DTFM_NO_NFC -I. -c build/impl.c -o build/impl_nonfc.o
+	@nm build/impl.o | grep -q tfm__uc_decomp && ! nm build/impl_nonfc.o | grep -q 'tfm__uc_decomp\|tfm__nfc_' \
+	  || { echo 'TFM_NO_NFC must leave the NFC tables and code out'; exit 1; }
 	@printf 'int tfm_unit2(void);\nint main(void){return tfm_unit2();}\n' > build/static_main.c
 	@printf '#define TFM_STATIC\n#define TFM_IMPLEMENTATION\n#include "tfm.h"\nint tfm_unit2(void);\nint tfm_unit2(void){return tfm_result_string(TFM_OK)[0] == 0;}\n' > build/static2.c
 	$(CC) $(STRICT) -DTFM_STATIC -I. -c build/impl.c -o build/static1.o

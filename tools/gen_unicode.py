@@ -17,6 +17,7 @@ Tables (all sorted, searched by binary search):
                     bits 36..53 = code point, 18..35 = first, 0..17 = second (0 if a singleton).
   tfm__uc_comp[]    indices into tfm__uc_decomp of the primary composites, sorted by
                     (first, second): the composition pairs.
+The four NFC tables (all but tfm__uc_class) sit inside #ifndef TFM_NO_NFC.
 """
 import sys
 import unicodedata as ud
@@ -124,10 +125,13 @@ def main():
         w('};\n')
 
     emit('uint32_t tfm__uc_class', [(s << 2) | v for s, v in cls], '0x%x', 9)
+    nfc_bytes = 4 * len(qc) + 4 * len(ccc) + 8 * len(dec) + 2 * len(comp)
+    w('#ifndef TFM_NO_NFC /* the NFC tables: %d bytes */\n' % nfc_bytes)
     emit('uint32_t tfm__uc_nfc_qc', [(s << 1) | v for s, v in qc], '0x%x', 9)
     emit('uint32_t tfm__uc_ccc', [(s << 8) | v for s, v in ccc], '0x%x', 9)
     emit('uint64_t tfm__uc_decomp', dec, '0x%xu', 4)
     emit('uint16_t tfm__uc_comp', [i for _, _, i in comp], '%d', 16)
+    w('#endif\n')
 
 
 if __name__ == '__main__':
