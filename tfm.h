@@ -1847,10 +1847,18 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    file reaches them through a tfm__isa table (>>dispatch) and never sees an intrinsic.
 
    The float kernels (f32, f16, bf16 weights; attention's dot and axpy) are written once, in
-   TFM__FLOAT_KERNELS, against a small vector layer: a 16-lane float vector and six operations
-   (zero, load, load f16, load bf16, fma, store) plus the fixed-order lane sum, defined per set
+   TFM__FLOAT_KERNELS, against a small vector layer: a 16-lane float vector and its operations
+   (zero, set1, load f32 / f16 / bf16, fma, store, and sum: the lanes in tfm__lanes_sum's order), defined per set
    (one __m512, two __m256, four float32x4_t). The integer kernels differ too much between
    sets to share code (VNNI dot products, AMX tiles) and are written per set. */
+
+/* Fully unroll the next loop (its trip count is a small constant), so a register block's
+   accumulators stay in registers. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TFM__UNROLL _Pragma("GCC unroll 32")
+#else
+#define TFM__UNROLL
+#endif
 
 #if defined(TFM__X86)
 #if defined(TFM__DISPATCH)
@@ -1880,6 +1888,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
         int k = 0, l;                                                                                     \
         for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
             acc = tfm__##P##_fma(tfm__##P##_ld(a + k), tfm__##P##_ld(b + k), acc);                        \
+        if (k == n) return tfm__##P##_sum(acc);                                                          \
         tfm__##P##_st(lanes, acc);                                                                        \
         for (l = 0; k + l < n; l++) lanes[l] = fmaf(a[k + l], b[k + l], lanes[l]);                        \
         return tfm__lanes_sum(lanes);                                                                     \
@@ -1907,7 +1916,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             const unsigned char *row[4], *pf;                                                             \
             tfm__##P##_v acc[4];                                                                          \
             float lanes[TFM__LANES];                                                                      \
-            for (i = 0; i < 4; i++) {                                                                     \
+            TFM__UNROLL for (i = 0; i < 4; i++) {                                                         \
                 row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                                  \
                 acc[i] = tfm__##P##_zero();                                                               \
             }                                                                                             \
@@ -1915,13 +1924,17 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                           \
                 tfm__##P##_v xv = tfm__##P##_ld(m->x + k);                                                \
                 if (((size_t)k * esz) % TFM__ALIGN == 0)                                                  \
-                    for (i = 0; i < 4; i++) tfm__prefetch(pf + (size_t)i * rb + (size_t)k * esz);        \
-                for (i = 0; i < 4; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
+                    TFM__UNROLL for (i = 0; i < 4; i++) tfm__prefetch(pf + (size_t)i * rb + (size_t)k * esz); \
+                TFM__UNROLL for (i = 0; i < 4; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
             }                                                                                             \
             for (i = 0; i < 4 && r + i < r1; i++) {                                                       \
-                tfm__##P##_st(lanes, acc[i]);                                                             \
-                for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), m->x[k + l], lanes[l]);    \
-                m->y[r + i] = tfm__lanes_sum(lanes);                                                      \
+                if (k == n) {                                                                             \
+                    m->y[r + i] = tfm__##P##_sum(acc[i]);                                                 \
+                } else {                                                                                  \
+                    tfm__##P##_st(lanes, acc[i]);                                                         \
+                    for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), m->x[k + l], lanes[l]); \
+                    m->y[r + i] = tfm__lanes_sum(lanes);                                                  \
+                }                                                                                         \
                 if (m->bias) m->y[r + i] += m->bias[r + i];                                               \
             }                                                                                             \
         }                                                                                                 \
@@ -1936,22 +1949,26 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
         int n = w->cols, i, j, k, l;                                                                      \
         for (i = 0; i < R; i++) row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                  \
         for (j = 0; j < C; j++) x[j] = m->x + (size_t)(b + j < m->n_b ? b + j : m->n_b - 1) * m->x_stride; \
-        for (i = 0; i < R; i++)                                                                           \
-            for (j = 0; j < C; j++) acc[i][j] = tfm__##P##_zero();                                        \
+        TFM__UNROLL for (i = 0; i < R; i++)                                                               \
+            TFM__UNROLL for (j = 0; j < C; j++) acc[i][j] = tfm__##P##_zero();                            \
         for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                               \
             tfm__##P##_v wv[R];                                                                           \
-            for (i = 0; i < R; i++) wv[i] = LD(row[i] + (size_t)k * esz);                                 \
-            for (j = 0; j < C; j++) {                                                                     \
+            TFM__UNROLL for (i = 0; i < R; i++) wv[i] = LD(row[i] + (size_t)k * esz);                     \
+            TFM__UNROLL for (j = 0; j < C; j++) {                                                         \
                 tfm__##P##_v xv = tfm__##P##_ld(x[j] + k);                                                \
-                for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fma(wv[i], xv, acc[i][j]);                 \
+                TFM__UNROLL for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fma(wv[i], xv, acc[i][j]);     \
             }                                                                                             \
         }                                                                                                 \
         for (i = 0; i < R && r + i < r1; i++)                                                             \
             for (j = 0; j < C && b + j < m->n_b; j++) {                                                   \
                 float *y = m->y + (size_t)(b + j) * m->y_stride + (size_t)(r + i);                        \
-                tfm__##P##_st(lanes, acc[i][j]);                                                          \
-                for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), x[j][k + l], lanes[l]);    \
-                *y = tfm__lanes_sum(lanes);                                                               \
+                if (k == n) {                                                                             \
+                    *y = tfm__##P##_sum(acc[i][j]);                                                       \
+                } else {                                                                                  \
+                    tfm__##P##_st(lanes, acc[i][j]);                                                      \
+                    for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), x[j][k + l], lanes[l]); \
+                    *y = tfm__lanes_sum(lanes);                                                           \
+                }                                                                                         \
                 if (m->bias) *y += m->bias[r + i];                                                        \
             }                                                                                             \
     }                                                                                                     \
@@ -2021,6 +2038,13 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
 }
+/* 8 lanes to 1 in tfm__lanes_sum's order: l + 4, then l + 2, then l + 1. */
+TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_sum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
 TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, 2)
 #endif
 
@@ -2040,6 +2064,9 @@ TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld_b(const unsigned char *p) {
 }
 TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_st(float *p, __m512 v) { _mm512_storeu_ps(p, v); }
+TFM__T_AVX512 TFM_PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
+    return tfm__avx2_sum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
 TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 3, 8)
 #endif
 
@@ -2092,6 +2119,11 @@ TFM_PRIVATE void tfm__neon_st(float *p, tfm__neon_v v) {
     int i;
     for (i = 0; i < 4; i++) vst1q_f32(p + 4 * i, v.q[i]);
 }
+TFM_PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 */
+    float32x4_t a = vaddq_f32(vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3]));
+    float32x2_t b = vadd_f32(vget_low_f32(a), vget_high_f32(a));
+    return vget_lane_f32(b, 0) + vget_lane_f32(b, 1);
+}
 TFM__FLOAT_KERNELS(neon, , 2, 2)
 #endif
 
@@ -2107,6 +2139,10 @@ TFM__FLOAT_KERNELS(neon, , 2, 2)
 #define TFM__PF_AHEAD 1024 /* bytes ahead each weight row is prefetched (one token) */
 
 #ifdef TFM__X86_AVX2
+/* An f16 at p as a float, inline (a call to the scalar tfm__rd_f16 would spill every vector
+   register of the loop around it). */
+TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_h2f(const unsigned char *p) { return _cvtsh_ss(tfm__rd_u16(p)); }
+
 /* Eight vectors of 8 int32 lanes -> their 8 lane sums (vector i's sum in lane i). */
 TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_red8(const __m256i *p) {
     __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
@@ -2186,7 +2222,7 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, 
                 const int32_t *s = qa->s + bi * TFM__GROUP;
                 const float *dx = qa->d + bi * TFM__GROUP;
                 __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-                __m256 dw = _mm256_set1_ps(tfm__rd_f16(row + (size_t)j * bb));
+                __m256 dw = _mm256_set1_ps(tfm__avx2_h2f(row + (size_t)j * bb));
                 for (k = 0; k < TFM__QK / 4; k++) {
                     const int8_t *ak = a + 64 * k;
                     __m256i xl = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, ak)));
@@ -2318,7 +2354,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int 
                         }
                     }
                     acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                                             _mm512_mul_ps(_mm512_set1_ps(tfm__rd_f16(row[i] + at)), dx), acc[i]);
+                                             _mm512_mul_ps(_mm512_set1_ps(tfm__avx2_h2f(row[i] + at)), dx), acc[i]);
                 }
             }
             for (i = 0; i < TFM__AVX512_ROWS && r + i < r1; i++) {
@@ -2484,7 +2520,7 @@ TFM__T_AMX TFM_PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsign
     for (r = r0; r + TFM__AMX_ROWS <= r1; r += TFM__AMX_ROWS) {
         const unsigned char *w0 = tfm__tensor_at(w, r);
         for (j = 0; j < nb; j++)
-            for (i = 0; i < TFM__AMX_ROWS; i++) dw[j * TFM__AMX_ROWS + i] = tfm__rd_f16(w0 + (size_t)i * w->row_bytes + (size_t)j * bb);
+            for (i = 0; i < TFM__AMX_ROWS; i++) dw[j * TFM__AMX_ROWS + i] = tfm__avx2_h2f(w0 + (size_t)i * w->row_bytes + (size_t)j * bb);
         if (ty == TFM_DTYPE_Q4_0) { /* unpack: scratch [16 rows][cols] codes 0..15 */
             for (i = 0; i < TFM__AMX_ROWS; i++)
                 for (j = 0; j < nb; j++) {
