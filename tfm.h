@@ -1536,6 +1536,10 @@ TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
    With G = 1 each token's codes are one contiguous row. */
 #define TFM__GROUP 16
 
+/* G for a format and batch: Q8_K activations stay in rows (the q4_k / q6_k kernels take one
+   token at a time). */
+#define tfm__act_group(f, n_b) ((n_b) == 1 || (f) == TFM__ACT_Q8_K ? 1 : TFM__GROUP)
+
 typedef struct tfm__qacts {
     int8_t *q;
     float *d;
@@ -2167,7 +2171,7 @@ TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_nibbles(const unsigned char *q) {
 }
 
 /* Products of 32 u8 x 32 s8 summed into 8 int32 lanes (no VNNI: pairs into int16 first,
-   which cannot saturate for codes <= 15 times |x| <= 127). */
+   which cannot saturate for codes <= 63 times |x| <= 127). */
 TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_dot_u4(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
@@ -2255,6 +2259,96 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, 
     }
 }
 
+/* --- q4_k and q6_k, AVX2 and AVX-512 ---
+   One weight row at a time against each token (activations in rows: G = 1 for Q8_K at any
+   batch size), written once for both sets (DOT: 32 u8 codes times 32 s8 codes into 8 int32
+   lanes, each lane four products; lanes 0..3 cover the first 16 codes): per super-block the
+   sub-blocks' lane sums are scaled in integers and the lanes summed, giving the exact isum of
+   the scalar twin, and the float steps are the twin's, one scalar fmaf each. */
+#define TFM__KQUANT_KERNELS(P, T, DOT)                                                                    \
+    T TFM_PRIVATE int32_t tfm__##P##_hsum_i32(__m256i v) {                                               \
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));             \
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));                                                 \
+        return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));                           \
+    }                                                                                                     \
+    T TFM_PRIVATE float tfm__##P##_dot_q4_k(const unsigned char *w, const tfm__qacts *qa, int t) {        \
+        const __m256i low4 = _mm256_set1_epi8(0xf);                                                       \
+        float acc = 0.0f;                                                                                 \
+        int j, c, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];                                                   \
+        for (j = 0; j < qa->n_blocks; j++, w += 144) {                                                    \
+            size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
+            const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
+            const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
+            __m256i isum = _mm256_setzero_si256();                                                        \
+            int32_t imin = 0;                                                                             \
+            float dx = qa->d[bi];                                                                         \
+            for (c = 0; c < TFM__Q4_K_SUB; c++) {                                                         \
+                tfm__q4k_scale(w + 4, c, &sc[c], &mn[c]);                                                 \
+                imin += mn[c] * (xs[2 * c] + xs[2 * c + 1]);                                              \
+            }                                                                                             \
+            for (c = 0; c < 4; c++) {                                                                     \
+                __m256i b = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 16 + 32 * c))); \
+                __m256i lo = _mm256_and_si256(b, low4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4); \
+                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(lo, x + 64 * c), _mm256_set1_epi32(sc[2 * c]))); \
+                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(hi, x + 64 * c + 32), _mm256_set1_epi32(sc[2 * c + 1]))); \
+            }                                                                                             \
+            acc = fmaf((float)tfm__##P##_hsum_i32(isum), tfm__avx2_h2f(w) * dx, acc);                     \
+            acc = fmaf(-(float)imin, tfm__avx2_h2f(w + 2) * dx, acc);                                     \
+        }                                                                                                 \
+        return acc;                                                                                       \
+    }                                                                                                     \
+    T TFM_PRIVATE float tfm__##P##_dot_q6_k(const unsigned char *w, const tfm__qacts *qa, int t) {        \
+        const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3);                          \
+        float acc = 0.0f;                                                                                 \
+        int j, h, k, sb;                                                                                  \
+        for (j = 0; j < qa->n_blocks; j++, w += 210) {                                                    \
+            size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
+            const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
+            const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
+            const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, w + 192));   \
+            __m256i isum = _mm256_setzero_si256();                                                        \
+            int32_t zero = 0;                                                                             \
+            for (sb = 0; sb < TFM__Q6_K_SUB; sb++) zero += scl[sb] * xs[sb];                              \
+            for (h = 0; h < 2; h++) {                                                                     \
+                __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 64 * h))); \
+                __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 64 * h + 32))); \
+                __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 128 + 32 * h))); \
+                for (k = 0; k < 4; k++) {                                                                 \
+                    __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4); \
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2);                    \
+                    __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));                         \
+                    int s0 = 8 * h + 2 * k; /* sub-blocks of 16 covered: s0 (lanes 0..3), s0 + 1 */       \
+                    __m256i scv = _mm256_setr_epi32(scl[s0], scl[s0], scl[s0], scl[s0], scl[s0 + 1],       \
+                                                    scl[s0 + 1], scl[s0 + 1], scl[s0 + 1]);               \
+                    isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(code, x + 128 * h + 32 * k), scv)); \
+                }                                                                                         \
+            }                                                                                             \
+            acc = fmaf((float)(tfm__##P##_hsum_i32(isum) - TFM__Q6_K_ZERO * zero), tfm__avx2_h2f(w + 208) * qa->d[bi], acc); \
+        }                                                                                                 \
+        return acc;                                                                                       \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_mm_kquant(const tfm__mm *m, int r0, int r1, bool q6) {                  \
+        int r, b;                                                                                         \
+        for (r = r0; r < r1; r++) {                                                                       \
+            const unsigned char *row = tfm__tensor_at(m->w, r);                                           \
+            for (b = 0; b < m->n_b; b++) {                                                                \
+                float v = q6 ? tfm__##P##_dot_q6_k(row, m->qa, b) : tfm__##P##_dot_q4_k(row, m->qa, b);   \
+                m->y[(size_t)b * m->y_stride + (size_t)r] = m->bias ? v + m->bias[r] : v;                 \
+            }                                                                                             \
+        }                                                                                                 \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_mm_q4_k(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
+        (void)scratch;                                                                                    \
+        tfm__##P##_mm_kquant(m, r0, r1, false);                                                           \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_mm_q6_k(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
+        (void)scratch;                                                                                    \
+        tfm__##P##_mm_kquant(m, r0, r1, true);                                                            \
+    }
+
+#define TFM__AVX2_DOT(u, x) tfm__avx2_dot_u4(u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
+TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2, TFM__AVX2_DOT)
+
 TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
     if (m->qa->group == 1) tfm__avx2_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
@@ -2312,6 +2406,10 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int 
         for (i = 0; i < 8 && r + i < r1; i++) m->y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
     }
 }
+
+#define TFM__AVX512_DOT(u, x) \
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
+TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512, TFM__AVX512_DOT)
 
 #define TFM__AVX512_ROWS 4 /* weight rows per pass of the batched VNNI kernel */
 
@@ -2594,7 +2692,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AVX2
     case TFM__SET_AVX2:
         tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
-                      tfm__avx2_mm_q4_0, sc, sc);
+                      tfm__avx2_mm_q4_0, tfm__avx2_mm_q4_k, tfm__avx2_mm_q6_k);
         out->dot = tfm__avx2_dot;
         out->axpy = tfm__avx2_axpy;
         return true;
@@ -2602,7 +2700,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AVX512
     case TFM__SET_AVX512:
         tfm__isa_fill(out, "avx512", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__avx512_mm_q8_0,
-                      tfm__avx512_mm_q4_0, sc, sc);
+                      tfm__avx512_mm_q4_0, tfm__avx512_mm_q4_k, tfm__avx512_mm_q6_k);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
@@ -2611,7 +2709,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AMX
     case TFM__SET_AMX:
         tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
-                      tfm__amx_mm_q4_0, sc, sc);
+                      tfm__amx_mm_q4_0, tfm__avx512_mm_q4_k, tfm__avx512_mm_q6_k);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
@@ -3153,7 +3251,7 @@ TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job
         tfm__qacts *qa = &s->qa[f];
         if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
         done |= 1u << f;
-        qa->group = job->n_b == 1 ? 1 : TFM__GROUP;
+        qa->group = tfm__act_group(f, job->n_b);
         s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
     }
 }
