@@ -325,6 +325,8 @@ typedef struct tfm_session_desc {
     void *abort_user;
     int n_batch;             /* 0: 64; prompt tokens evaluated per pass over the weights (at most
                                 4096): more is faster for long prompts, costs scratch memory */
+    tfm_dtype kv_dtype;      /* the KV cache: TFM_DTYPE_F32 (0, default) or TFM_DTYPE_F16 (half the
+                                memory and bandwidth; values rounded to f16) */
     tfm_allocator allocator;
 } tfm_session_desc;
 
@@ -1523,6 +1525,35 @@ TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
     for (i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
+/* y[0..n) += a * x[0..n) with x in f16 (a half-precision KV cache's values). */
+TFM_PRIVATE void tfm__axpy_h_scalar(float *y, float a, const unsigned char *x, int n) {
+    int i;
+    for (i = 0; i < n; i++) y[i] = fmaf(a, tfm__rd_f16(x + 2 * i), y[i]);
+}
+
+/* Attention scores of one query against n keys stored transposed, kt[d][j] with rows `stride`
+   elements apart: out[j] = sum over d of q[d] kt[d][j], one fmaf chain per key in increasing d
+   (the vector kernels compute 16 keys side by side, so no lanes are summed). kt in f32, or f16
+   for the _h twin. */
+TFM_PRIVATE void tfm__scores_scalar(const float *q, const float *kt, size_t stride, int d_head, int n, float *out) {
+    int j, d;
+    for (j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (d = 0; d < d_head; d++) acc = fmaf(q[d], kt[(size_t)d * stride + (size_t)j], acc);
+        out[j] = acc;
+    }
+}
+
+TFM_PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
+                                      float *out) {
+    int j, d;
+    for (j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (d = 0; d < d_head; d++) acc = fmaf(q[d], tfm__rd_f16(kt + 2 * ((size_t)d * stride + (size_t)j)), acc);
+        out[j] = acc;
+    }
+}
+
 /* Quantized activations. Integer kernels multiply weight codes by activation codes, so the
    float input of a matrix product is quantized once (tfm__quant_scalar) into blocks of
    `block` values (32 for Q8, 256 for Q8_K) with a float scale d (value = code * d, codes in
@@ -1904,9 +1935,37 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld(x + k), tfm__##P##_ld(y + k)));         \
         for (; k < n; k++) y[k] = fmaf(a, x[k], y[k]);                                                    \
     }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_axpy_h(float *y, float a, const unsigned char *x, int n) {             \
+        tfm__##P##_v va = tfm__##P##_set1(a);                                                             \
+        int k = 0;                                                                                        \
+        for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
+            tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld_h(x + 2 * k), tfm__##P##_ld(y + k)));   \
+        for (; k < n; k++) y[k] = fmaf(a, tfm__w_f16(x, k), y[k]);                                        \
+    }                                                                                                     \
+    TFM__SCORES(P, T, f32, tfm__##P##_ld_w32, tfm__w_f32, 4)                                              \
+    TFM__SCORES(P, T, f16, tfm__##P##_ld_h, tfm__w_f16, 2)                                                \
     TFM__FLOAT_MM(P, T, R, C, f32, tfm__##P##_ld_w32, tfm__w_f32)                                         \
     TFM__FLOAT_MM(P, T, R, C, f16, tfm__##P##_ld_h, tfm__w_f16)                                           \
     TFM__FLOAT_MM(P, T, R, C, bf16, tfm__##P##_ld_b, tfm__w_bf16)
+
+/* Attention scores (tfm__scores_scalar's chains), 16 keys per vector; the keys past the last
+   whole vector one chain each. ESZ: bytes per cached element. */
+#define TFM__SCORES(P, T, W, LD, WS, ESZ)                                                                 \
+    T TFM_PRIVATE void tfm__##P##_scores_##W(const float *q, const unsigned char *kt, size_t stride, int d_head, \
+                                              int n, float *out) {                                       \
+        int j = 0, d;                                                                                     \
+        for (; j + TFM__LANES <= n; j += TFM__LANES) {                                                    \
+            tfm__##P##_v acc = tfm__##P##_zero();                                                         \
+            for (d = 0; d < d_head; d++)                                                                  \
+                acc = tfm__##P##_fma(tfm__##P##_set1(q[d]), LD(kt + ESZ * ((size_t)d * stride + (size_t)j)), acc); \
+            tfm__##P##_st(out + j, acc);                                                                  \
+        }                                                                                                 \
+        for (; j < n; j++) {                                                                              \
+            float acc = 0.0f;                                                                             \
+            for (d = 0; d < d_head; d++) acc = fmaf(q[d], WS(kt + ESZ * ((size_t)d * stride + (size_t)j), 0), acc); \
+            out[j] = acc;                                                                                 \
+        }                                                                                                 \
+    }
 
 /* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, WS one weight
    as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
@@ -2655,13 +2714,20 @@ typedef struct tfm__isa {
     const char *name;                                     /* as tfm_model_desc.kernels names it */
     tfm__mm_fn mm[TFM_DTYPE_COUNT];                       /* matrix kernels by weight dtype */
     void (*quant)(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa);
-    float (*dot)(const float *a, const float *b, int n); /* attention q . k */
-    void (*axpy)(float *y, float a, const float *x, int n);
+    float (*dot)(const float *a, const float *b, int n); /* the float dot product */
+    void (*axpy)(float *y, float a, const float *x, int n);           /* attention's value sums */
+    void (*axpy_h)(float *y, float a, const unsigned char *x, int n); /* the same, f16 values */
+    void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
+                                                          /* attention scores, keys f32 [0] / f16 [1] */
     bool tiles;                                           /* needs tfm__amx_scratch_bytes per task */
 } tfm__isa;
 
 TFM_PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     tfm__quant_scalar(x, x_stride, n_b, cols, qa);
+}
+TFM_PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
+                                        float *out) {
+    tfm__scores_scalar(q, TFM__CAST(const float *, TFM__CAST(const void *, kt)), stride, d_head, n, out);
 }
 
 /* The sets, weakest first; each is compiled in or not (tfm__isa_get says). */
@@ -2680,6 +2746,9 @@ TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tf
     t->quant = tfm__quant_scalar_fn;
     t->dot = tfm__dot_f32_scalar;
     t->axpy = tfm__axpy_scalar;
+    t->axpy_h = tfm__axpy_h_scalar;
+    t->scores[0] = tfm__scores_f32_scalar;
+    t->scores[1] = tfm__scores_h_scalar;
     t->tiles = false;
 }
 
@@ -2695,6 +2764,9 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
                       tfm__avx2_mm_q4_0, tfm__avx2_mm_q4_k, tfm__avx2_mm_q6_k);
         out->dot = tfm__avx2_dot;
         out->axpy = tfm__avx2_axpy;
+        out->axpy_h = tfm__avx2_axpy_h;
+        out->scores[0] = tfm__avx2_scores_f32;
+        out->scores[1] = tfm__avx2_scores_f16;
         return true;
 #endif
 #ifdef TFM__X86_AVX512
@@ -2704,6 +2776,9 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
+        out->axpy_h = tfm__avx512_axpy_h;
+        out->scores[0] = tfm__avx512_scores_f32;
+        out->scores[1] = tfm__avx512_scores_f16;
         return true;
 #endif
 #ifdef TFM__X86_AMX
@@ -2713,6 +2788,9 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
+        out->axpy_h = tfm__avx512_axpy_h;
+        out->scores[0] = tfm__avx512_scores_f32;
+        out->scores[1] = tfm__avx512_scores_f16;
         out->tiles = true;
         return true;
 #endif
@@ -2721,6 +2799,9 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, sc, sc, sc, sc);
         out->dot = tfm__neon_dot;
         out->axpy = tfm__neon_axpy;
+        out->axpy_h = tfm__neon_axpy_h;
+        out->scores[0] = tfm__neon_scores_f32;
+        out->scores[1] = tfm__neon_scores_f16;
         return true;
 #endif
     default: return false;
@@ -3045,7 +3126,10 @@ struct tfm_session {
     bool (*should_abort)(void *user);
     void *abort_user;
     int n_batch;    /* tokens per pass */
-    float *k_cache, *v_cache;   /* [n_layers, n_ctx, kv_dim] */
+    size_t kv_bytes;            /* bytes per cached value: 4 (f32) or 2 (f16) */
+    unsigned char *k_cache;     /* [n_layers, n_kv_heads, d_head, n_ctx] keys, transposed */
+    unsigned char *v_cache;     /* [n_layers, n_ctx, kv_dim] values */
+    float *k_new, *v_new;       /* [n_batch, kv_dim] the batch's keys and values before the cache */
     float *x;                   /* [n_batch, d_model] the residual stream of each token */
     float *xn, *xn2;            /* [n_batch, d_model] normalized inputs of the sublayers */
     float *attn_out, *ffn_out;  /* [n_batch, d_model] sublayer outputs */
@@ -3077,16 +3161,20 @@ typedef struct tfm__plan {
     bool overflow;
 } tfm__plan;
 
-/* Reserve a * b * c floats (64-byte aligned); a pointer into base, or NULL while sizing. */
-TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c) {
+/* Reserve a * b * c elements of elem bytes (64-byte aligned); a pointer into base, or NULL
+   while sizing. */
+TFM_PRIVATE void *tfm__carve_elems(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c, size_t elem) {
     size_t n, at;
-    if (p->overflow || !tfm__mul_size(a, b, &n) || !tfm__mul_size(n, c, &n) ||
-        !tfm__mul_size(n, sizeof(float), &n) || !tfm__align_size(p->bytes, TFM__ALIGN, &at) ||
-        !tfm__add_size(at, n, &p->bytes)) {
+    if (p->overflow || !tfm__mul_size(a, b, &n) || !tfm__mul_size(n, c, &n) || !tfm__mul_size(n, elem, &n) ||
+        !tfm__align_size(p->bytes, TFM__ALIGN, &at) || !tfm__add_size(at, n, &p->bytes)) {
         p->overflow = true;
         return NULL;
     }
-    return base ? TFM__CAST(float *, tfm__at(base, at)) : NULL;
+    return base ? tfm__at(base, at) : NULL;
+}
+
+TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c) {
+    return TFM__CAST(float *, tfm__carve_elems(p, base, a, b, c, sizeof(float)));
 }
 
 /* Lay out every array of s after the struct itself; base NULL only sizes. */
@@ -3099,8 +3187,10 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
     int f;
     p->bytes = sizeof(tfm_session);
     p->overflow = false;
-    s->k_cache = tfm__carve(p, base, (size_t)c->n_layers, ctx, kv_dim);
-    s->v_cache = tfm__carve(p, base, (size_t)c->n_layers, ctx, kv_dim);
+    s->k_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)c->n_layers, ctx, kv_dim, s->kv_bytes));
+    s->v_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)c->n_layers, ctx, kv_dim, s->kv_bytes));
+    s->k_new = tfm__carve(p, base, nb, kv_dim, 1);
+    s->v_new = tfm__carve(p, base, nb, kv_dim, 1);
     s->x = tfm__carve(p, base, nb, d, 1);
     s->xn = tfm__carve(p, base, nb, d, 1);
     s->xn2 = tfm__carve(p, base, nb, d, 1);
@@ -3122,14 +3212,13 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
         if (!(s->model->act_formats & (1u << f))) continue;
         qa->block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
         qa->sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
-        qa->q = TFM__CAST(int8_t *, TFM__CAST(void *, tfm__carve(p, base, n_pad, cols / 4, 1))); /* bytes */
+        qa->q = TFM__CAST(int8_t *, tfm__carve_elems(p, base, n_pad, cols, 1, 1));
         qa->d = tfm__carve(p, base, n_pad, cols / (size_t)qa->block, 1);
-        qa->s = TFM__CAST(int32_t *, TFM__CAST(void *, tfm__carve(p, base, n_pad, cols / (size_t)qa->sum_len, 1)));
+        qa->s = TFM__CAST(int32_t *, tfm__carve_elems(p, base, n_pad, cols / (size_t)qa->sum_len, 1, sizeof(int32_t)));
     }
-    s->task_scratch = s->task_scratch_bytes
-                          ? TFM__CAST(unsigned char *, TFM__CAST(void *, tfm__carve(p, base, (size_t)s->n_tasks,
-                                                                                 s->task_scratch_bytes / sizeof(float), 1)))
-                          : NULL;
+    s->task_scratch = s->task_scratch_bytes ? TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)s->n_tasks,
+                                                                                         s->task_scratch_bytes, 1, 1))
+                                            : NULL;
 }
 
 /* Resolved session options (zeros replaced by defaults), validated against the model. */
@@ -3143,6 +3232,8 @@ TFM_PRIVATE tfm_result tfm__session_desc_defaults(const tfm_model *m, const tfm_
     if (out->n_ctx < 0 || out->n_ctx > TFM_MAX_CTX || out->n_threads < 0 || out->n_threads > TFM__MAX_THREADS)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_ctx %d / n_threads %d out of range",
                         out->n_ctx, out->n_threads);
+    if (out->kv_dtype != TFM_DTYPE_F32 && out->kv_dtype != TFM_DTYPE_F16)
+        return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: kv_dtype %d is not f32 or f16", (int)out->kv_dtype);
     if (out->n_batch < 0 || out->n_batch > TFM__MAX_BATCH)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_batch %d out of range 0..%d", out->n_batch,
                         TFM__MAX_BATCH);
@@ -3308,27 +3399,49 @@ TFM_PRIVATE void tfm__matmul(tfm_session *s, const tfm__tensor *w, const float *
    through tfm__run_tasks. */
 
 /* Causal attention of one head for the query at position n_pos - 1 over positions [0, n_pos):
-   q [d_head]; k, v: this head's column in the cache, rows kv_dim apart ([n_pos, kv_dim]);
+   q [d_head]; kt: this kv head's keys, transposed ([d_head, kt_stride]: key j is column j); v:
+   its values, rows v_stride elements apart ([n_pos, v_stride]), f32 or f16 (both caches);
    scores [n_pos] scratch; out [d_head].
      s_j = q . k_j / sqrt(d_head) + slope (j - (n_pos - 1)),  w = softmax(s),  out = sum_j w_j v_j
    Why: the query asks "which earlier tokens matter to me", each key answers by similarity, and
    the token receives the weighted mix of their values. Only earlier positions exist in the
-   cache, so the model is causal by construction. slope is 0 except with ALiBi. */
-TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const float *k, const float *v,
-                                     size_t kv_dim, int d_head, int n_pos, float slope, float *scores, float *out) {
+   cache, so the model is causal by construction. slope is 0 except with ALiBi. Keys are stored
+   transposed so that the scores of 16 keys are one vector chain (>>simd); the values stay in
+   rows, each one a vector step of the weighted sum. */
+TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const unsigned char *kt, size_t kt_stride,
+                                     const unsigned char *v, size_t v_stride, bool f16, int d_head, int n_pos,
+                                     float slope, float *scores, float *out) {
     float scale = 1.0f / sqrtf((float)d_head);
+    size_t vb = v_stride * (f16 ? 2u : 4u);
     int j;
-    for (j = 0; j < n_pos; j++)
-        scores[j] = isa->dot(q, k + (size_t)j * kv_dim, d_head) * scale + slope * (float)(j - (n_pos - 1));
+    isa->scores[f16](q, kt, kt_stride, d_head, n_pos, scores);
+    for (j = 0; j < n_pos; j++) scores[j] = scores[j] * scale + slope * (float)(j - (n_pos - 1));
     tfm__softmax_inplace(scores, n_pos);
     memset(out, 0, (size_t)d_head * sizeof(float));
-    for (j = 0; j < n_pos; j++) isa->axpy(out, scores[j], v + (size_t)j * kv_dim, d_head);
+    for (j = 0; j < n_pos; j++) {
+        if (f16) isa->axpy_h(out, scores[j], v + (size_t)j * vb, d_head);
+        else isa->axpy(out, scores[j], TFM__CAST(const float *, TFM__CAST(const void *, v + (size_t)j * vb)), d_head);
+    }
 }
 
 typedef struct tfm__attn_job {
     const tfm_session *s;
     int layer, pos, n_b;
 } tfm__attn_job;
+
+/* The cache of layer l, kv head g: keys [d_head, n_ctx] (transposed) and values [n_ctx, kv_dim]
+   from column g * d_head. */
+TFM_PRIVATE unsigned char *tfm__kcache(const tfm_session *s, int l, int g) {
+    const tfm_config *c = &s->model->config;
+    size_t at = ((size_t)l * (size_t)c->n_kv_heads + (size_t)g) * (size_t)c->d_head * (size_t)s->n_ctx;
+    return s->k_cache + at * s->kv_bytes;
+}
+TFM_PRIVATE unsigned char *tfm__vcache(const tfm_session *s, int l, int g) {
+    const tfm_config *c = &s->model->config;
+    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
+    size_t at = (size_t)l * (size_t)s->n_ctx * kv_dim + (size_t)g * (size_t)c->d_head;
+    return s->v_cache + at * s->kv_bytes;
+}
 
 /* Task h: head h for every token of the batch, in order (token b sees positions 0..pos+b).
    Query head h reads kv head h / (n_heads / n_kv_heads): grouped-query attention, where a
@@ -3337,15 +3450,13 @@ TFM_PRIVATE void tfm__attn_task(void *ctx, int h) {
     const tfm__attn_job *job = TFM__CAST(const tfm__attn_job *, ctx);
     const tfm_session *s = job->s;
     const tfm_config *c = &s->model->config;
-    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, q_dim = (size_t)c->n_heads * (size_t)c->d_head;
-    size_t layer_at = (size_t)job->layer * (size_t)s->n_ctx * kv_dim;
-    size_t kv_col = (size_t)(h / (c->n_heads / c->n_kv_heads)) * (size_t)c->d_head;
-    size_t q_at = (size_t)h * (size_t)c->d_head;
-    int b;
+    size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head, q_at = (size_t)h * (size_t)c->d_head;
+    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
+    int g = h / (c->n_heads / c->n_kv_heads), b;
     for (b = 0; b < job->n_b; b++)
-        tfm__attention_head(&s->model->isa, s->q + (size_t)b * q_dim + q_at, s->k_cache + layer_at + kv_col,
-                            s->v_cache + layer_at + kv_col, kv_dim, c->d_head, job->pos + b + 1,
-                            s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
+        tfm__attention_head(&s->model->isa, s->q + (size_t)b * q_dim + q_at, tfm__kcache(s, job->layer, g),
+                            (size_t)s->n_ctx, tfm__vcache(s, job->layer, g), kv_dim, s->kv_bytes == 2, c->d_head,
+                            job->pos + b + 1, s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
                             s->att + (size_t)b * q_dim + q_at);
 }
 
@@ -3364,25 +3475,51 @@ TFM_PRIVATE void tfm__rope_batch(const tfm_session *s, float *k_rows, int n_b, i
     }
 }
 
+/* One value into the cache, f32 or rounded to f16. */
+TFM_PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v) {
+    if (s->kv_bytes == 2) tfm__wr_u16(dst, tfm__f32_to_f16(v));
+    else memcpy(dst, &v, sizeof v);
+}
+
+/* The batch's keys and values (k_new, v_new [n_b, kv_dim]) into layer l's cache at pos..: keys
+   as columns of the transposed key cache, values as rows. */
+TFM_PRIVATE void tfm__kv_store(const tfm_session *s, int l, int n_b, int pos) {
+    const tfm_config *c = &s->model->config;
+    size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d;
+    int b, g;
+    for (g = 0; g < c->n_kv_heads; g++) {
+        unsigned char *kt = tfm__kcache(s, l, g), *v = tfm__vcache(s, l, g);
+        for (b = 0; b < n_b; b++) {
+            const float *kb = s->k_new + (size_t)b * kv_dim + (size_t)g * dh;
+            const float *vv = s->v_new + (size_t)b * kv_dim + (size_t)g * dh;
+            size_t p = (size_t)(pos + b);
+            for (d = 0; d < dh; d++) {
+                tfm__kv_put(s, kt + (d * (size_t)s->n_ctx + p) * e, kb[d]);
+                tfm__kv_put(s, v + (p * kv_dim + d) * e, vv[d]);
+            }
+        }
+    }
+}
+
 /* Self-attention sublayer, in [n_b, d_model] -> out [n_b, d_model]:
-   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv (k, v written straight into cache rows
-   pos..pos+n_b-1), RoPE on every head of q and k, each head attends over the positions up to
-   its own, out = Wo att + bo. */
+   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv, RoPE on every head of q and k, k and v into
+   the cache at pos..pos+n_b-1, each head attends over the positions up to its own,
+   out = Wo att + bo. */
 TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *out, int n_b, int pos) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
     size_t d = (size_t)c->d_model, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
     size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head;
-    size_t row_at = ((size_t)l * (size_t)s->n_ctx + (size_t)pos) * kv_dim;
     tfm__attn_job job;
     tfm__matmul_job qkv;
     int h;
     tfm__job_init(&qkv, in, d, n_b);
     tfm__job_add(&qkv, &L->wq, L->bq, s->q, q_dim);
-    tfm__job_add(&qkv, &L->wk, L->bk, s->k_cache + row_at, kv_dim);
-    tfm__job_add(&qkv, &L->wv, L->bv, s->v_cache + row_at, kv_dim);
+    tfm__job_add(&qkv, &L->wk, L->bk, s->k_new, kv_dim);
+    tfm__job_add(&qkv, &L->wv, L->bv, s->v_new, kv_dim);
     tfm__matmul_run(s, &qkv);
-    if (s->rope_cos) tfm__rope_batch(s, s->k_cache + row_at, n_b, pos);
+    if (s->rope_cos) tfm__rope_batch(s, s->k_new, n_b, pos);
+    tfm__kv_store(s, l, n_b, pos);
     job.s = s;
     job.layer = l;
     job.pos = pos;
@@ -5935,6 +6072,7 @@ TFM_PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, con
     s->allocator = d->allocator;
     s->n_ctx = d->n_ctx;
     s->n_batch = d->n_batch;
+    s->kv_bytes = d->kv_dtype == TFM_DTYPE_F16 ? 2u : 4u;
     s->n_threads = d->n_threads;
     s->parallel_for = d->parallel_for;
     s->parallel_user = d->parallel_user;

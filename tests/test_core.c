@@ -574,33 +574,54 @@ static void test_kernels(void) {
 /* attention for one query over a cache, GQA head mapping, ALiBi slope */
 static void test_attention(void) {
     tfm__isa scalar;
-    enum { NP = 9, DH = 12, NKV = 2, KVD = NKV * DH };
-    float k[NP * KVD], v[NP * KVD], q[DH], out[DH], scores[NP];
+    enum { NP = 9, DH = 12, NKV = 2, KVD = NKV * DH, KS = NP + 3 };
+    float k[NP * KVD], v[NP * KVD], kt[NKV * DH * KS], q[DH], out[DH], scores[NP];
+    unsigned char kt_h[2 * NKV * DH * KS], v_h[2 * NP * KVD];
     double ref[DH], sc[NP], mx, sum, md = 0;
-    int kvh, i, j, slope_i;
+    int kvh, i, j, slope_i, half;
     float slopes[2] = {0.0f, 0.3f};
     tfm__isa_get(TFM__SET_SCALAR, &scalar);
     rng_seed(5);
     for (i = 0; i < NP * KVD; i++) { k[i] = rng_sym(1.0f); v[i] = rng_sym(1.0f); }
     for (i = 0; i < DH; i++) q[i] = rng_sym(2.0f);
-    for (slope_i = 0; slope_i < 2; slope_i++)
-        for (kvh = 0; kvh < NKV; kvh++) {
-            mx = -1e300; sum = 0;
-            for (j = 0; j < NP; j++) {
-                double dot = 0;
-                for (i = 0; i < DH; i++) dot += (double)q[i] * k[j * KVD + kvh * DH + i];
-                sc[j] = dot / sqrt((double)DH) + slopes[slope_i] * (double)(j - (NP - 1));
-                mx = fmax(mx, sc[j]);
+    for (half = 0; half < 2; half++) {
+        if (half) /* the f16 cache: the reference uses the rounded values */
+            for (i = 0; i < NP * KVD; i++) {
+                k[i] = tfm__f16_to_f32(tfm__f32_to_f16(k[i]));
+                v[i] = tfm__f16_to_f32(tfm__f32_to_f16(v[i]));
+                tfm__wr_u16(v_h + 2 * i, tfm__f32_to_f16(v[i]));
             }
-            for (j = 0; j < NP; j++) { sc[j] = exp(sc[j] - mx); sum += sc[j]; }
-            for (i = 0; i < DH; i++) {
-                ref[i] = 0;
-                for (j = 0; j < NP; j++) ref[i] += sc[j] / sum * v[j * KVD + kvh * DH + i];
+        for (kvh = 0; kvh < NKV; kvh++) /* keys transposed: [kv head][d][position], rows KS apart */
+            for (i = 0; i < DH; i++)
+                for (j = 0; j < NP; j++) {
+                    kt[(kvh * DH + i) * KS + j] = k[j * KVD + kvh * DH + i];
+                    tfm__wr_u16(kt_h + 2 * ((kvh * DH + i) * KS + j), tfm__f32_to_f16(k[j * KVD + kvh * DH + i]));
+                }
+        for (slope_i = 0; slope_i < 2; slope_i++)
+            for (kvh = 0; kvh < NKV; kvh++) {
+                mx = -1e300; sum = 0;
+                for (j = 0; j < NP; j++) {
+                    double dot = 0;
+                    for (i = 0; i < DH; i++) dot += (double)q[i] * k[j * KVD + kvh * DH + i];
+                    sc[j] = dot / sqrt((double)DH) + slopes[slope_i] * (double)(j - (NP - 1));
+                    mx = fmax(mx, sc[j]);
+                }
+                for (j = 0; j < NP; j++) { sc[j] = exp(sc[j] - mx); sum += sc[j]; }
+                for (i = 0; i < DH; i++) {
+                    ref[i] = 0;
+                    for (j = 0; j < NP; j++) ref[i] += sc[j] / sum * v[j * KVD + kvh * DH + i];
+                }
+                if (half)
+                    tfm__attention_head(&scalar, q, kt_h + 2 * kvh * DH * KS, KS, v_h + 2 * kvh * DH, KVD, true, DH, NP,
+                                        slopes[slope_i], scores, out);
+                else
+                    tfm__attention_head(&scalar, q, (const unsigned char *)(kt + kvh * DH * KS), KS,
+                                        (const unsigned char *)(v + kvh * DH), KVD, false, DH, NP, slopes[slope_i],
+                                        scores, out);
+                md = fmax(md, maxdiff_f(out, ref, DH));
             }
-            tfm__attention_head(&scalar, q, k + kvh * DH, v + kvh * DH, KVD, DH, NP, slopes[slope_i], scores, out);
-            md = fmax(md, maxdiff_f(out, ref, DH));
-        }
-    report("attention (kv head column, alibi slope)", md, 1e-6);
+    }
+    report("attention (kv head column, alibi slope, f32 and f16 cache)", md, 1e-6);
 }
 
 /* ---- whole models --------------------------------------------------------------------------- */
