@@ -213,7 +213,7 @@ expect_eq "gpt2 f16: pos_embd stays f32, tok_embd and wk f16" "$(u32 "$F" $(($(e
 o=$(u64 "$F" $(($(ent "$F" 5) + 104)))
 expect_eq "gpt2 f16 wk column 0" "$(od -An -v -t x2 -w16 -j "$o" -N 128 "$F" | awk '{printf " %s", $1}')" " 4800 4880 4900 4980 4a00 4a80 4b00 4b80"
 
-# the other architectures' golden checkpoints (tests/data/arch, tools/make_arch_models.py):
+# the other architectures' golden checkpoints (tests/data/arch, tests/gen/make_arch_models.py):
 # header fields per architecture, and tfm.h must open each file (--check)
 # arch_case DIR "arch n_kv_heads d_head rope_dim norm ffn residual pos theta_bits" LAST_TENSOR
 # End to end, when build/tfm-generate exists: its logits on tokens.txt against logits.f32 (the
@@ -337,7 +337,7 @@ expect_eq "tj token 5 raw bytes" "$(tok_text "$F" 5 | od -An -t x1 | tr -d ' ')"
 expect_eq "tj added special" "$(tok_text "$F" 6) $(tok_attr "$F" 6)" "<|end|> 3"
 expect_eq "tj added plain" "$(tok_text "$F" 7 | od -An -t x1 | tr -d ' ') $(tok_attr "$F" 7)" "0909 2"
 
-# --- golden checkpoints (tests/data/models, made by tools/make_test_models.py) --------------
+# --- golden checkpoints (tests/data/models, made by tests/gen/make_test_models.py) ---------
 found=0
 for d in tests/data/models/*/; do
   [ -f "$d/config.json" ] || continue

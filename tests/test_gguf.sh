@@ -6,7 +6,7 @@
 #    match the logits of the safetensors (Hugging Face path) conversion of the same weights;
 #  - header fields that differ from the Hugging Face path on purpose (llama: interleaved RoPE;
 #    gpt2: untied duplicate head) and the ones that must not (rope base, rotary dims, eps);
-#  - phi2 and starcoder2 GGUF files made here by tools/gguf_write.py (not committed; skipped
+#  - phi2 and starcoder2 GGUF files made here by tests/gen/gguf_write.py (not committed; skipped
 #    without /usr/bin/python3 + NumPy), a k-quant (Q4_K/Q5_K/Q6_K) twin of gguf_quant, and
 #    llama2.c's stories260K + tok512 ($SHARED) as a llama GGUF against llama2.c's own logits
 #    and against the llama2.c import path;
@@ -141,10 +141,10 @@ expect_eq "gpt2 keeps the duplicate head (untied)" "$(has gpt2-model output.w)" 
 expect_eq "llama_tied has no output.w" "$(has llama_tied-model output.w)" no
 expect_eq "gpt2 pos_embd stays f32 with --type f16" "$(od -An -t u4 -j $(($(at "$T/gpt2-modeltypef16.tfm" pos_embd) + 64)) -N 4 "$T/gpt2-modeltypef16.tfm" | tr -d ' ')" 0
 
-# --- phi2 and starcoder2: GGUF files written here (llama.cpp's layout, tools/gguf_write.py) -----
+# --- phi2 and starcoder2: GGUF files written here (llama.cpp's layout, tests/gen/gguf_write.py) -
 if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   for a in phi starcoder2; do
-    if "$PY" tools/gguf_write.py $A/$a "$T/$a.gguf" > /dev/null 2> "$T/err"; then
+    if "$PY" tests/gen/gguf_write.py $A/$a "$T/$a.gguf" > /dev/null 2> "$T/err"; then
       gguf_case "$T/$a.gguf" $A/$a $A/$a/logits.f32
     else bad "gguf_write.py $a"; cat "$T/err"; fi
   done
@@ -152,7 +152,7 @@ if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   expect_eq "starcoder2 header" "$(hdr starcoder2-starcoder2)" "6 2 8 64 8 1203982336 925353388 0 1 0 0 1"
   # k-quants (Q4_K, Q5_K, Q6_K need rows of 256: a 1.9 MB fixture, so made here, not committed)
   mkdir -p "$T/kq"
-  if "$PY" tools/gguf_write.py --kquant-fixture "$T/kq" 2> "$T/err"; then
+  if "$PY" tests/gen/gguf_write.py --kquant-fixture "$T/kq" 2> "$T/err"; then
     for f in quant f32; do
       "$CONV" "$T/kq/model-$f.gguf" -o "$T/k-$f.tfm" --quiet 2> "$T/err" || { bad "convert k-quant $f"; cat "$T/err"; }
       dump "$T/k-$f.tfm" "$T/kq" "$T/k-$f.logits"
@@ -163,7 +163,7 @@ if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   # positions, stories260K.ref) and of the llama2.c import path on the same checkpoint
   M=$SHARED/models
   if [ -f "$M/stories260K.bin" ] && [ -f "$M/stories260K.ref/logits.f32" ]; then
-    if "$PY" tools/gguf_write.py --from-llama2c "$M/stories260K.bin" "$M/tok512.bin" "$T/s260.gguf" 2> "$T/err" &&
+    if "$PY" tests/gen/gguf_write.py --from-llama2c "$M/stories260K.bin" "$M/tok512.bin" "$T/s260.gguf" 2> "$T/err" &&
        "$CONV" "$T/s260.gguf" -o "$T/s260.tfm" --quiet --check > "$T/out" 2> "$T/err" &&
        grep -q "n_tokens 512, bos 1, eos 2" "$T/out"; then ok; else bad "stories260K GGUF"; cat "$T/err"; fi
     mkdir -p "$T/s260" && sed -n 2p "$M/stories260K.ref/tokens.txt" > "$T/s260/tokens.txt"

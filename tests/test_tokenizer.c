@@ -36,7 +36,7 @@ static char *read_file(const char *path, size_t *n) {
 
 /* One 43 KB text (this project's README, a C header, the demo README and a multilingual
    paragraph, frozen in tests/data/tokenizer/gpt2_large_text.txt) against the ids gpt-3-encoder
-   and Hugging Face tokenizers both produce for it (tools/make_gpt2_large.js). */
+   and Hugging Face tokenizers both produce for it (tests/gen/make_gpt2_large.js). */
 static void check_large_text(const tfm__tokenizer *gpt2) {
     size_t n_text, n_ids_text, n_ids = 0, n_want = 0, first_bad = 0;
     char *text = read_file("tests/data/tokenizer/gpt2_large_text.txt", &n_text);
@@ -1260,7 +1260,7 @@ static void test_spm(const char *shared) {
 }
 
 /* ---------------------------------------------------------------------------------------------
-   Synthetic tokenizer.json files in the shapes of real checkpoints (tools/make_synth_tokenizers.js),
+   Synthetic tokenizer.json files in the shapes of real checkpoints (tests/gen/make_synth_tokenizers.js),
    converted by build/tfm-convert --vocab-only and checked against Hugging Face's own ids. */
 
 /* Scratch directory of this run (several test runs may share build/). */
