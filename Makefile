@@ -38,8 +38,10 @@ build/demo.tfm: models/demo/config.json models/demo/model.safetensors models/dem
 build:
 	@mkdir -p build
 
-build/tfm-convert: tools/tfm-convert.c tools/json.h tools/convert_llama2c.h tools/gguf.h tools/convert_gguf.h tfm.h | build
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+# tfm-convert: the Hugging Face path and the shared core, the GGUF and llama2.c importers.
+CONVERT_SRC = tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c
+build/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/json.h tools/gguf.h tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ $(CONVERT_SRC) $(LDLIBS)
 
 build/tfm-bench: tools/tfm-bench.c tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/test_gguf.sh - tfm-convert FILE.gguf (tools/convert_gguf.h) end to end:
+# tests/test_gguf.sh - tfm-convert FILE.gguf (tools/convert_gguf.c) end to end:
 #  - every tests/data/arch/*/model*.gguf converts (--check) and build/tfm-generate's logits on
 #    tokens.txt match the folder's float64 reference (logits.f32; logits_f16.f32 for the F16
 #    file; logits_q8.f32 for Q8_0: the dequantization is exact, so the same 1e-4 bound), and
@@ -274,7 +274,8 @@ expect_fail() { # WHAT PATTERN CONVERT-ARGS... : exit 1, an error line matching,
 }
 RUN=$CONV
 if echo 'int main(void){return 0;}' > "$T/s.c" && cc -fsanitize=address,undefined "$T/s.c" -o "$T/s" 2> /dev/null &&
-   cc -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -std=c99 -I. -o "$T/conv-san" tools/tfm-convert.c -lm 2> "$T/err"; then
+   cc -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -std=c99 -I. -o "$T/conv-san" \
+     tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c -lm 2> "$T/err"; then
   RUN=$T/conv-san; echo "    hostile files under ASan/UBSan"
 fi
 L=$A/llama_tied/model.gguf
