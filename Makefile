@@ -39,12 +39,12 @@ build:
 	@mkdir -p build
 
 # tfm-convert: the Hugging Face path and the shared core, the GGUF and llama2.c importers.
-CONVERT_SRC = tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c
-build/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/json.h tools/gguf.h tfm.h | build
+CONVERT_SRC = tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c tools/tfm_write.c
+build/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/tfm_write.h tools/json.h tools/gguf.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $(CONVERT_SRC) $(LDLIBS)
 
-build/tfm-bench: tools/tfm-bench.c tfm.h | build
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+build/tfm-bench: tools/tfm-bench.c tools/tfm_write.c tools/tfm_write.h tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ tools/tfm-bench.c tools/tfm_write.c $(LDLIBS)
 
 # Speed against this machine's measured bandwidth and FMA peak (not a test: numbers only).
 BENCH_ARGS ?= --shape pythia-410m --type f32 -t 2
@@ -54,7 +54,7 @@ bench: build/tfm-bench
 build/%: examples/%.c tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
-build/test_%: tests/test_%.c tests/check.h tfm.h | build
+build/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
 # The header must compile warning-free as strict C99 (gcc and clang), as C++11, and with its

@@ -275,7 +275,7 @@ expect_fail() { # WHAT PATTERN CONVERT-ARGS... : exit 1, an error line matching,
 RUN=$CONV
 if echo 'int main(void){return 0;}' > "$T/s.c" && cc -fsanitize=address,undefined "$T/s.c" -o "$T/s" 2> /dev/null &&
    cc -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -std=c99 -I. -o "$T/conv-san" \
-     tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c -lm 2> "$T/err"; then
+     tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c tools/tfm_write.c -lm 2> "$T/err"; then
   RUN=$T/conv-san; echo "    hostile files under ASan/UBSan"
 fi
 L=$A/llama_tied/model.gguf

@@ -8,6 +8,7 @@
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "check.h"
+#include "tfm_writer.h"
 
 #include <stdint.h>
 #include <time.h>
@@ -1088,7 +1089,9 @@ static void test_allocation(const bytes_t *blob) {
 
 /* The public entry points on a vocab-only .tfm made in memory (header + blob). */
 static void test_public_api(const bytes_t *blob) {
-    unsigned char *file = (unsigned char *)calloc(1, 256 + blob->n);
+    tw_header vocab_only;
+    size_t file_bytes = 0;
+    unsigned char *file;
     tfm_model_desc d;
     tfm_model *model = NULL;
     int32_t ids[64];
@@ -1098,16 +1101,12 @@ static void test_public_api(const bytes_t *blob) {
     tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
     tfm_config cfg;
     static const int32_t hello[] = {15496, 995, 11, 428, 318, 257, 1332, 13};
-    memcpy(file, "TFMODEL\0", 8);
-    put32(file, 8, 1);       /* format_version */
-    put32(file, 12, 256);    /* header_bytes */
-    put32(file, 88, 256);    /* tensor_dir_offset */
-    put32(file, 96, 256);    /* tokenizer_offset */
-    put32(file, 104, (uint32_t)blob->n);
-    memcpy(file + 256, blob->p, blob->n);
+    memset(&vocab_only, 0, sizeof vocab_only);
+    file = tw_write(&vocab_only, NULL, 0, blob->p, blob->n, &file_bytes); /* header, then the blob */
+    if (!file) { CHECK(file != NULL); return; }
     memset(&d, 0, sizeof d);
     d.data = file;
-    d.data_bytes = 256 + blob->n;
+    d.data_bytes = file_bytes;
     d.logger.log = log_to_stderr;
     CHECK(tfm_model_open(&d, &model) == TFM_OK && model);
     if (!model) { free(file); return; }

@@ -16,7 +16,7 @@
 
    Writes exactly the format documented at the top of tfm.h (header, tensor directory,
    tokenizer blob, 64-byte aligned tensor data, every field little-endian and written byte by
-   byte). Tensor data is streamed one tensor at a time in chunks; the output goes to OUT.tmp,
+   byte; the header, directory and layout through tools/tfm_write.c, shared with tfm-bench). Tensor data is streamed one tensor at a time in chunks; the output goes to OUT.tmp,
    renamed to OUT only when everything succeeded. Every failure is one "tfm-convert: error:"
    line (naming the file, key or tensor, and both shapes on a mismatch) and exit status 1.
 
@@ -43,6 +43,7 @@
 #include "tfm.h"
 #include "tools/convert.h"
 #include "tools/gguf.h"
+#include "tools/tfm_write.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -53,15 +54,11 @@
 #include <string.h>
 
 /* >>util -----------------------------------------------------------------------------------------
-   Messages, whole-file reads, paths, little-endian writes. */
+   Messages, whole-file reads, paths; tfm.h's own readers for the other units. */
 
 #define TC_MAX_ST_HEADER_BYTES 100000000u         /* as the reference safetensors reader */
 #define TC_CHUNK_BYTES ((size_t)4 << 20)          /* tensor data is streamed in chunks */
 #define TC_PROGRESS_MIN_BYTES ((uint64_t)32 << 20) /* smaller outputs print no progress */
-#define TC_ALIGN 64                               /* .tfm tensor and blob alignment */
-#define TC_HEADER_BYTES 256
-#define TC_DIR_ENTRY_BYTES 128
-#define TC_BLOB_HEADER_BYTES 64
 
 void tc_error(const char *fmt, ...) {
     va_list ap;
@@ -178,24 +175,6 @@ static int tc_read_json(const char *path, json_doc *doc) {
     return ok;
 }
 
-static void tc_put_u32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
-}
-
-static void tc_put_u64(unsigned char *p, uint64_t v) {
-    tc_put_u32(p, (uint32_t)v);
-    tc_put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
-static void tc_put_f32(unsigned char *p, float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    tc_put_u32(p, u);
-}
-
 uint32_t tc_rd_u32(const unsigned char *p) { return tfm__rd_u32(p); }
 float tc_rd_f32(const unsigned char *p) { return tfm__rd_f32(p); }
 uint32_t tc_max_vocab(void) { return (uint32_t)TFM_MAX_VOCAB; }
@@ -225,8 +204,6 @@ void tc_map_close(tc_map *m) {
     free(m->file);
     memset(m, 0, sizeof *m);
 }
-
-static uint64_t tc_align64(uint64_t n) { return (n + (TC_ALIGN - 1)) & ~(uint64_t)(TC_ALIGN - 1); }
 
 /* a * b for sizes from files; 0 on overflow. */
 static int tc_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
@@ -1937,7 +1914,7 @@ static int tc_tok_finish(tc_tok *t, const tc_cfg *cfg, const char *src) {
 /* The blob exactly as tfm.h's FILE FORMAT describes it. */
 int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) {
     size_t n = t->n_tokens, text_bytes = 0, off, i, bytes;
-    size_t offsets_at = TC_BLOB_HEADER_BYTES, scores_at = offsets_at + 4 * (n + 1);
+    size_t offsets_at = TFMW_BLOB_HEADER_BYTES, scores_at = offsets_at + 4 * (n + 1);
     size_t attrs_at = scores_at + 4 * n, merges_at = (attrs_at + n + 3) & ~(size_t)3;
     size_t text_at = merges_at + 12 * t->n_merges;
     unsigned char *b;
@@ -1949,25 +1926,25 @@ int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) {
     }
     b = (unsigned char *)calloc(bytes, 1);
     if (!b) { tc_error("out of memory"); return 0; }
-    tc_put_u32(b + 0, t->kind ? t->kind : (uint32_t)TFM_TOKENIZER_BPE_BYTES);
-    tc_put_u32(b + 4, (uint32_t)n);
-    tc_put_u32(b + 8, (uint32_t)t->n_merges);
-    tc_put_u32(b + 12, t->flags);
-    tc_put_u32(b + 16, t->pretok);
-    tc_put_u32(b + 20, (uint32_t)t->bos_id);
-    tc_put_u32(b + 24, (uint32_t)t->eos_id);
-    tc_put_u32(b + 28, (uint32_t)t->unk_id);
-    tc_put_u32(b + 32, (uint32_t)t->pad_id);
-    tc_put_u32(b + 36, (uint32_t)text_bytes);
+    tfmw_put_u32(b + 0, t->kind ? t->kind : (uint32_t)TFM_TOKENIZER_BPE_BYTES);
+    tfmw_put_u32(b + 4, (uint32_t)n);
+    tfmw_put_u32(b + 8, (uint32_t)t->n_merges);
+    tfmw_put_u32(b + 12, t->flags);
+    tfmw_put_u32(b + 16, t->pretok);
+    tfmw_put_u32(b + 20, (uint32_t)t->bos_id);
+    tfmw_put_u32(b + 24, (uint32_t)t->eos_id);
+    tfmw_put_u32(b + 28, (uint32_t)t->unk_id);
+    tfmw_put_u32(b + 32, (uint32_t)t->pad_id);
+    tfmw_put_u32(b + 36, (uint32_t)text_bytes);
     for (i = 0, off = 0; i < n; i++) {
-        tc_put_u32(b + offsets_at + 4 * i, (uint32_t)off);
+        tfmw_put_u32(b + offsets_at + 4 * i, (uint32_t)off);
         if (t->text_len[i]) memcpy(b + text_at + off, t->arena + t->text_off[i], t->text_len[i]);
         off += t->text_len[i];
         b[attrs_at + i] = t->attrs[i]; /* no scores: 0.0f (BPE ranks are the merge order) */
-        if (t->scores) tc_put_f32(b + scores_at + 4 * i, t->scores[i]);
+        if (t->scores) tfmw_put_f32(b + scores_at + 4 * i, t->scores[i]);
     }
-    tc_put_u32(b + offsets_at + 4 * n, (uint32_t)off);
-    for (i = 0; i < 3 * t->n_merges; i++) tc_put_u32(b + merges_at + 4 * i, t->merges[i]);
+    tfmw_put_u32(b + offsets_at + 4 * n, (uint32_t)off);
+    for (i = 0; i < 3 * t->n_merges; i++) tfmw_put_u32(b + merges_at + 4 * i, t->merges[i]);
     *out = b;
     *out_bytes = bytes;
     return 1;
@@ -2026,10 +2003,10 @@ static int tc_w(tc_writer *w, const void *p, size_t n) {
 }
 
 static int tc_w_zeros_to(tc_writer *w, uint64_t offset) {
-    static const unsigned char zeros[TC_ALIGN];
+    static const unsigned char zeros[TFMW_ALIGN];
     while (w->at < offset) {
         uint64_t n = offset - w->at;
-        if (!tc_w(w, zeros, (size_t)(n < TC_ALIGN ? n : TC_ALIGN))) return 0;
+        if (!tc_w(w, zeros, (size_t)(n < TFMW_ALIGN ? n : TFMW_ALIGN))) return 0;
     }
     return 1;
 }
@@ -2078,7 +2055,7 @@ static void tc_convert(const unsigned char *in, tc_dtype src, unsigned char *out
         else if (src == TC_F16) f = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
         else f = tc_bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
         if (dst == TFM_DTYPE_F32) {
-            tc_put_f32(out + 4 * i, f);
+            tfmw_put_f32(out + 4 * i, f);
         } else {
             uint16_t h = tc_f32_to_f16(f);
             out[2 * i] = (unsigned char)h;
@@ -2155,68 +2132,61 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
     return 1;
 }
 
-/* Places the blob and the tensors; returns the file size. */
+/* Places the blob and the tensors (tools/tfm_write.h); returns the file size. */
 static uint64_t tc_layout(tc_plan *p, size_t blob_bytes, uint64_t *blob_at) {
-    uint64_t at = TC_HEADER_BYTES + (uint64_t)p->n_outs * TC_DIR_ENTRY_BYTES;
+    uint64_t at = tfmw_dir_end(p->n_outs);
     size_t i;
-    *blob_at = 0;
-    if (blob_bytes) {
-        *blob_at = tc_align64(at);
-        at = *blob_at + blob_bytes;
-    }
+    *blob_at = blob_bytes ? tfmw_place(&at, blob_bytes) : 0;
     for (i = 0; i < p->n_outs; i++) {
         tc_out *o = &p->outs[i];
-        o->data_offset = tc_align64(at);
         o->data_bytes = o->rows * o->row_elems * (o->dtype == TFM_DTYPE_F32 ? 4u : 2u);
-        at = o->data_offset + o->data_bytes;
+        o->data_offset = tfmw_place(&at, o->data_bytes);
     }
     return at;
 }
 
 static void tc_header(unsigned char *h, const tc_hparams *hp, uint32_t n_tensors, uint64_t blob_at,
                       uint64_t blob_bytes) {
-    memset(h, 0, TC_HEADER_BYTES);
-    memcpy(h, "TFMODEL", 8); /* with its NUL */
-    tc_put_u32(h + 8, TFM_FORMAT_VERSION);
-    tc_put_u32(h + 12, TC_HEADER_BYTES);
-    tc_put_u32(h + 16, hp->arch);
-    tc_put_u32(h + 20, hp->n_vocab);
-    tc_put_u32(h + 24, hp->n_ctx);
-    tc_put_u32(h + 28, hp->n_layers);
-    tc_put_u32(h + 32, hp->n_heads);
-    tc_put_u32(h + 36, hp->n_kv_heads);
-    tc_put_u32(h + 40, hp->d_model);
-    tc_put_u32(h + 44, hp->d_head);
-    tc_put_u32(h + 48, hp->d_ff);
-    tc_put_u32(h + 52, hp->rope_dim);
-    tc_put_f32(h + 56, hp->rope_theta);
-    tc_put_f32(h + 60, hp->norm_eps);
-    tc_put_u32(h + 64, hp->norm);
-    tc_put_u32(h + 68, hp->act);
-    tc_put_u32(h + 72, hp->ffn);
-    tc_put_u32(h + 76, hp->residual);
-    tc_put_u32(h + 80, hp->pos);
-    tc_put_u32(h + 84, n_tensors);
-    tc_put_u64(h + 88, TC_HEADER_BYTES);
-    tc_put_u64(h + 96, blob_at);
-    tc_put_u64(h + 104, blob_bytes);
+    tfmw_header w;
+    w.arch = hp->arch;
+    w.n_vocab = hp->n_vocab;
+    w.n_ctx = hp->n_ctx;
+    w.n_layers = hp->n_layers;
+    w.n_heads = hp->n_heads;
+    w.n_kv_heads = hp->n_kv_heads;
+    w.d_model = hp->d_model;
+    w.d_head = hp->d_head;
+    w.d_ff = hp->d_ff;
+    w.rope_dim = hp->rope_dim;
+    w.rope_theta = hp->rope_theta;
+    w.norm_eps = hp->norm_eps;
+    w.norm = hp->norm;
+    w.act = hp->act;
+    w.ffn = hp->ffn;
+    w.residual = hp->residual;
+    w.pos = hp->pos;
+    w.n_tensors = n_tensors;
+    w.tokenizer_offset = blob_at;
+    w.tokenizer_bytes = blob_bytes;
+    tfmw_header_bytes(h, &w);
 }
 
 static void tc_dir_entry(unsigned char *e, const tc_out *o) {
-    memset(e, 0, TC_DIR_ENTRY_BYTES);
-    memcpy(e, o->name, strlen(o->name)); /* < 64 bytes: NUL-padded */
-    tc_put_u32(e + 64, o->dtype);
-    tc_put_u32(e + 68, (uint32_t)o->rank);
-    tc_put_u64(e + 72, o->shape[0]);
-    tc_put_u64(e + 80, o->shape[1]);
-    tc_put_u64(e + 104, o->data_offset);
-    tc_put_u64(e + 112, o->data_bytes);
+    tfmw_tensor t;
+    t.name = o->name;
+    t.dtype = o->dtype;
+    t.rank = o->rank;
+    t.shape[0] = o->shape[0];
+    t.shape[1] = o->shape[1];
+    t.data_offset = o->data_offset;
+    t.data_bytes = o->data_bytes;
+    tfmw_entry_bytes(e, &t);
 }
 
 int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
                   const unsigned char *blob, size_t blob_bytes, const tc_checkpoint *ck, int quiet) {
     tc_writer w;
-    unsigned char buf[TC_HEADER_BYTES];
+    unsigned char buf[TFMW_HEADER_BYTES];
     uint64_t blob_at, file_bytes = tc_layout(p, blob_bytes, &blob_at);
     char *tmp = (char *)malloc(strlen(out_path) + 5);
     size_t i;
@@ -2236,10 +2206,10 @@ int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
         return 0;
     }
     tc_header(buf, hp, (uint32_t)p->n_outs, blob_at, blob_bytes);
-    if (!tc_w(&w, buf, TC_HEADER_BYTES)) goto done;
+    if (!tc_w(&w, buf, TFMW_HEADER_BYTES)) goto done;
     for (i = 0; i < p->n_outs; i++) {
         tc_dir_entry(buf, &p->outs[i]);
-        if (!tc_w(&w, buf, TC_DIR_ENTRY_BYTES)) goto done;
+        if (!tc_w(&w, buf, TFMW_DIR_ENTRY_BYTES)) goto done;
     }
     if (blob_bytes && (!tc_w_zeros_to(&w, blob_at) || !tc_w(&w, blob, blob_bytes))) goto done;
     for (i = 0; i < p->n_outs; i++)
