@@ -18,8 +18,8 @@ TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 .PHONY: all test sanitize check-compile unicode-check demo bench fuzz clean
 all: $(PROGRAMS)
 
-# Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/) converted with the
-# same tool users run: build/models/NAME.tfm (f32) and build/models/NAME-f16.tfm.
+# Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/, every architecture)
+# converted with the same tool users run: build/models/NAME.tfm (f32) and NAME-f16.tfm.
 TEST_MODELS := $(patsubst tests/data/models/%/config.json,build/models/%.tfm,$(wildcard tests/data/models/*/config.json))
 TEST_MODELS += $(patsubst %.tfm,%-f16.tfm,$(TEST_MODELS))
 DEMO_MODEL  = $(if $(wildcard models/demo/config.json),build/demo.tfm)

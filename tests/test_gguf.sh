@@ -1,16 +1,16 @@
 #!/bin/sh
 # tests/test_gguf.sh - tfm-convert FILE.gguf (tools/convert_gguf.c) end to end:
-#  - every tests/data/arch/*/model*.gguf converts (--check) and build/tfm-generate's logits on
+#  - every tests/data/models/*/model*.gguf converts (--check) and build/tfm-generate's logits on
 #    tokens.txt match the folder's float64 reference (logits.f32; logits_f16.f32 for the F16
 #    file; logits_q8.f32 for Q8_0: the dequantization is exact, so the same 1e-4 bound), and
 #    match the logits of the safetensors (Hugging Face path) conversion of the same weights;
 #  - header fields that differ from the Hugging Face path on purpose (llama: interleaved RoPE;
 #    gpt2: untied duplicate head) and the ones that must not (rope base, rotary dims, eps);
 #  - phi2 and starcoder2 GGUF files made here by tests/gen/gguf_write.py (not committed; skipped
-#    without /usr/bin/python3 + NumPy), a k-quant (Q4_K/Q5_K/Q6_K) twin of gguf_quant, and
+#    without /usr/bin/python3 + NumPy), a k-quant (Q4_K/Q5_K/Q6_K) twin of tests/data/gguf/quant, and
 #    llama2.c's stories260K + tok512 ($SHARED) as a llama GGUF against llama2.c's own logits
 #    and against the llama2.c import path;
-#  - tokenizers from GGUF metadata (tests/data/arch/gguf_tok, README there): byte-level BPE
+#  - tokenizers from GGUF metadata (tests/data/gguf/tok, README there): byte-level BPE
 #    ids equal the Hugging Face path's on the same tokenizer.json, pre "starcoder" ids equal
 #    Hugging Face tokenizers' own (digits_hf.txt), SentencePiece (llama2.c's tok512 as
 #    llama.cpp would store it) ids equal run.c's encode.txt; --vocab-only; a model file with a
@@ -24,7 +24,7 @@ GEN=${GEN:-build/tfm-generate}
 TOK=${TOK:-build/tfm-tokenize}
 SHARED=${SHARED:-../shared}
 PY=/usr/bin/python3
-A=tests/data/arch
+A=tests/data/models
 T=$(mktemp -d "${TMPDIR:-/tmp}/test_gguf.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 pass=0; fail=0
@@ -98,7 +98,7 @@ for g in $A/*/model*.gguf; do
     *-q8_0.gguf) ref=$d/logits_q8.f32 ;;
     *) ref=$d/logits.f32 ;;
   esac
-  [ -f "$ref" ] || continue # gguf_quant: below
+  [ -f "$ref" ] || continue
   gguf_case "$g" "$d" "$ref"
   n_files=$((n_files + 1))
 done
@@ -115,7 +115,7 @@ else bad "llama_tied q8_0 vs logits.f32: $m, expected > 1e-3"; fi
 # same weights decoded by an independent NumPy decoder into an all-F32 file (gguf_write.py
 # --quant-fixture): equal logits (the .tfm files are byte-identical unless the compiler fuses
 # d*q + m into an FMA)
-Q=$A/gguf_quant
+Q=tests/data/gguf/quant
 for f in quant f32; do
   if "$CONV" $Q/model-$f.gguf -o "$T/q-$f.tfm" --quiet --check > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
   else bad "convert $Q/model-$f.gguf"; cat "$T/err"; fi
@@ -182,7 +182,7 @@ else
 fi
 
 # --- tokenizers from GGUF metadata ----------------------------------------------------------
-K=$A/gguf_tok
+K=tests/data/gguf/tok
 # byte-level BPE: the same tokenizer.json through the Hugging Face path and through GGUF
 "$CONV" --vocab-only tests/data/models/neox_tok/tokenizer.json -o "$T/hf_vocab.tfm" --quiet 2> "$T/err" || bad "HF vocab"
 if "$CONV" --vocab-only $K/neox_vocab.gguf -o "$T/gg_vocab.tfm" --quiet --check > "$T/out" 2> "$T/err" &&
@@ -317,7 +317,7 @@ expect_fail "unknown architecture" "\"llamb\" is not supported" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $(($(at "$T/m.gguf" general.alignment) + 17 + 4)) 4 48; expect_fail "alignment 48" "alignment 48" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $(($(at "$T/m.gguf" llama.attention.head_count_kv) + 29)) 4 13; expect_fail "value type 13" "bad or truncated value" "$T/m.gguf"
 expect_fail "--vocab-only without tokenizer" "no tokenizer" --vocab-only $L
-expect_fail "--tokenizer with GGUF" "is GGUF" $L --tokenizer $A/gguf_tok/tok512_vocab.gguf
+expect_fail "--tokenizer with GGUF" "is GGUF" $L --tokenizer tests/data/gguf/tok/tok512_vocab.gguf
 : > "$T/empty.gguf"; expect_fail "empty file" "bad magic" "$T/empty.gguf"
 expect_fail "missing file" "cannot open" "$T/none.gguf"
 # tokenizer metadata

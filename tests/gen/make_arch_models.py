@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """make_arch_models.py - tiny Hugging Face-layout checkpoints of gpt2, llama, phi, starcoder2,
 gptj and gpt_neox with float64 NumPy reference logits, plus GGUF copies of gpt2 / llama /
-gpt_neox (tests/gen/gguf_write.py). Output: tests/data/arch/NAME/ (see tests/data/arch/README.md).
+gpt_neox (tests/gen/gguf_write.py). Output: tests/data/models/NAME/ (see tests/data/models/README.md).
 
-    /usr/bin/python3 tests/gen/make_arch_models.py [OUT_ROOT]     (default tests/data/arch)
+    /usr/bin/python3 tests/gen/make_arch_models.py [OUT_ROOT]     (default tests/data/models)
     /usr/bin/python3 tests/gen/make_arch_models.py --check [ROOT] (re-read every folder, recompute)
     /usr/bin/python3 tests/gen/make_arch_models.py --torch-check [ROOT] (second forward, torch ops)
 
@@ -828,12 +828,12 @@ def torch_check(root):
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     if len(argv) > 1 and argv[1] == "--torch-check":
-        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "data", "arch")
+        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "data", "models")
         return 0 if torch_check(root) else 1
     if len(argv) > 1 and argv[1] == "--check":
-        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "data", "arch")
+        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "data", "models")
         return 0 if check(root) else 1
-    root = argv[1] if len(argv) > 1 else os.path.join(here, "..", "data", "arch")
+    root = argv[1] if len(argv) > 1 else os.path.join(here, "..", "data", "models")
     only = argv[2:]
     for v in VARIANTS:
         if not only or v[0] in only:
