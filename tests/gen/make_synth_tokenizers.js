@@ -1,4 +1,4 @@
-// make_synth_tokenizers.js - small synthetic tokenizer.json files for tests/test_tokenizer.c, in
+// make_synth_tokenizers.js - small synthetic tokenizer.json files for tests/test_convert_tokenizer.c, in
 // the shapes of real checkpoints, trained here (a plain BPE trainer, no download) on the
 // self-written text below. No library is needed to make them; Hugging Face tokenizers (npm)
 // then gives the golden ids (tests/gen/make_synth_vectors.js).
