@@ -11,7 +11,7 @@
    The file is mapped and parsed by tools/gguf.h, then presented to the shared writer as a
    one-shard checkpoint whose tensors carry llama.cpp's names and PyTorch-order shapes (GGUF
    dims are reversed: ne[0] is the row length, so an [out, in] matrix has ne = {in, out}).
-   Layout conventions honoured (REFERENCE.md D.1, tests/data/arch/README.md):
+   Layout conventions honoured (REFERENCE.md D.1, tests/data/models/README.md):
      - llama: q/k rows are in Meta's interleaved order: pos = ROPE_INTERLEAVED, rows kept.
      - gptneox, gpt2: attn_qkv is q | k | v thirds (split by rows, no per-head interleave).
      - gpt2: matrices are already [out, in]; output.weight duplicates token_embd and is kept

@@ -30,6 +30,7 @@
        TC_CONV1D for weights stored [in, out];
      - buffer suffixes to skip, and optional name prefixes ("transformer.").
    The checkpoint reader, the row-gather writer and the tokenizer are shared by all of them.
+   The same architecture in GGUF is one gg_archs entry in tools/convert_gguf.c.
 
    Policy: a checkpoint tensor that no table entry uses (and that is not a known buffer) is an
    ERROR, so a half-understood checkpoint never turns silently into a wrong model. A present
