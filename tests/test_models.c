@@ -1,9 +1,9 @@
 /* test_models.c - tfm.h against independent float64 references on real Hugging Face layouts.
 
-   For each golden checkpoint tests/data/models/NAME (made by tools/make_test_models.py, see its
+   For each golden checkpoint tests/data/models/NAME (made by tests/gen/make_test_models.py, see its
    README), the Makefile converts the folder with build/tfm-convert into build/models/NAME.tfm
    (f32) and build/models/NAME-f16.tfm. This test opens both and compares tfm.h's logits with
-   logits.f32 (float64 NumPy reference, tools/ref_gpt_neox.py):
+   logits.f32 (float64 NumPy reference, tests/gen/ref_gpt_neox.py):
      - the whole token sequence at once (tfm_session_eval with logits_all),
      - one token at a time (tfm_session_decode), and a rewind to the middle of the sequence,
      - a 2-thread session and a host parallel_for that runs tasks in reverse order: both must be
@@ -113,7 +113,7 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
     return m;
 }
 
-/* On a failure, keep tfm.h's logits for tools/ref_gpt_neox.py --diagnose. */
+/* On a failure, keep tfm.h's logits for tests/gen/ref_gpt_neox.py --diagnose. */
 static void dump_logits(const char *name, const char *label, const float *logits, size_t n) {
     char path[256];
     FILE *f;
@@ -121,7 +121,7 @@ static void dump_logits(const char *name, const char *label, const float *logits
     f = fopen(path, "wb");
     if (!f) return;
     if (fwrite(logits, sizeof(float), n, f) == n)
-        fprintf(stderr, "    wrote %s; /usr/bin/python3 tools/ref_gpt_neox.py --diagnose %s%s %s\n", path,
+        fprintf(stderr, "    wrote %s; /usr/bin/python3 tests/gen/ref_gpt_neox.py --diagnose %s%s %s\n", path,
                 DATA_DIR, name, path);
     fclose(f);
 }
