@@ -318,7 +318,7 @@ typedef void (*tfm_parallel_for_fn)(void *user, int n_tasks, tfm_task_fn task, v
 
 typedef struct tfm_session_desc {
     int n_ctx;               /* 0: the model's n_ctx */
-    int n_threads;           /* 0: 1 (at most 1<<20); OpenMP threads when compiled with -fopenmp */
+    int n_threads;           /* 0: 1 (at most 256); OpenMP threads when compiled with -fopenmp */
     tfm_parallel_for_fn parallel_for; /* optional; replaces OpenMP, work split in n_threads*4 tasks */
     void *parallel_user;
     bool (*should_abort)(void *user); /* optional; checked between layers */
@@ -471,7 +471,7 @@ TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
 #ifndef TFM_MAX_DIM
 #define TFM_MAX_DIM (1 << 16)
 #endif
-#if defined(_OPENMP) && !defined(TFM_NO_OPENMP)
+#if defined(_OPENMP) && _OPENMP >= 201107 && !defined(TFM_NO_OPENMP) /* OpenMP 3.1: atomic capture */
 #define TFM__OPENMP 1
 #include <omp.h>
 #endif
@@ -3111,7 +3111,7 @@ TFM_PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
 #define TFM__TASKS_PER_THREAD 4   /* tasks per thread per parallel pass: load balancing */
 #define TFM__MIN_ROWS_PER_TASK 16 /* below this a matmul runs on the calling thread */
 #define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
-#define TFM__MAX_THREADS (1 << 20)   /* desc n_threads limit: n_threads * TFM__TASKS_PER_THREAD fits an int */
+#define TFM__MAX_THREADS 256         /* desc n_threads limit (a team larger than a CPU only spins) */
 
 struct tfm_session {
     const tfm_model *model;
@@ -3127,6 +3127,7 @@ struct tfm_session {
     void *abort_user;
     int n_batch;    /* tokens per pass */
     size_t kv_bytes;            /* bytes per cached value: 4 (f32) or 2 (f16) */
+    struct tfm__team *team;     /* the thread team while an OpenMP eval runs, else NULL */
     unsigned char *k_cache;     /* [n_layers, n_kv_heads, d_head, n_ctx] keys, transposed */
     unsigned char *v_cache;     /* [n_layers, n_ctx, kv_dim] values */
     float *k_new, *v_new;       /* [n_batch, kv_dim] the batch's keys and values before the cache */
@@ -3260,19 +3261,102 @@ TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, cons
    Work split into tasks, the one seam where threads enter: the host's parallel_for, OpenMP tasks,
    or a loop on the calling thread; and the matrix-product jobs that split rows across them. */
 
-/* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, as OpenMP tasks, or in a
-   loop. Tasks write disjoint outputs, so the order and the thread never change a result.
-   OpenMP: eval opens ONE parallel region per call (tfm__eval_team) and the step runs on the
-   calling thread; the others wait at the region's end, where they run tasks. Each parallel
-   pass becomes tasks plus a taskwait, which the calling thread helps to execute. A helper that
-   the OS has descheduled (a busy machine) then mostly costs nothing: the calling thread runs
-   the tasks instead of waiting at a barrier for it, which with a parallel-for per matrix
-   product would happen dozens of times per token. */
-typedef struct tfm__task_call {
+/* The thread team of one eval (OpenMP only). eval opens ONE parallel region (tfm__eval_team):
+   the calling thread runs the step, the other threads spin in tfm__team_wait, and each
+   parallel pass is published to them as a numbered job. Every thread, the caller too, takes
+   task indices from one counter until none are left, so a thread the OS has descheduled (a
+   busy machine) costs at most the one task it holds: nothing waits at a barrier for it. The
+   counter holds the pass number above the task index, so a late thread can never take a task
+   of a pass whose job it has not read: the job of pass p lives in slot p % 2, written before
+   the counter announces p and kept until every task of p is done. No OpenMP tasks: their
+   runtimes allocate per task, and clang's libomp crashes on task pools when host threads come
+   and go. */
+#define TFM__TEAM_INDEX_BITS 16           /* task index below, pass number above */
+#define TFM__TEAM_INDEX_MASK 0xffff
+#define TFM__TEAM_PASS_MASK 0x7fff
+
+typedef struct tfm__team_job {
     tfm_task_fn fn;
     void *ctx;
-} tfm__task_call;
+    int n_tasks;
+} tfm__team_job;
 
+typedef struct tfm__team {
+    tfm__team_job job[2]; /* pass p's job in job[p % 2] */
+    int next;             /* (pass << TFM__TEAM_INDEX_BITS) | the next task index to take */
+    int done;             /* tasks of the current pass finished */
+    int pass;             /* passes published (the calling thread's count) */
+    int quit;             /* set when eval ends: the other threads leave */
+} tfm__team;
+
+TFM_PRIVATE void tfm__cpu_relax(void) {
+#if defined(TFM__X86)
+    _mm_pause();
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+    __asm__ volatile("yield");
+#endif
+}
+
+#ifdef TFM__OPENMP
+/* Take and run tasks of the announced pass until none are left. */
+TFM_PRIVATE void tfm__team_work(tfm__team *team) {
+    for (;;) {
+        const tfm__team_job *job;
+        int v, t;
+#pragma omp atomic capture
+        v = team->next++;
+#pragma omp flush
+        job = &team->job[(v >> TFM__TEAM_INDEX_BITS) & 1];
+        t = v & TFM__TEAM_INDEX_MASK;
+        if (t >= job->n_tasks) return;
+        job->fn(job->ctx, t);
+#pragma omp atomic update
+        team->done += 1;
+    }
+}
+
+/* The other threads of the region: run announced passes until quit. */
+TFM_PRIVATE void tfm__team_wait(tfm__team *team) {
+    for (;;) {
+        int v, quit;
+#pragma omp atomic read
+        quit = team->quit;
+        if (quit) return;
+#pragma omp atomic read
+        v = team->next;
+#pragma omp flush
+        if ((v & TFM__TEAM_INDEX_MASK) < team->job[(v >> TFM__TEAM_INDEX_BITS) & 1].n_tasks) tfm__team_work(team);
+        else tfm__cpu_relax();
+    }
+}
+
+/* One pass on the team (the calling thread): announce, work, wait for the last task. */
+TFM_PRIVATE void tfm__team_run(tfm__team *team, int n_tasks, tfm_task_fn fn, void *ctx) {
+    tfm__team_job *job;
+    int pass = (team->pass + 1) & TFM__TEAM_PASS_MASK, done = 0;
+    team->pass = pass;
+    job = &team->job[pass & 1];
+    job->fn = fn;
+    job->ctx = ctx;
+    job->n_tasks = n_tasks;
+#pragma omp atomic write
+    team->done = 0;
+#pragma omp flush
+#pragma omp atomic write
+    team->next = pass << TFM__TEAM_INDEX_BITS;
+    tfm__team_work(team);
+    while (done < n_tasks) {
+#pragma omp atomic read
+        done = team->done;
+        if (done < n_tasks) tfm__cpu_relax();
+    }
+#pragma omp flush
+}
+#endif
+
+/* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, on the eval's thread
+   team, or in a loop. Tasks write disjoint outputs, so the order and the thread never change
+   a result. */
 TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn fn, void *ctx) {
     int t;
     if (s->parallel_for && n_tasks > 1) {
@@ -3280,15 +3364,8 @@ TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn f
         return;
     }
 #ifdef TFM__OPENMP
-    if (s->n_threads > 1 && n_tasks > 1 && omp_in_parallel()) {
-        tfm__task_call call; /* shared by the tasks (clang 14 crashes on a bare function-pointer task) */
-        call.fn = fn;
-        call.ctx = ctx;
-        for (t = 0; t < n_tasks; t++) {
-#pragma omp task firstprivate(t) shared(call)
-            call.fn(call.ctx, t);
-        }
-#pragma omp taskwait
+    if (s->team && n_tasks > 1) {
+        tfm__team_run(s->team, n_tasks, fn, ctx);
         return;
     }
 #endif
@@ -3660,9 +3737,20 @@ TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int
     tfm_result r = TFM_OK;
 #ifdef TFM__OPENMP
     if (s->n_threads > 1 && !s->parallel_for) {
-#pragma omp parallel num_threads(s->n_threads)
+        tfm__team team;
+        memset(&team, 0, sizeof team);
+#pragma omp parallel num_threads(s->n_threads) shared(team, r)
+        {
 #pragma omp master /* the calling thread, so should_abort runs where the caller expects */
-        r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
+            {
+                s->team = &team;
+                r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
+                s->team = NULL;
+#pragma omp atomic write
+                team.quit = 1;
+            }
+            if (omp_get_thread_num() != 0) tfm__team_wait(&team);
+        }
         return r;
     }
 #endif
