@@ -1568,8 +1568,8 @@ TFM_PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, s
 #define TFM__GROUP 16
 
 /* G for a format and batch: Q8_K activations stay in rows (the q4_k / q6_k kernels take one
-   token at a time). */
-#define tfm__act_group(f, n_b) ((n_b) == 1 || (f) == TFM__ACT_Q8_K ? 1 : TFM__GROUP)
+   token at a time), and so do all of a set that has no grouped kernels (grouped false). */
+#define tfm__act_group(f, n_b, grouped) ((n_b) == 1 || (f) == TFM__ACT_Q8_K || !(grouped) ? 1 : TFM__GROUP)
 
 typedef struct tfm__qacts {
     int8_t *q;
@@ -2202,6 +2202,91 @@ TFM_PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 *
     return vget_lane_f32(b, 0) + vget_lane_f32(b, 1);
 }
 TFM__FLOAT_KERNELS(neon, , 2, 2)
+
+/* --- NEON integer kernels: one weight row against one token (activations in rows), each
+   block's codes multiplied in vector lanes and summed exactly (vdotq_s32 with the dot-product
+   extension, else vmull_s8 pairs into int16 and pairwise adds into int32), then the scalar
+   twin's float steps. */
+#if defined(__ARM_FEATURE_DOTPROD)
+TFM_PRIVATE int32x4_t tfm__neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
+#else
+TFM_PRIVATE int32x4_t tfm__neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b)), hi = vmull_high_s8(a, b); /* |a b| <= 127 x 128 */
+    return vpadalq_s16(vpadalq_s16(acc, lo), hi);
+}
+#endif
+
+/* 32 codes (two vectors) . 32 activation codes at x, exactly. */
+TFM_PRIVATE int32_t tfm__neon_dot32(int8x16_t a0, int8x16_t a1, const int8_t *x) {
+    return vaddvq_s32(tfm__neon_dot16(tfm__neon_dot16(vdupq_n_s32(0), a0, vld1q_s8(x)), a1, vld1q_s8(x + 16)));
+}
+
+TFM_PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const tfm__qacts *qa, int t) {
+    const uint8x16_t low4 = vdupq_n_u8(0xf), low2 = vdupq_n_u8(3);
+    float acc = 0.0f;
+    int j, c, k, h, sc, mn;
+    for (j = 0; j < qa->n_blocks; j++) {
+        size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;
+        const int8_t *x = qa->q + bi * (size_t)qa->block;
+        const int32_t *xs = qa->s + bi * (size_t)(qa->block / qa->sum_len);
+        float dx = qa->d[bi];
+        if (dt == TFM_DTYPE_Q8_0) {
+            const unsigned char *b = w + 34 * (size_t)j;
+            int32_t isum = tfm__neon_dot32(vld1q_s8(TFM__CAST(const int8_t *, TFM__CAST(const void *, b + 2))),
+                                           vld1q_s8(TFM__CAST(const int8_t *, TFM__CAST(const void *, b + 18))), x);
+            acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
+        } else if (dt == TFM_DTYPE_Q4_0) {
+            const unsigned char *b = w + 18 * (size_t)j;
+            uint8x16_t q = vld1q_u8(b + 2);
+            int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(vandq_u8(q, low4)), vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), x) -
+                           TFM__Q4_0_ZERO * xs[0];
+            acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
+        } else if (dt == TFM_DTYPE_Q4_K) {
+            const unsigned char *b = w + 144 * (size_t)j;
+            int32_t isum = 0, imin = 0;
+            for (c = 0; c < TFM__Q4_K_SUB / 2; c++) {
+                uint8x16_t q0 = vld1q_u8(b + 16 + 32 * c), q1 = vld1q_u8(b + 32 + 32 * c);
+                for (k = 0; k < 2; k++) { /* sub-block 2c + k: the low (k 0) or high nibbles */
+                    uint8x16_t u0 = k ? vshrq_n_u8(q0, 4) : vandq_u8(q0, low4), u1 = k ? vshrq_n_u8(q1, 4) : vandq_u8(q1, low4);
+                    tfm__q4k_scale(b + 4, 2 * c + k, &sc, &mn);
+                    isum += sc * tfm__neon_dot32(vreinterpretq_s8_u8(u0), vreinterpretq_s8_u8(u1), x + 64 * c + 32 * k);
+                    imin += mn * (xs[2 * (2 * c + k)] + xs[2 * (2 * c + k) + 1]);
+                }
+            }
+            acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
+            acc = fmaf(-(float)imin, tfm__rd_f16(b + 2) * dx, acc);
+        } else { /* q6_k */
+            const unsigned char *b = w + 210 * (size_t)j;
+            const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, b + 192));
+            int32_t isum = 0, zero = 0;
+            for (c = 0; c < TFM__Q6_K_SUB; c++) zero += scl[c] * xs[c];
+            for (h = 0; h < 2; h++)
+                for (k = 0; k < 4; k++)
+                    for (c = 0; c < 2; c++) { /* 16 codes: weights 128 h + 32 k + 16 c .. */
+                        uint8x16_t ql = vld1q_u8(b + 64 * h + 32 * (k & 1) + 16 * c), qh = vld1q_u8(b + 128 + 32 * h + 16 * c);
+                        uint8x16_t lo = k >> 1 ? vshrq_n_u8(ql, 4) : vandq_u8(ql, low4);
+                        uint8x16_t hi = vandq_u8(vshlq_u8(qh, vdupq_n_s8((int8_t)(-2 * k))), low2);
+                        int8x16_t code = vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 4)));
+                        int32_t d16 = vaddvq_s32(tfm__neon_dot16(vdupq_n_s32(0), code, vld1q_s8(x + 128 * h + 32 * k + 16 * c)));
+                        isum += scl[8 * h + 2 * k + c] * d16;
+                    }
+            acc = fmaf((float)(isum - TFM__Q6_K_ZERO * zero), tfm__rd_f16(b + 208) * dx, acc);
+        }
+    }
+    return acc;
+}
+
+TFM_PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    int r, b;
+    (void)scratch;
+    for (r = r0; r < r1; r++) {
+        const unsigned char *row = tfm__tensor_at(m->w, r);
+        for (b = 0; b < m->n_b; b++) {
+            float v = tfm__neon_dot_row(row, m->w->dtype, m->qa, b);
+            m->y[(size_t)b * m->y_stride + (size_t)r] = m->bias ? v + m->bias[r] : v;
+        }
+    }
+}
 #endif
 
 /* --- integer kernels, AVX2 and AVX-512 ---
@@ -2734,6 +2819,7 @@ typedef struct tfm__isa {
     void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
                                                           /* attention scores, keys f32 [0] / f16 [1] */
     bool tiles;                                           /* needs tfm__amx_scratch_bytes per task */
+    bool grouped;                                         /* batched Q8 activations in groups */
 } tfm__isa;
 
 TFM_PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
@@ -2764,6 +2850,7 @@ TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tf
     t->scores[0] = tfm__scores_f32_scalar;
     t->scores[1] = tfm__scores_h_scalar;
     t->tiles = false;
+    t->grouped = true;
 }
 
 /* Set `set` into *out (written as code: a static table of function pointers would be
@@ -2810,7 +2897,9 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #endif
 #ifdef TFM__NEON
     case TFM__SET_NEON:
-        tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, sc, sc, sc, sc);
+        tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, tfm__neon_mm_q,
+                      tfm__neon_mm_q, tfm__neon_mm_q, tfm__neon_mm_q);
+        out->grouped = false;
         out->dot = tfm__neon_dot;
         out->axpy = tfm__neon_axpy;
         out->axpy_h = tfm__neon_axpy_h;
@@ -3433,7 +3522,7 @@ TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job
         tfm__qacts *qa = &s->qa[f];
         if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
         done |= 1u << f;
-        qa->group = tfm__act_group(f, job->n_b);
+        qa->group = tfm__act_group(f, job->n_b, s->model->isa.grouped);
         s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
     }
 }

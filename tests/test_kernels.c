@@ -26,13 +26,13 @@ static void report(const char *what, double md, double tol) {
 }
 
 /* Quantized activations for n_b tokens of cols values, buffers owned by the caller (free_qa). */
-static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols) {
+static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols, bool grouped) {
     tfm__qacts qa;
     size_t n_pad = (size_t)(n_b + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
     memset(&qa, 0, sizeof qa);
     qa.block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
     qa.sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
-    qa.group = tfm__act_group(f, n_b);
+    qa.group = tfm__act_group(f, n_b, grouped);
     qa.q = (int8_t *)calloc(n_pad * (size_t)cols + 64, 1);
     qa.d = (float *)calloc(n_pad * (size_t)cols / (size_t)qa.block + 16, sizeof(float));
     qa.s = (int32_t *)calloc(n_pad * (size_t)cols / (size_t)qa.sum_len + 16, sizeof(int32_t));
@@ -49,7 +49,7 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
     unsigned char *scratch = NULL;
     memset(&qa, 0, sizeof qa);
     if (f != TFM__ACT_F32) {
-        qa = alloc_qa(f, n_b, w->cols);
+        qa = alloc_qa(f, n_b, w->cols, isa->grouped);
         isa->quant(x, xs, n_b, w->cols, &qa);
     }
 #ifdef TFM__X86_AMX
@@ -277,7 +277,7 @@ static void test_vector_ops(void) {
             for (k = 0; k < 3; k++) {
                 int cols = 512;
                 float *x = (float *)malloc((size_t)nbs[k] * (size_t)cols * sizeof(float));
-                tfm__qacts q1 = alloc_qa((tfm__afmt)f, nbs[k], cols), q2 = alloc_qa((tfm__afmt)f, nbs[k], cols);
+                tfm__qacts q1 = alloc_qa((tfm__afmt)f, nbs[k], cols, isa->grouped), q2 = alloc_qa((tfm__afmt)f, nbs[k], cols, isa->grouped);
                 size_t n_pad = (size_t)(nbs[k] + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
                 for (i = 0; i < nbs[k] * cols; i++) x[i] = rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
                 isa->quant(x, (size_t)cols, nbs[k], cols, &q1);
