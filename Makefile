@@ -43,8 +43,8 @@ CONVERT_SRC = tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c t
 build/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/tfm_write.h tools/json.h tools/gguf.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $(CONVERT_SRC) $(LDLIBS)
 
-build/tfm-bench: tools/tfm-bench.c tools/tfm_write.c tools/tfm_write.h tfm.h | build
-	$(CC) $(CFLAGS_ALL) -o $@ tools/tfm-bench.c tools/tfm_write.c $(LDLIBS)
+build/tfm-bench: tools/tfm-bench.c tools/tfm_write.c tools/tfm_write.h tools/quant.c tools/quant.h tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ tools/tfm-bench.c tools/tfm_write.c tools/quant.c $(LDLIBS)
 
 # Speed against this machine's measured bandwidth and FMA peak (not a test: numbers only).
 BENCH_ARGS ?= --shape pythia-410m --type f32 -t 2
