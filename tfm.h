@@ -2417,6 +2417,46 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, 
     }
 }
 
+/* Activations to codes, 8 values at a time, the same arithmetic as tfm__quant_scalar. */
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c, k;
+    int32_t codes32[8];
+    qa->n_blocks = cols / qa->block;
+    for (t = 0; t < n_pad; t++) {
+        const float *xt = x + (size_t)(t < n_b ? t : 0) * x_stride;
+        size_t u = (size_t)(t % G);
+        for (j = 0; j < qa->n_blocks; j++) {
+            const float *xb = xt + (size_t)j * (size_t)qa->block;
+            size_t bi = tfm__qa_block_index(qa, t, j);
+            int8_t *q = qa->q + bi * (size_t)qa->block * (size_t)G;
+            __m256 vmax = _mm256_setzero_ps(), id;
+            __m128 m4;
+            float amax;
+            for (c = 0; c < qa->block; c += 8) vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + c)));
+            m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            amax = t < n_b ? _mm_cvtss_f32(m4) : 0.0f;
+            id = _mm256_set1_ps(amax > 0.0f ? (float)TFM__Q8_MAX / amax : 0.0f);
+            qa->d[bi * (size_t)G + u] = amax / (float)TFM__Q8_MAX;
+            for (c = 0; c < qa->block; c += 8) {
+                __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + c), id));
+                int32_t sum = 0;
+                _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, codes32)), v);
+                for (k = 0; k < 8; k++) {
+                    q[(size_t)((c + k) / 4) * (size_t)G * 4 + u * 4 + (size_t)((c + k) % 4)] = (int8_t)codes32[k];
+                    sum += codes32[k];
+                }
+                {
+                    int32_t *s = &qa->s[(bi * (size_t)n_sums + (size_t)(c / qa->sum_len)) * (size_t)G + u];
+                    *s = (c % qa->sum_len == 0) ? sum : *s + sum;
+                }
+            }
+        }
+    }
+}
+
 /* --- q4_k and q6_k, AVX2 and AVX-512 ---
    One weight row at a time against each token (activations in rows: G = 1 for Q8_K at any
    batch size), written once for both sets (DOT: 32 u8 codes times 32 s8 codes into 8 int32
@@ -2637,7 +2677,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int
 /* Activations to codes, 16 values at a time, the same arithmetic as tfm__quant_scalar. */
 TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c, k;
-    int32_t codes32[TFM__LANES];
+    int8_t codes[TFM__LANES];
     qa->n_blocks = cols / qa->block;
     for (t = 0; t < n_pad; t++) {
         const float *xt = x + (size_t)(t < n_b ? t : 0) * x_stride;
@@ -2655,14 +2695,10 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_quant(const float *x, size_t x_stride
             for (c = 0; c < qa->block; c += TFM__LANES) {
                 __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), id));
                 int32_t sum = _mm512_reduce_add_epi32(v);
-                _mm512_storeu_si512(codes32, v);
-                for (k = 0; k < TFM__LANES; k += 4) {
-                    int8_t *dst = q + (size_t)((c + k) / 4) * (size_t)G * 4 + u * 4;
-                    dst[0] = (int8_t)codes32[k];
-                    dst[1] = (int8_t)codes32[k + 1];
-                    dst[2] = (int8_t)codes32[k + 2];
-                    dst[3] = (int8_t)codes32[k + 3];
-                }
+                _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, codes)), _mm512_cvtsepi32_epi8(v));
+                if (G == 1) memcpy(q + c, codes, TFM__LANES);
+                else
+                    for (k = 0; k < TFM__LANES; k += 4) memcpy(q + (size_t)((c + k) / 4) * (size_t)G * 4 + u * 4, codes + k, 4);
                 if (qa->sum_len == TFM__LANES) {
                     qa->s[(bi * (size_t)n_sums + (size_t)(c / TFM__LANES)) * (size_t)G + u] = sum;
                 } else { /* sum_len 32: two vectors per sum */
@@ -2863,6 +2899,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
     case TFM__SET_AVX2:
         tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
                       tfm__avx2_mm_q4_0, tfm__avx2_mm_q4_k, tfm__avx2_mm_q6_k);
+        out->quant = tfm__avx2_quant;
         out->dot = tfm__avx2_dot;
         out->axpy = tfm__avx2_axpy;
         out->axpy_h = tfm__avx2_axpy_h;
