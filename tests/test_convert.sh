@@ -119,7 +119,7 @@ F=$T/neox.tfm
 grep -q "warning:.*token ids only" "$T/err" && ok || bad "no warning for a checkpoint without tokenizer"
 expect_eq magic "$(bytes "$F" 0 7)" "TFMODEL"
 expect_eq "magic NUL" "$(u8 "$F" 7)" 0
-expect_eq format_version "$(u32 "$F" 8)" 1
+expect_eq format_version "$(u32 "$F" 8)" 2
 expect_eq header_bytes "$(u32 "$F" 12)" 256
 expect_eq arch "$(u32 "$F" 16)" 1
 expect_eq n_vocab "$(u32 "$F" 20)" 16
@@ -142,7 +142,7 @@ expect_eq n_tensors "$(u32 "$F" 84)" 20
 expect_eq tensor_dir_offset "$(u64 "$F" 88)" 256
 expect_eq "tokenizer_offset (none)" "$(u64 "$F" 96)" 0
 expect_eq "tokenizer_bytes (none)" "$(u64 "$F" 104)" 0
-expect_eq "header reserved bytes" "$(nonzero "$F" 112 144)" 0
+expect_eq "header version-2 fields (all default) and reserved bytes" "$(nonzero "$F" 112 144)" 0
 names=""; i=0; while [ $i -lt 20 ]; do names="$names $(ename "$F" $i)"; i=$((i + 1)); done
 expect_eq "tensor order" "$names" " tok_embd blk.0.ln1.w blk.0.ln1.b blk.0.wq blk.0.wk blk.0.wv blk.0.bq blk.0.bk blk.0.bv blk.0.wo blk.0.bo blk.0.ln2.w blk.0.ln2.b blk.0.w_up blk.0.b_up blk.0.w_down blk.0.b_down lnf.w lnf.b output.w"
 # every entry: 64-byte aligned, inside the file, reserved zero; the last one ends the file
