@@ -227,7 +227,14 @@ typedef enum tfm_arch { /* informative: the forward pass reads only the fields b
     TFM_ARCH_LLAMA = 3,
     TFM_ARCH_PHI = 4,
     TFM_ARCH_GPTJ = 5,
-    TFM_ARCH_STARCODER2 = 6
+    TFM_ARCH_STARCODER2 = 6,
+    TFM_ARCH_QWEN2 = 7,
+    TFM_ARCH_QWEN3 = 8,
+    TFM_ARCH_GEMMA2 = 9,
+    TFM_ARCH_GEMMA3 = 10,
+    TFM_ARCH_PHI3 = 11,
+    TFM_ARCH_MISTRAL = 12,
+    TFM_ARCH_SMOLLM3 = 13
 } tfm_arch;
 
 typedef enum tfm_norm { TFM_NORM_LAYERNORM = 0, TFM_NORM_RMSNORM = 1 } tfm_norm;
@@ -1703,7 +1710,7 @@ TFM_PRIVATE tfm_result tfm__resolve(tfm__resolver *r, tfm_model *m, int n_slots)
 /* The config as the public struct, from a validated header. */
 TFM_PRIVATE void tfm__config_from_header(const tfm__header *h, tfm_config *c) {
     memset(c, 0, sizeof *c);
-    c->arch = h->arch <= TFM_ARCH_STARCODER2 ? (tfm_arch)h->arch : TFM_ARCH_UNKNOWN;
+    c->arch = h->arch <= TFM_ARCH_SMOLLM3 ? (tfm_arch)h->arch : TFM_ARCH_UNKNOWN;
     c->n_vocab = (int)h->n_vocab;     c->n_ctx = (int)h->n_ctx;
     c->n_layers = (int)h->n_layers;   c->n_heads = (int)h->n_heads;
     c->n_kv_heads = (int)h->n_kv_heads; c->d_model = (int)h->d_model;
