@@ -28,6 +28,12 @@ DEMO_MODEL  = $(if $(wildcard models/demo/config.json),build/demo.tfm)
 TEST_MODELS += $(patsubst tests/data/modern/%/config.json,build/modern/%.tfm,$(wildcard tests/data/modern/*/config.json))
 TEST_MODELS += $(patsubst tests/data/modern/%/model.gguf,build/modern/%-gguf.tfm,$(wildcard tests/data/modern/*/model.gguf))
 
+TEST_MODELS += build/modern/tok_gemma.tfm build/modern/tok_phi3.tfm
+
+build/modern/tok_%.tfm: tests/data/tokenizer/%.json build/tfm-convert
+	@mkdir -p build/modern
+	build/tfm-convert --vocab-only tests/data/tokenizer/$*.json -o $@ --quiet
+
 build/modern/%-gguf.tfm: tests/data/modern/%/model.gguf build/tfm-convert
 	@mkdir -p build/modern
 	build/tfm-convert tests/data/modern/$*/model.gguf -o $@ --quiet

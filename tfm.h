@@ -277,6 +277,8 @@ typedef enum tfm_pretok {
 #define TFM_TOKATTR_SPECIAL 1u      /* control token such as <|endoftext|> */
 #define TFM_TOKATTR_ADDED 2u        /* matched verbatim in the text before pre-tokenizing */
 #define TFM_TOKATTR_BYTE 4u         /* byte-fallback token <0xNN>: its text is that one byte */
+#define TFM_TOKATTR_LSTRIP 8u       /* an added token that takes the white space before it */
+#define TFM_TOKATTR_RSTRIP 16u      /* an added token that takes the white space after it (Phi-3) */
 
 /* Resolved model configuration, returned by value (a read-only copy). */
 typedef struct tfm_config {
@@ -3520,7 +3522,8 @@ TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t c
 #define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS | \
                         TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE | \
                         TFM_TOKFLAG_IGNORE_MERGES)
-#define TFM__TOK_ATTRS (TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED | TFM_TOKATTR_BYTE)
+#define TFM__TOK_ATTRS (TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED | TFM_TOKATTR_BYTE | TFM_TOKATTR_LSTRIP | \
+                        TFM_TOKATTR_RSTRIP)
 
 struct tfm__tokenizer {
     tfm_tokenizer_kind kind;
@@ -4222,6 +4225,28 @@ TFM_PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned
     return -1;
 }
 
+/* White space (Unicode White_Space, as Hugging Face's lstrip / rstrip of added tokens) from
+   s[at] forward to at most end, or (back) backward down to at least start: the new index. */
+TFM_PRIVATE size_t tfm__tok_skip_space(const unsigned char *s, size_t at, size_t start, size_t end, bool back) {
+    uint32_t c;
+    if (!back) {
+        while (at < end) {
+            size_t len = tfm__utf8_next(s + at, end - at, &c);
+            if (tfm__uc_class_of(c) != TFM__UC_SPACE) break;
+            at += len;
+        }
+        return at;
+    }
+    while (at > start) {
+        size_t b = at - 1;
+        while (b > start && (s[b] & 0xC0u) == 0x80u) b--; /* the start of the last code point */
+        tfm__utf8_next(s + b, at - b, &c);
+        if (tfm__uc_class_of(c) != TFM__UC_SPACE) break;
+        at = b;
+    }
+    return at;
+}
+
 /* The text segment s[seg..end) (not empty) with its SentencePiece dummy prefix, if any. */
 TFM_PRIVATE void tfm__tok_text_segment(const tfm__tokenizer *t, const unsigned char *s, size_t seg,
                                        size_t end, tfm__tok_out *o) {
@@ -4247,13 +4272,16 @@ TFM_PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char
     while (pos < text_bytes) {
         size_t len = 0;
         int32_t id = t->n_added ? tfm__tok_match_added(t, s + pos, text_bytes - pos, &len) : -1;
+        size_t seg_end = pos;
         if (id < 0) {
             pos++;
             continue;
         }
-        if (pos > seg) tfm__tok_text_segment(t, s, seg, pos, &o);
+        if (tfm__tok_attr(t, id) & TFM_TOKATTR_LSTRIP) seg_end = tfm__tok_skip_space(s, pos, seg, pos, true);
+        if (seg_end > seg) tfm__tok_text_segment(t, s, seg, seg_end, &o);
         tfm__tok_emit(&o, id);
         pos += len;
+        if (tfm__tok_attr(t, id) & TFM_TOKATTR_RSTRIP) pos = tfm__tok_skip_space(s, pos, pos, text_bytes, false);
         seg = pos;
     }
     if (pos > seg) tfm__tok_text_segment(t, s, seg, pos, &o);

@@ -378,8 +378,69 @@ static void run_phi3_long(const char *suffix, const golden *short_g) {
     free(g.logits);
 }
 
+/* Undo the golden files' escapes (\\ \n \t \r) in place; the new length. */
+static size_t unescape(char *s, size_t n) {
+    size_t i, o = 0;
+    for (i = 0; i < n; i++) {
+        if (s[i] == '\\' && i + 1 < n) {
+            char c = s[++i];
+            s[o++] = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+        } else {
+            s[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+/* Gemma's and Phi-3's tokenizer shapes (tests/gen/make_modern_tokenizers.js): every text of
+   NAME_hf.txt ("text => ids", from Hugging Face tokenizers) tokenizes to the same ids. */
+static void check_tokenizer(const char *name) {
+    char path[256], *text, *line, *next;
+    size_t n = 0;
+    tfm_model_desc md;
+    tfm_model *m = NULL;
+    int n_cases = 0, n_ok = 0;
+    snprintf(path, sizeof path, BUILD_DIR "tok_%s.tfm", name);
+    memset(&md, 0, sizeof md);
+    md.path = path;
+    CHECK_MSG(tfm_model_open(&md, &m) == TFM_OK, "%s: cannot open (the Makefile converts tests/data/tokenizer/%s.json)",
+              path, name);
+    snprintf(path, sizeof path, "tests/data/tokenizer/%s_hf.txt", name);
+    text = read_file(path, &n);
+    CHECK_MSG(text != NULL, "cannot read %s", path);
+    for (line = text; m && line && *line; line = next) {
+        char *sep, *p, *end;
+        int32_t want[256], got[256];
+        size_t n_want = 0, n_got = 0, n_text;
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        sep = strstr(line, " => ");
+        while (sep && strstr(sep + 1, " => ")) sep = strstr(sep + 1, " => "); /* the last one */
+        if (!sep) continue;
+        for (p = sep + 4; n_want < 256; p = end) {
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            want[n_want++] = (int32_t)v;
+            if (*end == ',') end++;
+        }
+        n_text = unescape(line, (size_t)(sep - line));
+        n_cases++;
+        if (tfm_model_tokenize(m, line, n_text, got, 256, &n_got) == TFM_OK && n_got == n_want &&
+            memcmp(got, want, n_got * sizeof got[0]) == 0)
+            n_ok++;
+        else
+            fprintf(stderr, "    %s: \"%.*s\": %zu ids, Hugging Face %zu\n", name, (int)n_text, line, n_got, n_want);
+    }
+    printf("    tokenizer %-8s %d of %d texts give Hugging Face's ids\n", name, n_ok, n_cases);
+    CHECK_MSG(n_cases > 20 && n_ok == n_cases, "%s: %d of %d texts match", name, n_ok, n_cases);
+    free(text);
+    tfm_model_close(m);
+}
+
 int main(void) {
     size_t i;
+    check_tokenizer("gemma");
+    check_tokenizer("phi3");
     for (i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         golden g;
         int n_vocab = 0;

@@ -714,6 +714,30 @@ static int gg_tok_ids(const gg_source *s, tc_tok *t) {
 }
 
 /* found = 0: the file has no tokenizer (no tokenizer.ggml.model, or "none"). */
+/* GGUF keeps no lstrip / rstrip; llama.cpp (llama-vocab.cpp) gives a model whose general.name
+   contains "phi-3" or "phi3" (any case) RSTRIP on every added token and on "</s>", except
+   "<unk>", "<s>" and "<|endoftext|>", as Phi-3's tokenizer.json has it. The same here. */
+static void gg_phi3_rstrip(const gg_source *s, tc_tok *t) {
+    static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+    gguf_string name;
+    char low[256];
+    size_t i, k;
+    uint32_t id;
+    if (gg_string(s, NULL, "general.name", &name) != 1) return;
+    for (i = 0; i < name.n_bytes && i + 1 < sizeof low; i++)
+        low[i] = (char)(name.bytes[i] >= 'A' && name.bytes[i] <= 'Z' ? name.bytes[i] - 'A' + 'a' : name.bytes[i]);
+    low[i] = '\0';
+    if (!strstr(low, "phi-3") && !strstr(low, "phi3")) return;
+    for (id = 0; id < t->n_tokens; id++) {
+        const char *txt = t->arena + t->text_off[id];
+        size_t n = t->has_text[id] ? t->text_len[id] : 0;
+        int rstrip = (t->attrs[id] & TFM_TOKATTR_ADDED) || (n == 4 && memcmp(txt, "</s>", 4) == 0);
+        for (k = 0; k < sizeof keep / sizeof keep[0]; k++)
+            if (n == strlen(keep[k]) && memcmp(txt, keep[k], n) == 0) rstrip = 0;
+        if (rstrip && (t->attrs[id] & TFM_TOKATTR_ADDED)) t->attrs[id] |= TFM_TOKATTR_RSTRIP;
+    }
+}
+
 static int gg_tokenizer(const gg_source *s, tc_tok *t, int *found) {
     gguf_string model;
     uint64_t n = 0, n_types = 0, n_scores = 0;
@@ -764,6 +788,7 @@ static int gg_tokenizer(const gg_source *s, tc_tok *t, int *found) {
         goto done;
     if (spm && space_prefix) t->flags |= TFM_TOKFLAG_PREFIX_SPACE;
     if (add_bos && t->bos_id >= 0) t->flags |= TFM_TOKFLAG_ADD_BOS;
+    gg_phi3_rstrip(s, t);
     ok = 1;
 done:
     if (t->h_key) memset(t->h_key, 0, t->h_cap * sizeof *t->h_key); /* keys point into the map */

@@ -2084,11 +2084,18 @@ static int tc_tok_added(tc_tok *t, const json_doc *d, const json_node *added, co
     const json_node *e;
     for (e = json_first(d, added); e; e = json_next(d, e)) {
         const json_node *content = json_get(d, e, "content"), *special = json_get(d, e, "special");
+        const json_node *lstrip = json_get(d, e, "lstrip"), *rstrip = json_get(d, e, "rstrip");
+        const json_node *single = json_get(d, e, "single_word");
         uint32_t id = (uint32_t)json_get(d, e, "id")->u;
         const char *s;
         if (!content || content->type != JSON_STRING ||
             (special && special->type != JSON_TRUE && special->type != JSON_FALSE)) {
             tc_error("%s: added token %u needs a string content (and boolean special)", src, id);
+            return 0;
+        }
+        if (single && single->type == JSON_TRUE) {
+            tc_error("%s: added token %u (\"%s\"): single_word = true is not supported", src, id,
+                     json_str(d, content));
             return 0;
         }
         s = json_str(d, content);
@@ -2097,7 +2104,9 @@ static int tc_tok_added(tc_tok *t, const json_doc *d, const json_node *added, co
             tc_warn("%s: added token %u (\"%s\") replaces the vocab entry of that id", src, id, s);
         if (!tc_tok_set_text(t, id, s, content->str_bytes)) return 0;
         t->attrs[id] = (unsigned char)(TFM_TOKATTR_ADDED |
-                                       (special && special->type == JSON_TRUE ? TFM_TOKATTR_SPECIAL : 0u));
+                                       (special && special->type == JSON_TRUE ? TFM_TOKATTR_SPECIAL : 0u) |
+                                       (lstrip && lstrip->type == JSON_TRUE ? TFM_TOKATTR_LSTRIP : 0u) |
+                                       (rstrip && rstrip->type == JSON_TRUE ? TFM_TOKATTR_RSTRIP : 0u));
     }
     return 1;
 }
@@ -2144,6 +2153,11 @@ static int tc_tok_spm_options(tc_tok *t, const json_doc *d, const json_node *nor
                 return 0;
             }
         }
+    }
+    if (pre && replace && tc_type_is(d, pre, "Split") && tc_str_is(d, json_get(d, pre, "pattern"), "String", " ")) {
+        /* Gemma: Split(" ", merged_with_previous) after Replace(" ", U+2581) finds no space to
+           split at, so the whole normalized text is one pre-token */
+        pre = NULL;
     }
     if (pre && pre->type != JSON_NULL) {
         const char *scheme = "always";
