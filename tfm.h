@@ -118,6 +118,8 @@
         64  u32 dtype (tfm_dtype)            112  u64 data_bytes
         68  u32 rank (1..4)                  120  u64 reserved
         72  u64 shape[4], outer first, unused dims 0; a matrix W is [d_out, d_in], y = W x.
+       data_bytes = (elements / shape[rank-1]) * row bytes, a row being shape[rank-1] elements
+       in whole blocks of its dtype (q8_0 / q4_0: 32 elements; q4_k / q6_k: 256; see >>dtype).
 
        tensor names (i = layer; optional ones may be absent):
          tok_embd [n_vocab, d_model]          pos_embd [n_ctx, d_model]   (pos = LEARNED)
@@ -138,6 +140,7 @@
          rope_freqs_long [rope_dim/2] optional, with rope_orig_ctx: replaces rope_freqs in a
                                       session whose n_ctx exceeds rope_orig_ctx (longrope)
        Vectors (rank 1: norms, biases, rope_freqs) are always f32; matrices are any tfm_dtype.
+       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k (block layouts in >>dtype).
 
        tokenizer blob (at tokenizer_offset, tokenizer_bytes long)
          0  u32 kind (tfm_tokenizer_kind)     24  i32 eos_id  (-1 none)
@@ -215,10 +218,24 @@ typedef enum tfm_result {
     TFM_ERR_CANCELLED = 9      /* should_abort returned true */
 } tfm_result;
 
+/* Weight types. The quantized ones are GGUF's block layouts byte for byte (see >>dtype). */
 typedef enum tfm_dtype {
     TFM_DTYPE_F32 = 0,
-    TFM_DTYPE_F16 = 1
+    TFM_DTYPE_F16 = 1,
+    TFM_DTYPE_BF16 = 2, /* bfloat16: the top 16 bits of an f32 */
+    TFM_DTYPE_Q8_0 = 3, /* 32 weights in 34 bytes: f16 scale, 32 int8 */
+    TFM_DTYPE_Q4_0 = 4, /* 32 weights in 18 bytes: f16 scale, 32 nibbles */
+    TFM_DTYPE_Q4_K = 5, /* 256 weights in 144 bytes: 4-bit, a 6-bit scale and min per 32 */
+    TFM_DTYPE_Q6_K = 6, /* 256 weights in 210 bytes: 6-bit, an int8 scale per 16 */
+    TFM_DTYPE_COUNT = 7
 } tfm_dtype;
+
+/* What a dtype is: a row of n_cols elements takes n_cols / block_elems * block_bytes bytes. */
+typedef struct tfm_dtype_info {
+    const char *name; /* "q4_k": the spelling tfm-convert --type takes */
+    int block_elems;  /* elements per block (1 for f32, f16, bf16) */
+    int block_bytes;  /* bytes per block */
+} tfm_dtype_info;
 
 typedef enum tfm_arch { /* informative: the forward pass reads only the fields below */
     TFM_ARCH_UNKNOWN = 0,
@@ -338,6 +355,9 @@ typedef struct tfm_model_desc {
     const void *data;        /* a whole .tfm file in memory; must outlive the model; zero-copy */
     size_t data_bytes;
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
+    const char *kernels;     /* NULL or "": the best set this CPU runs; else "scalar", "avx2",
+                                "avx512", "amx" or "neon" (UNSUPPORTED if this build or CPU lacks it).
+                                Every set gives the same results bit for bit. */
     tfm_allocator allocator;
     tfm_logger logger;
 } tfm_model_desc;
@@ -353,6 +373,8 @@ typedef struct tfm_session_desc {
     void *parallel_user;
     bool (*should_abort)(void *user); /* optional; checked between layers */
     void *abort_user;
+    int n_batch;             /* 0: 64; prompt tokens evaluated per pass over the weights (at most
+                                4096): more is faster for long prompts, costs scratch memory */
     tfm_allocator allocator;
 } tfm_session_desc;
 
@@ -377,7 +399,20 @@ typedef struct tfm_utf8_stream {
 
 /* --- results and build --- */
 TFM_API const char *tfm_result_string(tfm_result result); /* static text, never NULL */
-TFM_API const char *tfm_build_info(void);                  /* "avx2+fma", "scalar", ... */
+/* The kernels this CPU runs and the sets compiled in, e.g. "avx512-vnni+amx (compiled: avx2
+   avx512 amx) +openmp". Static text; a model opened on this machine runs the same path. */
+TFM_API const char *tfm_build_info(void);
+
+/* --- weight types --- */
+TFM_API tfm_dtype_info tfm_dtype_describe(tfm_dtype dtype); /* all zero for an unknown dtype */
+TFM_API bool tfm_dtype_from_name(const char *name, tfm_dtype *out); /* "q8_0" -> TFM_DTYPE_Q8_0 */
+/* Bytes of a row of n_cols elements; 0 when n_cols is not a whole number of blocks (or the
+   dtype is unknown, or the size overflows). */
+TFM_API size_t tfm_dtype_row_bytes(tfm_dtype dtype, size_t n_cols);
+/* Convert n elements, a whole number of blocks, to or from f32 (INVALID_ARG otherwise).
+   from_f32 quantizes: the same quantizers tfm-convert --type uses. */
+TFM_API tfm_result tfm_dtype_to_f32(tfm_dtype dtype, const void *src, float *dst, size_t n);
+TFM_API tfm_result tfm_dtype_from_f32(tfm_dtype dtype, const float *src, void *dst, size_t n);
 
 /* --- model ---
    tfm_model_open: validates the whole file, then maps tensors in place.
@@ -490,10 +525,36 @@ TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
 #define TFM__OPENMP 1
 #include <omp.h>
 #endif
-#if !defined(TFM_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
-#define TFM__AVX2 1
+/* Instruction sets (>>simd). x86-64 with GCC or Clang: every set is compiled, its functions
+   carrying target attributes, and the best one the CPU has is chosen when a model opens;
+   with TFM_NO_RUNTIME_DISPATCH, or another compiler, only the sets the compiler's own flags
+   enable (MSVC: /arch:AVX2 turns on AVX2, FMA and F16C together). AArch64: NEON. */
+#if !defined(TFM_NO_SIMD) && (defined(__x86_64__) || defined(_M_X64))
+#define TFM__X86 1
 #include <immintrin.h>
-#elif !defined(TFM_NO_SIMD) && defined(__ARM_NEON)
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(TFM_NO_RUNTIME_DISPATCH)
+#define TFM__DISPATCH 1
+#define TFM__X86_AVX2 1
+#define TFM__X86_AVX512 1
+#if defined(__linux__) && (defined(__clang__) ? __clang_major__ >= 12 : __GNUC__ >= 11)
+#define TFM__X86_AMX 1 /* tile intrinsics: gcc 11, clang 12; the tile state is asked of Linux */
+#endif
+#else
+#if defined(__AVX2__) && (defined(__FMA__) || defined(_MSC_VER)) && (defined(__F16C__) || defined(_MSC_VER))
+#define TFM__X86_AVX2 1
+#endif
+#if defined(TFM__X86_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512DQ__) && defined(__AVX512VNNI__)
+#define TFM__X86_AVX512 1
+#endif
+#if defined(TFM__X86_AVX512) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__linux__)
+#define TFM__X86_AMX 1
+#endif
+#endif
+#elif !defined(TFM_NO_SIMD) && defined(__aarch64__) && defined(__ARM_NEON)
 #define TFM__NEON 1
 #include <arm_neon.h>
 #endif
@@ -787,6 +848,408 @@ TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allo
 #endif
 }
 
+/* >>dtype ----------------------------------------------------------------------------------------
+   The weight types, one row each in tfm__dtype: name, block shape, the activation format its
+   integer kernels read, conversion to f32 and the quantizer. Quantized types keep GGUF's block
+   layouts byte for byte (ggml's block_q8_0, block_q4_0, block_q4_K, block_q6_K), so a GGUF file
+   imports without requantizing. A row of a matrix is a whole number of blocks; the matrix
+   kernels for each type are in >>simd, one per instruction set.
+
+   Block layouts (little-endian; f16 = IEEE half):
+     q8_0  32 weights, 34 bytes: f16 d, int8 q[32];                        w_i = d q_i
+     q4_0  32 weights, 18 bytes: f16 d, u8 q[16]: weight i in the low nibble of q[i], weight
+           i + 16 in the high one;                                        w = d (nibble - 8)
+     q4_k  256 weights, 144 bytes: f16 d, f16 dmin, u8 scales[12] (eight 6-bit (scale, min)
+           pairs, one per 32 weights, packed as in tfm__q4k_scale), u8 q[128]: the 64 weights
+           of chunk c are the low (first 32) and high (next 32) nibbles of q[32c .. 32c+32);
+                                                   w = d scale_j nibble - dmin min_j
+     q6_k  256 weights, 210 bytes: u8 ql[128] (low 4 bits), u8 qh[64] (high 2 bits), int8
+           scales[16] (one per 16 weights), f16 d; in each half of 128 weights (ql + 64h,
+           qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
+           and high bits qh[l] >> 2k;                                     w = d scale_j (q - 32) */
+
+#define TFM__QK 32      /* weights per q8_0 / q4_0 block, and per q8 activation block */
+#define TFM__QK_K 256   /* weights per q4_k / q6_k super-block, and per q8_k activation block */
+#define TFM__Q4_0_ZERO 8   /* q4_0 stores q + 8 in a nibble */
+#define TFM__Q6_K_ZERO 32  /* q6_k stores q + 32 in 6 bits */
+#define TFM__Q8_MAX 127    /* q8 codes are in [-127, 127]: never -128, so a sign flip stays in range */
+#define TFM__BF16_ROUND 0x7fffu /* f32 -> bf16: add this plus the kept lsb, then truncate */
+
+/* The activation formats integer kernels read (quantized once per matrix product). */
+typedef enum tfm__afmt {
+    TFM__ACT_F32 = 0,  /* float activations as they are (f32, f16, bf16 weights) */
+    TFM__ACT_Q8 = 1,   /* blocks of 32: float d, int8 q[32], int32 sum of q (q8_0, q4_0) */
+    TFM__ACT_Q8_K = 2, /* blocks of 256: float d, int8 q[256], int16 sums per 16 (q4_k, q6_k) */
+    TFM__ACT_COUNT = 3
+} tfm__afmt;
+
+typedef struct tfm__dtype_row {
+    tfm_dtype_info info;
+    tfm__afmt act;
+    void (*to_f32)(const unsigned char *src, float *dst, size_t n_blocks);
+    void (*from_f32)(const float *src, unsigned char *dst, size_t n_blocks);
+} tfm__dtype_row;
+
+TFM_PRIVATE uint16_t tfm__rd_u16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+TFM_PRIVATE void tfm__wr_u16(unsigned char *p, uint16_t v) {
+    p[0] = (unsigned char)(v & 0xffu);
+    p[1] = (unsigned char)(v >> 8);
+}
+TFM_PRIVATE float tfm__rd_f16(const unsigned char *p) { return tfm__f16_to_f32(tfm__rd_u16(p)); }
+
+TFM_PRIVATE float tfm__bf16_to_f32(uint16_t b) {
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* f32 -> bf16, round to nearest even; NaN stays a quiet NaN with its sign. */
+TFM_PRIVATE uint16_t tfm__f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)((x + TFM__BF16_ROUND + ((x >> 16) & 1u)) >> 16);
+}
+
+/* f32 -> f16, round to nearest even, with subnormals, overflow to infinity, and NaN kept quiet
+   with its sign and top payload bits. */
+TFM_PRIVATE uint16_t tfm__f32_to_f16(float f) {
+    uint32_t x, sign, exp, mant, h, rem;
+    int e;
+    memcpy(&x, &f, sizeof x);
+    sign = (x >> 16) & 0x8000u;
+    exp = (x >> 23) & 0xffu;
+    mant = x & 0x7fffffu;
+    if (exp == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0u));
+    e = (int)exp - 127 + 15;
+    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) { /* f16 subnormal (or zero): mant * 2^-24 */
+        int shift = 14 - e;
+        uint32_t m = mant | 0x800000u, half;
+        if (exp == 0 || shift > 24) return (uint16_t)sign; /* f32 subnormals are far below */
+        h = m >> shift;
+        rem = m & ((1u << shift) - 1u);
+        half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1u))) h++;
+        return (uint16_t)(sign | h);
+    }
+    h = ((uint32_t)e << 10) | (mant >> 13);
+    rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry may reach inf: correct */
+    return (uint16_t)(sign | h);
+}
+
+/* Round to the nearest integer, ties to even (as the vector conversions do), clamped. */
+TFM_PRIVATE int tfm__round_clamp(float x, int lo, int hi) {
+    float r = nearbyintf(x);
+    return !(r > (float)lo) ? lo : r > (float)hi ? hi : (int)r; /* NaN: lo */
+}
+
+/* --- f32, f16, bf16: one element per block --- */
+TFM_PRIVATE void tfm__f32_to_f32(const unsigned char *src, float *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
+TFM_PRIVATE void tfm__f32_from_f32(const float *src, unsigned char *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
+TFM_PRIVATE void tfm__f16_row_to_f32(const unsigned char *src, float *dst, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) dst[i] = tfm__rd_f16(src + 2 * i);
+}
+TFM_PRIVATE void tfm__f16_row_from_f32(const float *src, unsigned char *dst, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) tfm__wr_u16(dst + 2 * i, tfm__f32_to_f16(src[i]));
+}
+TFM_PRIVATE void tfm__bf16_row_to_f32(const unsigned char *src, float *dst, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) dst[i] = tfm__bf16_to_f32(tfm__rd_u16(src + 2 * i));
+}
+TFM_PRIVATE void tfm__bf16_row_from_f32(const float *src, unsigned char *dst, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) tfm__wr_u16(dst + 2 * i, tfm__f32_to_bf16(src[i]));
+}
+
+/* --- q8_0 --- */
+TFM_PRIVATE void tfm__q8_0_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+    size_t b;
+    int i;
+    for (b = 0; b < n_blocks; b++, src += 34, dst += TFM__QK) {
+        float d = tfm__rd_f16(src);
+        for (i = 0; i < TFM__QK; i++) dst[i] = d * (float)(signed char)src[2 + i];
+    }
+}
+
+/* d = max|x| / 127, q = round(x / d). */
+TFM_PRIVATE void tfm__q8_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    size_t b;
+    int i;
+    for (b = 0; b < n_blocks; b++, src += TFM__QK, dst += 34) {
+        float amax = 0.0f, d, id;
+        for (i = 0; i < TFM__QK; i++) amax = fabsf(src[i]) > amax ? fabsf(src[i]) : amax;
+        d = amax / (float)TFM__Q8_MAX;
+        id = d > 0.0f ? 1.0f / d : 0.0f;
+        tfm__wr_u16(dst, tfm__f32_to_f16(d));
+        for (i = 0; i < TFM__QK; i++)
+            dst[2 + i] = (unsigned char)(signed char)tfm__round_clamp(src[i] * id, -TFM__Q8_MAX, TFM__Q8_MAX);
+    }
+}
+
+/* --- q4_0 --- */
+TFM_PRIVATE void tfm__q4_0_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+    size_t b;
+    int i;
+    for (b = 0; b < n_blocks; b++, src += 18, dst += TFM__QK) {
+        float d = tfm__rd_f16(src);
+        for (i = 0; i < TFM__QK / 2; i++) {
+            dst[i] = d * (float)((src[2 + i] & 0xf) - TFM__Q4_0_ZERO);
+            dst[i + TFM__QK / 2] = d * (float)((src[2 + i] >> 4) - TFM__Q4_0_ZERO);
+        }
+    }
+}
+
+/* The weight of largest magnitude m maps to code -8 exactly: d = m / -8, q = round(x / d) + 8. */
+TFM_PRIVATE void tfm__q4_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    size_t b;
+    int i;
+    for (b = 0; b < n_blocks; b++, src += TFM__QK, dst += 18) {
+        float m = 0.0f, d, id;
+        for (i = 0; i < TFM__QK; i++) m = fabsf(src[i]) > fabsf(m) ? src[i] : m;
+        d = m / -(float)TFM__Q4_0_ZERO;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        tfm__wr_u16(dst, tfm__f32_to_f16(d));
+        for (i = 0; i < TFM__QK / 2; i++) {
+            int lo = tfm__round_clamp(src[i] * id, -8, 7) + TFM__Q4_0_ZERO;
+            int hi = tfm__round_clamp(src[i + TFM__QK / 2] * id, -8, 7) + TFM__Q4_0_ZERO;
+            dst[2 + i] = (unsigned char)(lo | (hi << 4));
+        }
+    }
+}
+
+/* --- q4_k --- */
+#define TFM__Q4_K_SUB 8      /* sub-blocks of 32 per super-block, each with a 6-bit scale and min */
+#define TFM__Q6_BITS_MAX 63  /* a 6-bit field */
+
+/* Scale and min of sub-block j (0..7) from the 12 packed bytes: j < 4 in the low 6 bits of
+   bytes j and j + 4; j >= 4 in the nibbles of byte j + 4 plus the top 2 bits of bytes j - 4
+   and j. */
+TFM_PRIVATE void tfm__q4k_scale(const unsigned char *s, int j, int *scale, int *min) {
+    if (j < 4) {
+        *scale = s[j] & 63;
+        *min = s[j + 4] & 63;
+    } else {
+        *scale = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
+        *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+TFM_PRIVATE void tfm__q4k_pack_scales(const int *scale, const int *min, unsigned char *s) {
+    int j;
+    for (j = 0; j < 4; j++) {
+        s[j] = (unsigned char)(scale[j] | ((scale[j + 4] >> 4) << 6));
+        s[j + 4] = (unsigned char)(min[j] | ((min[j + 4] >> 4) << 6));
+        s[j + 8] = (unsigned char)((scale[j + 4] & 0xf) | ((min[j + 4] & 0xf) << 4));
+    }
+}
+
+TFM_PRIVATE void tfm__q4_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+    size_t b;
+    int j, i, sc, mn;
+    for (b = 0; b < n_blocks; b++, src += 144, dst += TFM__QK_K) {
+        float d = tfm__rd_f16(src), dmin = tfm__rd_f16(src + 2);
+        const unsigned char *q = src + 16;
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            const unsigned char *qc = q + 32 * (j / 2);
+            tfm__q4k_scale(src + 4, j, &sc, &mn);
+            for (i = 0; i < 32; i++) {
+                int nib = j % 2 ? qc[i] >> 4 : qc[i] & 0xf;
+                dst[32 * j + i] = d * (float)sc * (float)nib - dmin * (float)mn;
+            }
+        }
+    }
+}
+
+/* Fit x[32] ~ scale * q - min with q in [0, 15], min >= 0: start from the range, then a few
+   rounds of least squares on the assigned codes (each round can only lower the error). */
+TFM_PRIVATE void tfm__fit_scale_min(const float *x, int n, int q_max, float *scale, float *min) {
+    float lo = x[0], hi = x[0], s, m;
+    int i, round;
+    for (i = 1; i < n; i++) {
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+    }
+    if (lo > 0.0f) lo = 0.0f;
+    s = (hi - lo) / (float)q_max;
+    m = -lo;
+    for (round = 0; round < 4 && s > 0.0f; round++) {
+        double sq = 0, sqx = 0, sqq = 0, sx = 0, cnt = (double)n, det;
+        for (i = 0; i < n; i++) {
+            double q = (double)tfm__round_clamp((x[i] + m) / s, 0, q_max);
+            sq += q; sqq += q * q; sx += (double)x[i]; sqx += q * (double)x[i];
+        }
+        det = cnt * sqq - sq * sq; /* x = s q - m: least squares for (s, m) */
+        if (det <= 0) break;
+        s = (float)((cnt * sqx - sq * sx) / det);
+        m = (float)((sq * sqx - sqq * sx) / det);
+        if (m < 0.0f) { /* min must stay >= 0: refit the scale alone */
+            m = 0.0f;
+            s = sqq > 0 ? (float)(sqx / sqq) : 0.0f;
+        }
+        if (!(s > 0.0f)) { s = (hi - lo) / (float)q_max; m = -lo; break; }
+    }
+    *scale = s;
+    *min = m;
+}
+
+TFM_PRIVATE void tfm__q4_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    size_t b;
+    int j, i, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];
+    for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += 144) {
+        float scale[TFM__Q4_K_SUB], min[TFM__Q4_K_SUB], max_scale = 0.0f, max_min = 0.0f, d, dmin;
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            tfm__fit_scale_min(src + 32 * j, 32, 15, &scale[j], &min[j]);
+            max_scale = scale[j] > max_scale ? scale[j] : max_scale;
+            max_min = min[j] > max_min ? min[j] : max_min;
+        }
+        d = tfm__f16_to_f32(tfm__f32_to_f16(max_scale / (float)TFM__Q6_BITS_MAX));
+        dmin = tfm__f16_to_f32(tfm__f32_to_f16(max_min / (float)TFM__Q6_BITS_MAX));
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            sc[j] = d > 0.0f ? tfm__round_clamp(scale[j] / d, 0, TFM__Q6_BITS_MAX) : 0;
+            mn[j] = dmin > 0.0f ? tfm__round_clamp(min[j] / dmin, 0, TFM__Q6_BITS_MAX) : 0;
+        }
+        tfm__wr_u16(dst, tfm__f32_to_f16(d));
+        tfm__wr_u16(dst + 2, tfm__f32_to_f16(dmin));
+        tfm__q4k_pack_scales(sc, mn, dst + 4);
+        memset(dst + 16, 0, 128);
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            float s = d * (float)sc[j], m = dmin * (float)mn[j];
+            unsigned char *qc = dst + 16 + 32 * (j / 2);
+            for (i = 0; i < 32; i++) {
+                int q = s > 0.0f ? tfm__round_clamp((src[32 * j + i] + m) / s, 0, 15) : 0;
+                qc[i] = (unsigned char)(qc[i] | (j % 2 ? q << 4 : q));
+            }
+        }
+    }
+}
+
+/* --- q6_k --- */
+#define TFM__Q6_K_SUB 16 /* sub-blocks of 16 per super-block, each with an int8 scale */
+
+/* Code of weight i (0..255) in a q6_k block, 0..63. */
+TFM_PRIVATE int tfm__q6k_code(const unsigned char *blk, int i) {
+    int half = i / 128, k = (i % 128) / 32, l = i % 32;
+    const unsigned char *ql = blk + 64 * half, *qh = blk + 128 + 32 * half;
+    int lo = (ql[l + 32 * (k & 1)] >> (4 * (k >> 1))) & 0xf;
+    return lo | (((qh[l] >> (2 * k)) & 3) << 4);
+}
+
+TFM_PRIVATE void tfm__q6k_set_code(unsigned char *blk, int i, int code) {
+    int half = i / 128, k = (i % 128) / 32, l = i % 32;
+    unsigned char *ql = blk + 64 * half, *qh = blk + 128 + 32 * half;
+    ql[l + 32 * (k & 1)] = (unsigned char)(ql[l + 32 * (k & 1)] | ((code & 0xf) << (4 * (k >> 1))));
+    qh[l] = (unsigned char)(qh[l] | ((code >> 4) << (2 * k)));
+}
+
+TFM_PRIVATE void tfm__q6_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+    size_t b;
+    int i;
+    for (b = 0; b < n_blocks; b++, src += 210, dst += TFM__QK_K) {
+        float d = tfm__rd_f16(src + 208);
+        for (i = 0; i < TFM__QK_K; i++)
+            dst[i] = d * (float)(signed char)src[192 + i / 16] * (float)(tfm__q6k_code(src, i) - TFM__Q6_K_ZERO);
+    }
+}
+
+/* Best symmetric scale for x[n] with codes in [-q_max - 1, q_max]: the scales that put the
+   largest-magnitude weight on a code in [q_max - 3, q_max + 1] are tried and the one with the
+   least squared error kept. */
+TFM_PRIVATE float tfm__fit_scale(const float *x, int n, int q_max) {
+    float m = 0.0f, best = 0.0f;
+    double best_err = -1.0;
+    int i, step;
+    for (i = 0; i < n; i++) m = fabsf(x[i]) > fabsf(m) ? x[i] : m;
+    if (m == 0.0f) return 0.0f;
+    for (step = -6; step <= 2; step++) {
+        float s = m / -((float)q_max + 1.0f + 0.5f * (float)step);
+        double err = 0.0;
+        for (i = 0; i < n; i++) {
+            double e = (double)x[i] - (double)s * tfm__round_clamp(x[i] / s, -q_max - 1, q_max);
+            err += e * e;
+        }
+        if (best_err < 0.0 || err < best_err) {
+            best_err = err;
+            best = s;
+        }
+    }
+    return best;
+}
+
+TFM_PRIVATE void tfm__q6_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    size_t b;
+    int j, i;
+    for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += 210) {
+        float scale[TFM__Q6_K_SUB], amax = 0.0f, d;
+        for (j = 0; j < TFM__Q6_K_SUB; j++) {
+            scale[j] = tfm__fit_scale(src + 16 * j, 16, TFM__Q6_K_ZERO - 1);
+            amax = fabsf(scale[j]) > amax ? fabsf(scale[j]) : amax;
+        }
+        d = tfm__f16_to_f32(tfm__f32_to_f16(amax / (float)TFM__Q8_MAX));
+        memset(dst, 0, 210);
+        tfm__wr_u16(dst + 208, tfm__f32_to_f16(d));
+        for (j = 0; j < TFM__Q6_K_SUB; j++) {
+            int sc = d > 0.0f ? tfm__round_clamp(scale[j] / d, -TFM__Q8_MAX, TFM__Q8_MAX) : 0;
+            float s = d * (float)sc;
+            dst[192 + j] = (unsigned char)(signed char)sc;
+            for (i = 0; i < 16; i++) {
+                int q = s != 0.0f ? tfm__round_clamp(src[16 * j + i] / s, -TFM__Q6_K_ZERO, TFM__Q6_K_ZERO - 1) : 0;
+                tfm__q6k_set_code(dst, 16 * j + i, q + TFM__Q6_K_ZERO);
+            }
+        }
+    }
+}
+
+TFM_PRIVATE tfm__dtype_row tfm__dtype_row_make(const char *name, int block_elems, int block_bytes, tfm__afmt act,
+                                               void (*to_f32)(const unsigned char *, float *, size_t),
+                                               void (*from_f32)(const float *, unsigned char *, size_t)) {
+    tfm__dtype_row t;
+    t.info.name = name;
+    t.info.block_elems = block_elems;
+    t.info.block_bytes = block_bytes;
+    t.act = act;
+    t.to_f32 = to_f32;
+    t.from_f32 = from_f32;
+    return t;
+}
+
+/* The table, one row per dtype (written as code: a static table of function pointers would be
+   relocated data). Append-only, in tfm_dtype order. false for a value no row has. */
+TFM_PRIVATE bool tfm__dtype(uint32_t dtype, tfm__dtype_row *out) {
+    switch (dtype) {
+    case TFM_DTYPE_F32: *out = tfm__dtype_row_make("f32", 1, 4, TFM__ACT_F32, tfm__f32_to_f32, tfm__f32_from_f32); break;
+    case TFM_DTYPE_F16: *out = tfm__dtype_row_make("f16", 1, 2, TFM__ACT_F32, tfm__f16_row_to_f32, tfm__f16_row_from_f32); break;
+    case TFM_DTYPE_BF16: *out = tfm__dtype_row_make("bf16", 1, 2, TFM__ACT_F32, tfm__bf16_row_to_f32, tfm__bf16_row_from_f32); break;
+    case TFM_DTYPE_Q8_0: *out = tfm__dtype_row_make("q8_0", TFM__QK, 34, TFM__ACT_Q8, tfm__q8_0_to_f32, tfm__q8_0_from_f32); break;
+    case TFM_DTYPE_Q4_0: *out = tfm__dtype_row_make("q4_0", TFM__QK, 18, TFM__ACT_Q8, tfm__q4_0_to_f32, tfm__q4_0_from_f32); break;
+    case TFM_DTYPE_Q4_K: *out = tfm__dtype_row_make("q4_k", TFM__QK_K, 144, TFM__ACT_Q8_K, tfm__q4_k_to_f32, tfm__q4_k_from_f32); break;
+    case TFM_DTYPE_Q6_K: *out = tfm__dtype_row_make("q6_k", TFM__QK_K, 210, TFM__ACT_Q8_K, tfm__q6_k_to_f32, tfm__q6_k_from_f32); break;
+    default: return false;
+    }
+    return true;
+}
+
+/* The row of a dtype known to be valid (validated by >>format). */
+TFM_PRIVATE tfm__dtype_row tfm__dtype_of(tfm_dtype dtype) {
+    tfm__dtype_row t;
+    bool ok = tfm__dtype((uint32_t)dtype, &t);
+    TFM_ASSERT(ok);
+    (void)ok;
+    return t;
+}
+
+/* Bytes of a row of n_cols elements; 0 when n_cols is not a whole number of blocks. */
+TFM_PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
+    tfm__dtype_row t;
+    size_t bytes = 0;
+    if (!tfm__dtype(dtype, &t) || n_cols % (size_t)t.info.block_elems != 0) return 0;
+    return tfm__mul_size(n_cols / (size_t)t.info.block_elems, (size_t)t.info.block_bytes, &bytes) ? bytes : 0;
+}
+
 /* >>format ---------------------------------------------------------------------------------------
    Parse and validate a .tfm file (layout in the top comment) before any pointer is made: the
    header and config ranges, then every directory entry, all in checked 64-bit math against the
@@ -825,10 +1288,6 @@ typedef struct tfm__entry {
     uint64_t shape[TFM__MAX_RANK];
     uint64_t data_offset, data_bytes;
 } tfm__entry;
-
-TFM_PRIVATE size_t tfm__dtype_bytes(uint32_t dtype) {
-    return dtype == TFM_DTYPE_F32 ? 4u : dtype == TFM_DTYPE_F16 ? 2u : 0u;
-}
 
 /* Magic, version, header size and reserved bytes; fills *h. */
 TFM_PRIVATE tfm_result tfm__parse_header(const unsigned char *p, size_t file_bytes,
@@ -981,8 +1440,9 @@ TFM_PRIVATE void tfm__shape_text(char *buf, size_t buf_bytes, const uint64_t *sh
 TFM_PRIVATE tfm_result tfm__read_entry(const unsigned char *file, size_t file_bytes, uint64_t dir_end,
                                        uint32_t i, const tfm_logger *lg, tfm__entry *e) {
     const unsigned char *p = file + TFM__HEADER_BYTES + (size_t)i * TFM__ENTRY_BYTES;
-    size_t name_bytes = 0, k, count = 1, bytes;
+    size_t name_bytes = 0, k, count = 1, bytes, row_bytes;
     uint32_t d;
+    tfm__dtype_row row;
     while (name_bytes < TFM__NAME_BYTES && p[name_bytes] != 0) name_bytes++;
     if (name_bytes == 0 || name_bytes == TFM__NAME_BYTES)
         return tfm__log(lg, TFM_ERR_CORRUPT, "tensor #%u: name is empty or not NUL-terminated", (unsigned)i);
@@ -994,7 +1454,7 @@ TFM_PRIVATE tfm_result tfm__read_entry(const unsigned char *file, size_t file_by
     for (d = 0; d < TFM__MAX_RANK; d++) e->shape[d] = tfm__rd_u64(p + 72 + 8 * d);
     e->data_offset = tfm__rd_u64(p + 104);
     e->data_bytes = tfm__rd_u64(p + 112);
-    if (tfm__dtype_bytes(e->dtype) == 0)
+    if (!tfm__dtype(e->dtype, &row))
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tensor %s: unknown dtype %u", e->name, (unsigned)e->dtype);
     if (e->rank < 1 || e->rank > TFM__MAX_RANK)
         return tfm__log(lg, TFM_ERR_CORRUPT, "tensor %s: rank %u, expected 1..4", e->name, (unsigned)e->rank);
@@ -1006,7 +1466,11 @@ TFM_PRIVATE tfm_result tfm__read_entry(const unsigned char *file, size_t file_by
         if (used && !tfm__mul_size(count, (size_t)e->shape[d], &count))
             return tfm__log(lg, TFM_ERR_CORRUPT, "tensor %s: element count overflows", e->name);
     }
-    if (!tfm__mul_size(count, tfm__dtype_bytes(e->dtype), &bytes) || (uint64_t)bytes != e->data_bytes)
+    row_bytes = tfm__row_bytes(e->dtype, (size_t)e->shape[e->rank - 1]); /* innermost dim: a row */
+    if (row_bytes == 0)
+        return tfm__log(lg, TFM_ERR_CORRUPT, "tensor %s: %llu columns are not whole %s blocks", e->name,
+                        (unsigned long long)e->shape[e->rank - 1], row.info.name);
+    if (!tfm__mul_size(count / (size_t)e->shape[e->rank - 1], row_bytes, &bytes) || (uint64_t)bytes != e->data_bytes)
         return tfm__log(lg, TFM_ERR_CORRUPT, "tensor %s: data_bytes %llu does not match its shape",
                         e->name, (unsigned long long)e->data_bytes);
     if (e->data_offset % TFM__TENSOR_ALIGN != 0)
@@ -1089,44 +1553,261 @@ TFM_PRIVATE tfm_result tfm__check_directory(const unsigned char *file, size_t fi
 #define TFM__SINUSOID_BASE 10000.0              /* original Transformer position base */
 #define TFM__ALIBI_MAX_EXP 8.0                  /* ALiBi slopes 2^(-8 i / n) */
 
-/* A weight matrix in place in the file: [rows, cols] row-major, f32 or f16 elements. */
+/* A weight matrix in place in the file: [rows, cols] row-major in any dtype, rows row_bytes
+   apart (whole blocks per row, see >>dtype). */
 typedef struct tfm__tensor {
     const void *data; /* NULL: the tensor is absent */
     tfm_dtype dtype;
     int rows;
     int cols;
+    size_t row_bytes;
 } tfm__tensor;
 
-/* Scalar dot products (the twins of the >>simd kernels; always compiled). */
-TFM_PRIVATE float tfm__dot_f32_scalar(const float *a, const float *b, int n) {
-    float sum = 0.0f;
-    int i;
-    for (i = 0; i < n; i++) sum += a[i] * b[i];
-    return sum;
-}
-
-TFM_PRIVATE float tfm__dot_f16_scalar(const uint16_t *w, const float *x, int n) {
-    float sum = 0.0f;
-    int i;
-    for (i = 0; i < n; i++) sum += tfm__f16_to_f32(w[i]) * x[i];
-    return sum;
-}
-
-/* y[0..n) += a * x[0..n) */
-TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
-    int i;
-    for (i = 0; i < n; i++) y[i] += a * x[i];
+TFM_PRIVATE const unsigned char *tfm__tensor_at(const tfm__tensor *t, int r) {
+    return TFM__CAST(const unsigned char *, t->data) + (size_t)r * t->row_bytes;
 }
 
 /* Row r of a matrix as floats: out[cols]. Used for embedding lookups. */
 TFM_PRIVATE void tfm__tensor_row(const tfm__tensor *t, int r, float *out) {
-    size_t at = (size_t)r * (size_t)t->cols;
-    int i;
-    if (t->dtype == TFM_DTYPE_F32) {
-        memcpy(out, TFM__CAST(const float *, t->data) + at, (size_t)t->cols * sizeof(float));
-        return;
+    tfm__dtype_row d = tfm__dtype_of(t->dtype);
+    d.to_f32(tfm__tensor_at(t, r), out, (size_t)(t->cols / d.info.block_elems));
+}
+
+/* The float dot product, bit for bit the same in every kernel: TFM__LANES lanes, lane l
+   accumulating a[k] b[k] for k = l mod TFM__LANES in increasing k with fused multiply-adds,
+   then the lanes summed pairwise (lane l + 8 into l, then + 4, + 2, + 1). The vector kernels
+   in >>simd compute exactly this, so logits do not depend on the CPU, the batch or the thread
+   count. fmaf is a single rounding on every C99 platform. */
+#define TFM__LANES 16
+
+TFM_PRIVATE float tfm__lanes_sum(float *acc) {
+    int h, l;
+    for (h = TFM__LANES / 2; h >= 1; h /= 2)
+        for (l = 0; l < h; l++) acc[l] += acc[l + h];
+    return acc[0];
+}
+
+TFM_PRIVATE float tfm__dot_f32_scalar(const float *a, const float *b, int n) {
+    float acc[TFM__LANES];
+    int k;
+    memset(acc, 0, sizeof acc);
+    for (k = 0; k < n; k++) acc[k % TFM__LANES] = fmaf(a[k], b[k], acc[k % TFM__LANES]);
+    return tfm__lanes_sum(acc);
+}
+
+/* The same chain with f16 or bf16 weights, each converted exactly to f32 first. */
+TFM_PRIVATE float tfm__dot_half_scalar(const unsigned char *w, bool bf16, const float *x, int n) {
+    float acc[TFM__LANES];
+    int k;
+    memset(acc, 0, sizeof acc);
+    for (k = 0; k < n; k++) {
+        uint16_t h = tfm__rd_u16(w + 2 * k);
+        float wk = bf16 ? tfm__bf16_to_f32(h) : tfm__f16_to_f32(h);
+        acc[k % TFM__LANES] = fmaf(wk, x[k], acc[k % TFM__LANES]);
     }
-    for (i = 0; i < t->cols; i++) out[i] = tfm__f16_to_f32(TFM__CAST(const uint16_t *, t->data)[at + (size_t)i]);
+    return tfm__lanes_sum(acc);
+}
+
+/* y[0..n) += a * x[0..n), one fused multiply-add per element (the attention value sum). */
+TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
+    int i;
+    for (i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+}
+
+/* Quantized activations. Integer kernels multiply weight codes by activation codes, so the
+   float input of a matrix product is quantized once (tfm__quant_scalar) into blocks of
+   `block` values (32 for Q8, 256 for Q8_K) with a float scale d (value = code * d, codes in
+   [-127, 127]) and the sums of the codes over every `sum_len` values (32 / 16), which the
+   kernels need for the weights' zero points. Tokens come in groups of G (G = 1 for a single
+   token, else TFM__GROUP with the last group padded by zero tokens); within a group the codes
+   are interleaved four at a time, so a vector of G x 4 codes serves G tokens at once:
+     q [n_groups][n_blocks][block / 4][G][4]       codes
+     d [n_groups][n_blocks][G]                     scales
+     s [n_groups][n_blocks][block / sum_len][G]    sums of codes
+   With G = 1 each token's codes are one contiguous row. */
+#define TFM__GROUP 16
+
+typedef struct tfm__qacts {
+    int8_t *q;
+    float *d;
+    int32_t *s;
+    int group;    /* G */
+    int n_blocks; /* blocks per token */
+    int block;    /* values per block */
+    int sum_len;  /* values per sum */
+} tfm__qacts;
+
+TFM_PRIVATE size_t tfm__qa_block_index(const tfm__qacts *qa, int t, int j) {
+    return (size_t)(t / qa->group) * (size_t)qa->n_blocks + (size_t)j;
+}
+
+/* Codes of token t, block j into out[block]. */
+TFM_PRIVATE void tfm__qa_codes(const tfm__qacts *qa, int t, int j, int8_t *out) {
+    const int8_t *q = qa->q + tfm__qa_block_index(qa, t, j) * (size_t)qa->block * (size_t)qa->group;
+    int i, u = t % qa->group;
+    for (i = 0; i < qa->block; i++) out[i] = q[(size_t)(i / 4) * (size_t)qa->group * 4 + (size_t)u * 4 + (size_t)(i % 4)];
+}
+
+TFM_PRIVATE float tfm__qa_scale(const tfm__qacts *qa, int t, int j) {
+    return qa->d[tfm__qa_block_index(qa, t, j) * (size_t)qa->group + (size_t)(t % qa->group)];
+}
+
+/* Sum of the codes of token t over [i * sum_len, (i + 1) * sum_len) of block j. */
+TFM_PRIVATE int32_t tfm__qa_sum(const tfm__qacts *qa, int t, int j, int i) {
+    size_t at = (tfm__qa_block_index(qa, t, j) * (size_t)(qa->block / qa->sum_len) + (size_t)i) * (size_t)qa->group;
+    return qa->s[at + (size_t)(t % qa->group)];
+}
+
+/* Quantize one block of n values: d = max|x| / 127, code = round(x * (127 / max|x|)) (ties
+   to even, as the vector conversions round). */
+TFM_PRIVATE float tfm__quant_block(const float *x, int n, int8_t *codes) {
+    float amax = 0.0f, id;
+    int i;
+    for (i = 0; i < n; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+    id = amax > 0.0f ? (float)TFM__Q8_MAX / amax : 0.0f;
+    for (i = 0; i < n; i++) codes[i] = (int8_t)tfm__round_clamp(x[i] * id, -TFM__Q8_MAX, TFM__Q8_MAX);
+    return amax / (float)TFM__Q8_MAX;
+}
+
+/* x [n_b, cols] (rows x_stride apart) into qa (its group, block, sum_len and buffers set),
+   padding the last group with zero tokens. */
+TFM_PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+    int8_t codes[TFM__QK_K];
+    int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, i;
+    qa->n_blocks = cols / qa->block;
+    for (t = 0; t < n_pad; t++) {
+        for (j = 0; j < qa->n_blocks; j++) {
+            size_t bi = tfm__qa_block_index(qa, t, j), u = (size_t)(t % G);
+            int8_t *q = qa->q + bi * (size_t)qa->block * (size_t)G;
+            float d = 0.0f;
+            if (t < n_b) d = tfm__quant_block(x + (size_t)t * x_stride + (size_t)j * (size_t)qa->block, qa->block, codes);
+            else memset(codes, 0, (size_t)qa->block);
+            qa->d[bi * (size_t)G + u] = d;
+            for (i = 0; i < qa->block; i++) q[(size_t)(i / 4) * (size_t)G * 4 + u * 4 + (size_t)(i % 4)] = codes[i];
+            for (i = 0; i < n_sums; i++) {
+                int32_t sum = 0;
+                int k;
+                for (k = 0; k < qa->sum_len; k++) sum += codes[i * qa->sum_len + k];
+                qa->s[(bi * (size_t)n_sums + (size_t)i) * (size_t)G + u] = sum;
+            }
+        }
+    }
+}
+
+/* The integer dot products, bit for bit the same in every kernel: per block an exact integer
+   sum isum of weight codes times activation codes (zero points folded in through the code
+   sums), then acc = fmaf((float)isum, d_w * d_x, acc) in block order; q4_k adds a second step
+   for its mins. Row w (one weight row), token t of qa. */
+TFM_PRIVATE float tfm__dot_q8_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+    int8_t x[TFM__QK];
+    float acc = 0.0f;
+    int j, i;
+    for (j = 0; j < qa->n_blocks; j++, w += 34) {
+        const signed char *wq = TFM__CAST(const signed char *, TFM__CAST(const void *, w + 2));
+        int32_t isum = 0;
+        tfm__qa_codes(qa, t, j, x);
+        for (i = 0; i < TFM__QK; i++) isum += wq[i] * x[i]; /* (gcc 12 vectorizes a cast per element wrongly) */
+        acc = fmaf((float)isum, tfm__rd_f16(w) * tfm__qa_scale(qa, t, j), acc);
+    }
+    return acc;
+}
+
+TFM_PRIVATE float tfm__dot_q4_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+    int8_t x[TFM__QK];
+    float acc = 0.0f;
+    int j, i;
+    for (j = 0; j < qa->n_blocks; j++, w += 18) {
+        int32_t isum = -TFM__Q4_0_ZERO * tfm__qa_sum(qa, t, j, 0);
+        tfm__qa_codes(qa, t, j, x);
+        for (i = 0; i < TFM__QK / 2; i++) isum += (w[2 + i] & 0xf) * x[i] + (w[2 + i] >> 4) * x[i + TFM__QK / 2];
+        acc = fmaf((float)isum, tfm__rd_f16(w) * tfm__qa_scale(qa, t, j), acc);
+    }
+    return acc;
+}
+
+/* q4_k: isum = sum_j scale_j (nibbles . x over sub-block j), imin = sum_j min_j (sum of x codes
+   over sub-block j); w = d scale nibble - dmin min, so acc += isum d dx - imin dmin dx. */
+TFM_PRIVATE float tfm__dot_q4_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+    int8_t x[TFM__QK_K];
+    float acc = 0.0f;
+    int j, sb, i, sc, mn;
+    for (j = 0; j < qa->n_blocks; j++, w += 144) {
+        int32_t isum = 0, imin = 0;
+        float dx = tfm__qa_scale(qa, t, j);
+        tfm__qa_codes(qa, t, j, x);
+        for (sb = 0; sb < TFM__Q4_K_SUB; sb++) {
+            const unsigned char *qc = w + 16 + 32 * (sb / 2);
+            int32_t dot = 0;
+            tfm__q4k_scale(w + 4, sb, &sc, &mn);
+            for (i = 0; i < 32; i++) dot += (sb % 2 ? qc[i] >> 4 : qc[i] & 0xf) * x[32 * sb + i];
+            isum += sc * dot;
+            imin += mn * (tfm__qa_sum(qa, t, j, 2 * sb) + tfm__qa_sum(qa, t, j, 2 * sb + 1));
+        }
+        acc = fmaf((float)isum, tfm__rd_f16(w) * dx, acc);
+        acc = fmaf(-(float)imin, tfm__rd_f16(w + 2) * dx, acc);
+    }
+    return acc;
+}
+
+/* q6_k: isum = sum_j scale_j (codes . x - 32 sum of x) over each sub-block of 16. */
+TFM_PRIVATE float tfm__dot_q6_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+    int8_t x[TFM__QK_K];
+    float acc = 0.0f;
+    int j, sb, i;
+    for (j = 0; j < qa->n_blocks; j++, w += 210) {
+        int32_t isum = 0;
+        tfm__qa_codes(qa, t, j, x);
+        for (sb = 0; sb < TFM__Q6_K_SUB; sb++) {
+            int32_t dot = -TFM__Q6_K_ZERO * tfm__qa_sum(qa, t, j, sb);
+            for (i = 0; i < 16; i++) dot += tfm__q6k_code(w, 16 * sb + i) * x[16 * sb + i];
+            isum += (signed char)w[192 + sb] * dot;
+        }
+        acc = fmaf((float)isum, tfm__rd_f16(w + 208) * tfm__qa_scale(qa, t, j), acc);
+    }
+    return acc;
+}
+
+/* One matrix product as the kernels see it: y[b, r] = W[r, :] . x[b, :] + bias[r] for the n_b
+   tokens and the rows a task is given. x is the float input; qa its quantized copy in the
+   format W's dtype reads (NULL for float weights). */
+typedef struct tfm__mm {
+    const tfm__tensor *w;
+    const float *x;        /* [n_b, cols], rows x_stride floats apart */
+    size_t x_stride;
+    const tfm__qacts *qa;
+    const float *bias;     /* [rows] or NULL */
+    float *y;              /* [n_b, rows], rows y_stride floats apart */
+    size_t y_stride;
+    int n_b;
+} tfm__mm;
+
+/* A kernel computes rows [r0, r1) for every token; scratch is this task's own
+   TFM__TASK_SCRATCH bytes (64-byte aligned). */
+typedef void (*tfm__mm_fn)(const tfm__mm *m, int r0, int r1, unsigned char *scratch);
+
+TFM_PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
+    const unsigned char *w = tfm__tensor_at(m->w, r);
+    const float *x = m->x + (size_t)b * m->x_stride;
+    switch (m->w->dtype) {
+    case TFM_DTYPE_F32: return tfm__dot_f32_scalar(TFM__CAST(const float *, TFM__CAST(const void *, w)), x, m->w->cols);
+    case TFM_DTYPE_F16: return tfm__dot_half_scalar(w, false, x, m->w->cols);
+    case TFM_DTYPE_BF16: return tfm__dot_half_scalar(w, true, x, m->w->cols);
+    case TFM_DTYPE_Q8_0: return tfm__dot_q8_0_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q4_0: return tfm__dot_q4_0_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(w, m->qa, b);
+    case TFM_DTYPE_COUNT: break;
+    }
+    return 0.0f;
+}
+
+/* The scalar twin of every matrix kernel. */
+TFM_PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    int r, b;
+    (void)scratch;
+    for (r = r0; r < r1; r++)
+        for (b = 0; b < m->n_b; b++)
+            m->y[(size_t)b * m->y_stride + (size_t)r] = tfm__dot_row_scalar(m, r, b) + (m->bias ? m->bias[r] : 0.0f);
 }
 
 /* LayerNorm (Ba et al. 2016), x, out [n] (out may be x), w, b [n], b may be NULL:
@@ -1256,238 +1937,840 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
 }
 
 /* >>simd -----------------------------------------------------------------------------------------
-   Vector twins of the hot kernels, chosen at compile time (no runtime CPUID): the weight-row dot
-   products under every matrix product (decode time is almost all matvec), and the dot / axpy of
-   attention. Each has a scalar twin in >>kernels; the rest of the file calls tfm__matmul_rows,
-   tfm__dot_f32 and tfm__axpy and never sees an intrinsic.
-   Exactness rule for matrix products: every output y[b, r] is ONE accumulator chain over 8-wide
-   steps, its 8 lanes summed in a fixed order, plus the scalar tail. Blocks of 4 rows x 1 or 2
-   tokens only run several such chains side by side (sharing loads, hiding FMA latency), so a
-   value never depends on the block, the batch size or the thread that computed it: a prompt
-   evaluated in one call and token by token gives identical logits. */
+   The vector kernels, one set per instruction set (AVX2, AVX-512 with VNNI, AMX, NEON), each
+   computing bit for bit what its scalar twin in >>kernels computes (the float lanes rule and
+   the integer block rule written there), so a set is chosen for speed only. The rest of the
+   file reaches them through a tfm__isa table (>>dispatch) and never sees an intrinsic.
 
-#ifdef TFM__AVX2
-/* Sum of the 8 lanes, always in this order. */
-TFM_PRIVATE float tfm__hsum_avx2(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+   The float kernels (f32, f16, bf16 weights; attention's dot and axpy) are written once, in
+   TFM__FLOAT_KERNELS, against a small vector layer: a 16-lane float vector and six operations
+   (zero, load, load f16, load bf16, fma, store) plus the fixed-order lane sum, defined per set
+   (one __m512, two __m256, four float32x4_t). The integer kernels differ too much between
+   sets to share code (VNNI dot products, AMX tiles) and are written per set. */
 
-/* Attention dot q . k: four accumulators hide the FMA latency; unaligned loads throughout. */
-TFM_PRIVATE float tfm__dot_f32_avx2(const float *a, const float *b, int n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps();
-    __m256 s3 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    return tfm__hsum_avx2(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3))) +
-           tfm__dot_f32_scalar(a + i, b + i, n - i);
-}
-
-TFM_PRIVATE void tfm__axpy_avx2(float *y, float a, const float *x, int n) {
-    __m256 va = _mm256_set1_ps(a);
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    tfm__axpy_scalar(y + i, a, x + i, n - i);
-}
-
-#define TFM__LOAD_F32(p) _mm256_loadu_ps(p)
-#ifdef __F16C__
-#define TFM__F16C 1
-#define TFM__LOAD_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#if defined(TFM__X86)
+#if defined(TFM__DISPATCH)
+#define TFM__T_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TFM__T_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define TFM__T_AMX __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")))
+#else
+#define TFM__T_AVX2
+#define TFM__T_AVX512
+#define TFM__T_AMX
+#endif
 #endif
 
-/* The three block kernels for one weight type W_T (8 weights loaded as floats by LOAD, the
-   scalar tail by TAIL), w the first row, ld the row stride in elements, n = cols:
-     NAME_1x1: one row . one token
-     NAME_4x1: 4 rows . one token           out[i]     = row i . x0
-               (pf: the next block's first row, prefetched at the same offsets: without it
-               short rows read as 4 interleaved streams keep retraining the hardware prefetcher)
-     NAME_4x2: 4 rows . two tokens          out[t*4+i] = row i . x_t
-   One macro keeps the f32 and f16 kernels the same code, chain for chain. */
-#define TFM__BLOCK_KERNELS(NAME, W_T, LOAD, TAIL)                                                 \
-    TFM_PRIVATE float NAME##_1x1(const W_T *w, const float *x, int n) {                           \
-        __m256 a = _mm256_setzero_ps();                                                           \
-        int i = 0;                                                                                \
-        for (; i + 8 <= n; i += 8) a = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a);   \
-        return tfm__hsum_avx2(a) + TAIL(w + i, x + i, n - i);                                     \
-    }                                                                                             \
-    TFM_PRIVATE void NAME##_4x1(const W_T *w, size_t ld, const W_T *pf, const float *x, int n,    \
-                                float *out) {                                                     \
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();      \
-        __m256 a3 = _mm256_setzero_ps();                                                          \
-        int i = 0, k;                                                                             \
-        for (; i + 8 <= n; i += 8) {                                                              \
-            __m256 xv = _mm256_loadu_ps(x + i);                                                   \
-            if ((i * (int)sizeof(W_T)) % TFM__ALIGN == 0) /* once per cache line */               \
-                for (k = 0; k < 4; k++)                                                           \
-                    _mm_prefetch((const char *)(pf + (size_t)k * ld + i), _MM_HINT_T0);            \
-            a0 = _mm256_fmadd_ps(LOAD(w + i), xv, a0);                                            \
-            a1 = _mm256_fmadd_ps(LOAD(w + ld + i), xv, a1);                                       \
-            a2 = _mm256_fmadd_ps(LOAD(w + 2 * ld + i), xv, a2);                                   \
-            a3 = _mm256_fmadd_ps(LOAD(w + 3 * ld + i), xv, a3);                                   \
-        }                                                                                         \
-        out[0] = tfm__hsum_avx2(a0);                                                              \
-        out[1] = tfm__hsum_avx2(a1);                                                              \
-        out[2] = tfm__hsum_avx2(a2);                                                              \
-        out[3] = tfm__hsum_avx2(a3);                                                              \
-        for (k = 0; k < 4; k++) out[k] += TAIL(w + (size_t)k * ld + i, x + i, n - i);             \
-    }                                                                                             \
-    TFM_PRIVATE void NAME##_4x2(const W_T *w, size_t ld, const float *x0, const float *x1, int n, \
-                                float *out) {                                                     \
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();      \
-        __m256 a3 = _mm256_setzero_ps(), b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();      \
-        __m256 b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();                                \
-        int i = 0, k;                                                                             \
-        for (; i + 8 <= n; i += 8) {                                                              \
-            __m256 u = _mm256_loadu_ps(x0 + i), v = _mm256_loadu_ps(x1 + i), wv;                  \
-            wv = LOAD(w + i);                                                                     \
-            a0 = _mm256_fmadd_ps(wv, u, a0);                                                      \
-            b0 = _mm256_fmadd_ps(wv, v, b0);                                                      \
-            wv = LOAD(w + ld + i);                                                                \
-            a1 = _mm256_fmadd_ps(wv, u, a1);                                                      \
-            b1 = _mm256_fmadd_ps(wv, v, b1);                                                      \
-            wv = LOAD(w + 2 * ld + i);                                                            \
-            a2 = _mm256_fmadd_ps(wv, u, a2);                                                      \
-            b2 = _mm256_fmadd_ps(wv, v, b2);                                                      \
-            wv = LOAD(w + 3 * ld + i);                                                            \
-            a3 = _mm256_fmadd_ps(wv, u, a3);                                                      \
-            b3 = _mm256_fmadd_ps(wv, v, b3);                                                      \
-        }                                                                                         \
-        out[0] = tfm__hsum_avx2(a0);                                                              \
-        out[1] = tfm__hsum_avx2(a1);                                                              \
-        out[2] = tfm__hsum_avx2(a2);                                                              \
-        out[3] = tfm__hsum_avx2(a3);                                                              \
-        out[4] = tfm__hsum_avx2(b0);                                                              \
-        out[5] = tfm__hsum_avx2(b1);                                                              \
-        out[6] = tfm__hsum_avx2(b2);                                                              \
-        out[7] = tfm__hsum_avx2(b3);                                                              \
-        for (k = 0; k < 4; k++) {                                                                 \
-            out[k] += TAIL(w + (size_t)k * ld + i, x0 + i, n - i);                                \
-            out[4 + k] += TAIL(w + (size_t)k * ld + i, x1 + i, n - i);                            \
-        }                                                                                         \
+/* The float kernels of one set P (its vector layer is tfm__P_v and tfm__P_<op>), T its target
+   attribute, R x C the register block of the batched product (rows x tokens):
+     tfm__P_dot     the float dot product (attention q . k)
+     tfm__P_axpy    y += a x, one fma per element (attention's value sum)
+     tfm__P_mm_f32, _f16, _bf16   matrix kernels (tfm__mm_fn): one token -> 4 rows at a time
+                    with the next rows prefetched; a batch -> R rows x C tokens at a time,
+                    every weight row read once per C tokens. Rows and tokens past the end of a
+                    block repeat the last one and their results are dropped, so edges need no
+                    code of their own. */
+#define TFM__FLOAT_KERNELS(P, T, R, C)                                                                    \
+    T TFM_PRIVATE float tfm__##P##_dot(const float *a, const float *b, int n) {                          \
+        tfm__##P##_v acc = tfm__##P##_zero();                                                             \
+        float lanes[TFM__LANES];                                                                          \
+        int k = 0, l;                                                                                     \
+        for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
+            acc = tfm__##P##_fma(tfm__##P##_ld(a + k), tfm__##P##_ld(b + k), acc);                        \
+        tfm__##P##_st(lanes, acc);                                                                        \
+        for (l = 0; k + l < n; l++) lanes[l] = fmaf(a[k + l], b[k + l], lanes[l]);                        \
+        return tfm__lanes_sum(lanes);                                                                     \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_axpy(float *y, float a, const float *x, int n) {                       \
+        tfm__##P##_v va = tfm__##P##_set1(a);                                                             \
+        int k = 0;                                                                                        \
+        for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
+            tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld(x + k), tfm__##P##_ld(y + k)));         \
+        for (; k < n; k++) y[k] = fmaf(a, x[k], y[k]);                                                    \
+    }                                                                                                     \
+    TFM__FLOAT_MM(P, T, R, C, f32, tfm__##P##_ld_w32, tfm__w_f32)                                         \
+    TFM__FLOAT_MM(P, T, R, C, f16, tfm__##P##_ld_h, tfm__w_f16)                                           \
+    TFM__FLOAT_MM(P, T, R, C, bf16, tfm__##P##_ld_b, tfm__w_bf16)
+
+/* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, WS one weight
+   as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
+   scalar twin does. */
+#define TFM__FLOAT_MM(P, T, R, C, W, LD, WS)                                                              \
+    T TFM_PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                            \
+        const tfm__tensor *w = m->w;                                                                      \
+        size_t rb = w->row_bytes, esz = rb / (size_t)w->cols;                                            \
+        int n = w->cols, r, i, k, l;                                                                      \
+        for (r = r0; r < r1; r += 4) {                                                                    \
+            const unsigned char *row[4], *pf;                                                             \
+            tfm__##P##_v acc[4];                                                                          \
+            float lanes[TFM__LANES];                                                                      \
+            for (i = 0; i < 4; i++) {                                                                     \
+                row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                                  \
+                acc[i] = tfm__##P##_zero();                                                               \
+            }                                                                                             \
+            pf = r + 8 <= r1 ? row[0] + 4 * rb : row[0]; /* the next 4 rows, one line ahead at a time */ \
+            for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                           \
+                tfm__##P##_v xv = tfm__##P##_ld(m->x + k);                                                \
+                if (((size_t)k * esz) % TFM__ALIGN == 0)                                                  \
+                    for (i = 0; i < 4; i++) tfm__prefetch(pf + (size_t)i * rb + (size_t)k * esz);        \
+                for (i = 0; i < 4; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
+            }                                                                                             \
+            for (i = 0; i < 4 && r + i < r1; i++) {                                                       \
+                tfm__##P##_st(lanes, acc[i]);                                                             \
+                for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), m->x[k + l], lanes[l]);    \
+                m->y[r + i] = tfm__lanes_sum(lanes);                                                      \
+                if (m->bias) m->y[r + i] += m->bias[r + i];                                               \
+            }                                                                                             \
+        }                                                                                                 \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_block_##W(const tfm__mm *m, int r, int r1, int b) {                     \
+        const tfm__tensor *w = m->w;                                                                      \
+        size_t esz = w->row_bytes / (size_t)w->cols;                                                      \
+        const unsigned char *row[R];                                                                      \
+        const float *x[C];                                                                                \
+        tfm__##P##_v acc[R][C];                                                                           \
+        float lanes[TFM__LANES];                                                                          \
+        int n = w->cols, i, j, k, l;                                                                      \
+        for (i = 0; i < R; i++) row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                  \
+        for (j = 0; j < C; j++) x[j] = m->x + (size_t)(b + j < m->n_b ? b + j : m->n_b - 1) * m->x_stride; \
+        for (i = 0; i < R; i++)                                                                           \
+            for (j = 0; j < C; j++) acc[i][j] = tfm__##P##_zero();                                        \
+        for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                               \
+            tfm__##P##_v wv[R];                                                                           \
+            for (i = 0; i < R; i++) wv[i] = LD(row[i] + (size_t)k * esz);                                 \
+            for (j = 0; j < C; j++) {                                                                     \
+                tfm__##P##_v xv = tfm__##P##_ld(x[j] + k);                                                \
+                for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fma(wv[i], xv, acc[i][j]);                 \
+            }                                                                                             \
+        }                                                                                                 \
+        for (i = 0; i < R && r + i < r1; i++)                                                             \
+            for (j = 0; j < C && b + j < m->n_b; j++) {                                                   \
+                float *y = m->y + (size_t)(b + j) * m->y_stride + (size_t)(r + i);                        \
+                tfm__##P##_st(lanes, acc[i][j]);                                                          \
+                for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), x[j][k + l], lanes[l]);    \
+                *y = tfm__lanes_sum(lanes);                                                               \
+                if (m->bias) *y += m->bias[r + i];                                                        \
+            }                                                                                             \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {      \
+        int r, b;                                                                                         \
+        (void)scratch;                                                                                    \
+        if (m->n_b == 1) {                                                                                \
+            tfm__##P##_gemv_##W(m, r0, r1);                                                               \
+            return;                                                                                       \
+        }                                                                                                 \
+        for (r = r0; r < r1; r += R)                                                                      \
+            for (b = 0; b < m->n_b; b += C) tfm__##P##_block_##W(m, r, r1, b);                            \
     }
 
-TFM__BLOCK_KERNELS(tfm__rows_f32, float, TFM__LOAD_F32, tfm__dot_f32_scalar)
-#ifdef TFM__F16C
-TFM__BLOCK_KERNELS(tfm__rows_f16, uint16_t, TFM__LOAD_F16, tfm__dot_f16_scalar)
-#endif
-#endif /* TFM__AVX2 */
+/* One weight as a float, for the tails (k: element index in the row). */
+TFM_PRIVATE float tfm__w_f32(const unsigned char *row, int k) {
+    float f;
+    memcpy(&f, row + 4 * (size_t)k, sizeof f);
+    return f;
+}
+TFM_PRIVATE float tfm__w_f16(const unsigned char *row, int k) { return tfm__rd_f16(row + 2 * (size_t)k); }
+TFM_PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf16_to_f32(tfm__rd_u16(row + 2 * (size_t)k)); }
 
+#if defined(TFM__X86)
+TFM_PRIVATE void tfm__prefetch(const void *p) { _mm_prefetch(TFM__CAST(const char *, p), _MM_HINT_T0); }
+#elif defined(__GNUC__) || defined(__clang__)
+TFM_PRIVATE void tfm__prefetch(const void *p) { __builtin_prefetch(p); }
+#else
+TFM_PRIVATE void tfm__prefetch(const void *p) { (void)p; }
+#endif
+
+/* --- AVX2 + FMA + F16C: a 16-lane vector is two __m256 --- */
+#ifdef TFM__X86_AVX2
+typedef struct tfm__avx2_v {
+    __m256 lo, hi;
+} tfm__avx2_v;
+
+TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_pair(__m256 lo, __m256 hi) {
+    tfm__avx2_v v;
+    v.lo = lo;
+    v.hi = hi;
+    return v;
+}
+TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_zero(void) { return tfm__avx2_pair(_mm256_setzero_ps(), _mm256_setzero_ps()); }
+TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_set1(float a) { return tfm__avx2_pair(_mm256_set1_ps(a), _mm256_set1_ps(a)); }
+TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_ld(const float *p) {
+    return tfm__avx2_pair(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
+}
+TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_ld_w32(const unsigned char *p) {
+    return tfm__avx2_ld(TFM__CAST(const float *, TFM__CAST(const void *, p)));
+}
+TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_ld_h(const unsigned char *p) {
+    return tfm__avx2_pair(_mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p)))),
+                          _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p + 16)))));
+}
+TFM__T_AVX2 TFM_PRIVATE __m256 tfm__avx2_bf16x8(const unsigned char *p) {
+    __m128i h = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_ld_b(const unsigned char *p) {
+    return tfm__avx2_pair(tfm__avx2_bf16x8(p), tfm__avx2_bf16x8(p + 16));
+}
+TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_fma(tfm__avx2_v a, tfm__avx2_v b, tfm__avx2_v c) {
+    return tfm__avx2_pair(_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi));
+}
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
+    _mm256_storeu_ps(p, v.lo);
+    _mm256_storeu_ps(p + 8, v.hi);
+}
+TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, 2)
+#endif
+
+/* --- AVX-512: a 16-lane vector is one __m512 --- */
+#ifdef TFM__X86_AVX512
+typedef __m512 tfm__avx512_v;
+TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_zero(void) { return _mm512_setzero_ps(); }
+TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_set1(float a) { return _mm512_set1_ps(a); }
+TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld(const float *p) { return _mm512_loadu_ps(p); }
+TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld_w32(const unsigned char *p) { return _mm512_loadu_ps(p); }
+TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld_h(const unsigned char *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p))));
+}
+TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld_b(const unsigned char *p) {
+    __m256i h = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_st(float *p, __m512 v) { _mm512_storeu_ps(p, v); }
+TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 3, 8)
+#endif
+
+/* --- NEON (AArch64): a 16-lane vector is four float32x4_t --- */
 #ifdef TFM__NEON
-TFM_PRIVATE float tfm__dot_f32_neon(const float *a, const float *b, int n) {
-    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        s0 = vmlaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vmlaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-    }
-    s0 = vaddq_f32(s0, s1);
-    return vgetq_lane_f32(s0, 0) + vgetq_lane_f32(s0, 1) + vgetq_lane_f32(s0, 2) + vgetq_lane_f32(s0, 3) +
-           tfm__dot_f32_scalar(a + i, b + i, n - i);
+typedef struct tfm__neon_v {
+    float32x4_t q[4];
+} tfm__neon_v;
+
+TFM_PRIVATE tfm__neon_v tfm__neon_zero(void) {
+    tfm__neon_v v;
+    int i;
+    for (i = 0; i < 4; i++) v.q[i] = vdupq_n_f32(0.0f);
+    return v;
 }
+TFM_PRIVATE tfm__neon_v tfm__neon_set1(float a) {
+    tfm__neon_v v;
+    int i;
+    for (i = 0; i < 4; i++) v.q[i] = vdupq_n_f32(a);
+    return v;
+}
+TFM_PRIVATE tfm__neon_v tfm__neon_ld(const float *p) {
+    tfm__neon_v v;
+    int i;
+    for (i = 0; i < 4; i++) v.q[i] = vld1q_f32(p + 4 * i);
+    return v;
+}
+TFM_PRIVATE tfm__neon_v tfm__neon_ld_w32(const unsigned char *p) {
+    return tfm__neon_ld(TFM__CAST(const float *, TFM__CAST(const void *, p)));
+}
+TFM_PRIVATE tfm__neon_v tfm__neon_ld_h(const unsigned char *p) {
+    tfm__neon_v v;
+    int i;
+    for (i = 0; i < 4; i++) v.q[i] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(TFM__CAST(const uint16_t *, TFM__CAST(const void *, p + 8 * i)))));
+    return v;
+}
+TFM_PRIVATE tfm__neon_v tfm__neon_ld_b(const unsigned char *p) {
+    tfm__neon_v v;
+    int i;
+    for (i = 0; i < 4; i++)
+        v.q[i] = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(TFM__CAST(const uint16_t *, TFM__CAST(const void *, p + 8 * i))), 16));
+    return v;
+}
+TFM_PRIVATE tfm__neon_v tfm__neon_fma(tfm__neon_v a, tfm__neon_v b, tfm__neon_v c) {
+    int i;
+    for (i = 0; i < 4; i++) c.q[i] = vfmaq_f32(c.q[i], a.q[i], b.q[i]);
+    return c;
+}
+TFM_PRIVATE void tfm__neon_st(float *p, tfm__neon_v v) {
+    int i;
+    for (i = 0; i < 4; i++) vst1q_f32(p + 4 * i, v.q[i]);
+}
+TFM__FLOAT_KERNELS(neon, , 2, 2)
 #endif
 
-/* The dispatchers: one name each, the compiled path underneath. */
-TFM_PRIVATE float tfm__dot_f32(const float *a, const float *b, int n) {
-#if defined(TFM__AVX2)
-    return tfm__dot_f32_avx2(a, b, n);
-#elif defined(TFM__NEON)
-    return tfm__dot_f32_neon(a, b, n);
-#else
-    return tfm__dot_f32_scalar(a, b, n);
-#endif
+/* --- integer kernels, AVX2 and AVX-512 ---
+   One token (G = 1): 8 weight rows at a time; per block, each row's 32 products are summed
+   in integer lanes and the 8 rows' lanes reduced together (tfm__red8), then one float step
+   per row and block. A batch (G = 16): each weight row's 4 codes at a time are broadcast
+   against a vector of 16 tokens x 4 activation codes, so one register holds a block's integer
+   sums for 16 tokens; the float step is then vectorized over those tokens. u8 x s8 products:
+   q4_0 nibbles are unsigned already; q8_0 codes are made unsigned by adding 128 (x ^ 0x80) and
+   the 128 x (sum of activation codes) taken back off, exactly. */
+#define TFM__Q8_FLIP 128 /* q8_0 code + 128 is unsigned */
+#define TFM__PF_AHEAD 1024 /* bytes ahead each weight row is prefetched (one token) */
+
+#ifdef TFM__X86_AVX2
+/* Eight vectors of 8 int32 lanes -> their 8 lane sums (vector i's sum in lane i). */
+TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_red8(const __m256i *p) {
+    __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    /* a = [s0..s3 low halves | s0..s3 high halves], b likewise for rows 4..7 */
+    __m256i lo = _mm256_permute2x128_si256(a, b, 0x20), hi = _mm256_permute2x128_si256(a, b, 0x31);
+    return _mm256_add_epi32(lo, hi);
 }
 
-TFM_PRIVATE void tfm__axpy(float *y, float a, const float *x, int n) {
-#if defined(TFM__AVX2)
-    tfm__axpy_avx2(y, a, x, n);
-#else
-    tfm__axpy_scalar(y, a, x, n);
-#endif
+/* f16 scales of 8 rows at the same byte offset, as floats. */
+TFM__T_AVX2 TFM_PRIVATE __m256 tfm__avx2_scales8(const unsigned char *const *row, size_t at) {
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)tfm__rd_u16(row[0] + at), (short)tfm__rd_u16(row[1] + at),
+                                          (short)tfm__rd_u16(row[2] + at), (short)tfm__rd_u16(row[3] + at),
+                                          (short)tfm__rd_u16(row[4] + at), (short)tfm__rd_u16(row[5] + at),
+                                          (short)tfm__rd_u16(row[6] + at), (short)tfm__rd_u16(row[7] + at)));
 }
 
-/* One output of a matrix product: row . x, any dtype, the same chain as the block kernels. */
-TFM_PRIVATE float tfm__row_dot(const tfm__tensor *w, int r, const float *x) {
-    size_t at = (size_t)r * (size_t)w->cols;
-    if (w->dtype == TFM_DTYPE_F16) {
-#ifdef TFM__F16C
-        return tfm__rows_f16_1x1(TFM__CAST(const uint16_t *, w->data) + at, x, w->cols);
-#else
-        return tfm__dot_f16_scalar(TFM__CAST(const uint16_t *, w->data) + at, x, w->cols);
-#endif
-    }
-#ifdef TFM__AVX2
-    return tfm__rows_f32_1x1(TFM__CAST(const float *, w->data) + at, x, w->cols);
-#else
-    return tfm__dot_f32(TFM__CAST(const float *, w->data) + at, x, w->cols);
-#endif
+/* 32 unsigned codes of a q4_0 block: the 16 bytes' low nibbles, then their high nibbles. */
+TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_nibbles(const unsigned char *q) {
+    __m128i b = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, q)));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0xf));
 }
 
-#ifdef TFM__AVX2
-/* Rows [r, r + 4) times tokens [b, b + n_t) (n_t 1 or 2) into out[t * 4 + i]. */
-TFM_PRIVATE void tfm__rows4(const tfm__tensor *w, int r, const float *x0, const float *x1, int n_t, float *out) {
-    size_t ld = (size_t)w->cols, at = (size_t)r * ld;
-    if (w->dtype == TFM_DTYPE_F32) {
-        const float *p = TFM__CAST(const float *, w->data) + at;
-        if (n_t == 2) tfm__rows_f32_4x2(p, ld, x0, x1, w->cols, out);
-        else tfm__rows_f32_4x1(p, ld, r + 8 <= w->rows ? p + 4 * ld : p, x0, w->cols, out);
-        return;
-    }
-#ifdef TFM__F16C
-    {
-        const uint16_t *p = TFM__CAST(const uint16_t *, w->data) + at;
-        if (n_t == 2) tfm__rows_f16_4x2(p, ld, x0, x1, w->cols, out);
-        else tfm__rows_f16_4x1(p, ld, r + 8 <= w->rows ? p + 4 * ld : p, x0, w->cols, out);
-        return;
-    }
-#else
-    {
-        int i, t;
-        for (t = 0; t < n_t; t++)
-            for (i = 0; i < 4; i++) out[t * 4 + i] = tfm__row_dot(w, r + i, t ? x1 : x0);
-    }
-#endif
+/* Products of 32 u8 x 32 s8 summed into 8 int32 lanes (no VNNI: pairs into int16 first,
+   which cannot saturate for codes <= 15 times |x| <= 127). */
+TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_dot_u4(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
-#endif
+/* Signed x signed: |w| x (x with w's sign), pairs at most 2 x 128 x 127 < 2^15. */
+TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_dot_s8(__m256i w, __m256i x) {
+    return tfm__avx2_dot_u4(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+}
 
-/* Matrix times a batch of n_b tokens over rows [r0, r1):
-     y[b, r] = W[r, :] . x[b, :] (+ bias[r])   for b in [0, n_b)
-   W [rows, cols] (f32 or f16, one interface); x rows x_stride floats apart, y rows y_stride
-   apart; bias [rows] or NULL. Each weight row is read once for the whole batch (the point of
-   evaluating prompts in batches); every output is computed the same way whatever the block,
-   batch or thread (see the exactness rule above). */
-TFM_PRIVATE void tfm__matmul_rows(const tfm__tensor *w, const float *x, size_t x_stride, const float *bias,
-                                  float *y, size_t y_stride, int n_b, int r0, int r1) {
-    int r = r0, b, i;
-#ifdef TFM__AVX2
-    float out[8];
-    for (; r + 4 <= r1; r += 4) {
-        for (b = 0; b < n_b; b += 2) {
-            int n_t = n_b - b >= 2 ? 2 : 1;
-            tfm__rows4(w, r, x + (size_t)b * x_stride, x + (size_t)(b + n_t - 1) * x_stride, n_t, out);
-            for (i = 0; i < 4 * n_t; i++)
-                y[(size_t)(b + i / 4) * y_stride + (size_t)(r + i % 4)] = out[i] + (bias ? bias[r + i % 4] : 0.0f);
+/* One token, rows [r0, r1): the q8_0 / q4_0 GEMV (ty: the dtype). */
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemv_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+    const tfm__qacts *qa = m->qa;
+    size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
+    int r, i, j, zero = ty == TFM_DTYPE_Q8_0 ? 0 : TFM__Q4_0_ZERO;
+    for (r = r0; r < r1; r += 8) {
+        const unsigned char *row[8];
+        __m256 acc = _mm256_setzero_ps();
+        float out[8];
+        for (i = 0; i < 8; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+        for (j = 0; j < qa->n_blocks; j++) {
+            size_t at = (size_t)j * bb;
+            __m256i x = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, qa->q + 32 * (size_t)j)));
+            __m256i p[8], isum;
+            for (i = 0; i < 8; i++) {
+                if (at % TFM__ALIGN < bb) tfm__prefetch(row[i] + at + TFM__PF_AHEAD);
+                p[i] = ty == TFM_DTYPE_Q8_0
+                           ? tfm__avx2_dot_s8(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 2))), x)
+                           : tfm__avx2_dot_u4(tfm__avx2_nibbles(row[i] + at + 2), x);
+            }
+            isum = _mm256_sub_epi32(tfm__avx2_red8(p), _mm256_set1_epi32(zero * qa->s[j]));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+                                  _mm256_mul_ps(tfm__avx2_scales8(row, at), _mm256_set1_ps(qa->d[j])), acc);
+        }
+        _mm256_storeu_ps(out, acc);
+        for (i = 0; i < 8 && r + i < r1; i++) m->y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
+    }
+}
+
+/* A batch: 16 tokens (one group) x 1 row at a time; lo / hi: tokens 0..7 / 8..15. */
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+    const tfm__qacts *qa = m->qa;
+    size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
+    int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, zero = ty == TFM_DTYPE_Q8_0 ? 0 : TFM__Q4_0_ZERO;
+    int r, g, j, k, t;
+    for (r = r0; r < r1; r++) {
+        const unsigned char *row = tfm__tensor_at(m->w, r);
+        for (g = 0; g < n_groups; g++) {
+            __m256 acc_lo = _mm256_setzero_ps(), acc_hi = _mm256_setzero_ps();
+            float out[TFM__GROUP];
+            for (j = 0; j < qa->n_blocks; j++) {
+                size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
+                const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP;
+                const int32_t *s = qa->s + bi * TFM__GROUP;
+                const float *dx = qa->d + bi * TFM__GROUP;
+                __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+                __m256 dw = _mm256_set1_ps(tfm__rd_f16(row + (size_t)j * bb));
+                for (k = 0; k < TFM__QK / 4; k++) {
+                    const int8_t *ak = a + 64 * k;
+                    __m256i xl = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, ak)));
+                    __m256i xh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, ak + 32)));
+                    int32_t w4;
+                    __m256i wv;
+                    if (ty == TFM_DTYPE_Q8_0) {
+                        memcpy(&w4, row + (size_t)j * bb + 2 + 4 * k, 4);
+                        wv = _mm256_set1_epi32(w4);
+                        lo = _mm256_add_epi32(lo, tfm__avx2_dot_s8(wv, xl));
+                        hi = _mm256_add_epi32(hi, tfm__avx2_dot_s8(wv, xh));
+                    } else {
+                        memcpy(&w4, row + (size_t)j * bb + 2 + 4 * (k % 4), 4);
+                        wv = _mm256_set1_epi32(w4);
+                        wv = _mm256_and_si256(k < 4 ? wv : _mm256_srli_epi16(wv, 4), _mm256_set1_epi8(0xf));
+                        lo = _mm256_add_epi32(lo, tfm__avx2_dot_u4(wv, xl));
+                        hi = _mm256_add_epi32(hi, tfm__avx2_dot_u4(wv, xh));
+                    }
+                }
+                lo = _mm256_sub_epi32(lo, _mm256_mullo_epi32(_mm256_set1_epi32(zero), _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, s)))));
+                hi = _mm256_sub_epi32(hi, _mm256_mullo_epi32(_mm256_set1_epi32(zero), _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, s + 8)))));
+                acc_lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(dw, _mm256_loadu_ps(dx)), acc_lo);
+                acc_hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(dw, _mm256_loadu_ps(dx + 8)), acc_hi);
+            }
+            _mm256_storeu_ps(out, acc_lo);
+            _mm256_storeu_ps(out + 8, acc_hi);
+            for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++)
+                m->y[(size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)r] = m->bias ? out[t] + m->bias[r] : out[t];
         }
     }
-#endif
-    for (; r < r1; r++)
-        for (b = 0; b < n_b; b++)
-            y[(size_t)b * y_stride + (size_t)r] = tfm__row_dot(w, r, x + (size_t)b * x_stride) + (bias ? bias[r] : 0.0f);
-    (void)i;
 }
 
-/* One token: y[r] = W[r, :] . x (+ bias[r]) over rows [r0, r1). */
-TFM_PRIVATE void tfm__matvec_rows(const tfm__tensor *w, const float *x, const float *bias, float *y, int r0, int r1) {
-    tfm__matmul_rows(w, x, 0, bias, y, 0, 1, r0, r1);
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    (void)scratch;
+    if (m->qa->group == 1) tfm__avx2_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
+    else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q8_0);
+}
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    (void)scratch;
+    if (m->qa->group == 1) tfm__avx2_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
+    else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q4_0);
+}
+#endif /* TFM__X86_AVX2 */
+
+#ifdef TFM__X86_AVX512
+/* One token: as AVX2, with the VNNI u8 x s8 dot product on 256-bit vectors. */
+TFM__T_AVX512 TFM_PRIVATE __m256i tfm__avx512_red8(const __m256i *p) {
+    __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+    const tfm__qacts *qa = m->qa;
+    size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
+    int r, i, j, zero = ty == TFM_DTYPE_Q8_0 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO;
+    const __m256i flip = _mm256_set1_epi8((char)TFM__Q8_FLIP), low4 = _mm256_set1_epi8(0xf);
+    for (r = r0; r < r1; r += 8) {
+        const unsigned char *row[8];
+        __m256 acc = _mm256_setzero_ps();
+        float out[8];
+        for (i = 0; i < 8; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+        for (j = 0; j < qa->n_blocks; j++) {
+            size_t at = (size_t)j * bb;
+            __m256i x = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, qa->q + 32 * (size_t)j)));
+            __m256i p[8], isum;
+            __m256 dw;
+            for (i = 0; i < 8; i++) {
+                __m256i u;
+                if (at % TFM__ALIGN < bb) tfm__prefetch(row[i] + at + TFM__PF_AHEAD);
+                if (ty == TFM_DTYPE_Q8_0) {
+                    u = _mm256_xor_si256(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 2))), flip);
+                } else {
+                    __m128i b = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, row[i] + at + 2)));
+                    u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), low4);
+                }
+                p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
+            }
+            isum = _mm256_sub_epi32(tfm__avx512_red8(p), _mm256_set1_epi32(zero * qa->s[j]));
+            dw = _mm256_cvtph_ps(_mm_setr_epi16((short)tfm__rd_u16(row[0] + at), (short)tfm__rd_u16(row[1] + at),
+                                                (short)tfm__rd_u16(row[2] + at), (short)tfm__rd_u16(row[3] + at),
+                                                (short)tfm__rd_u16(row[4] + at), (short)tfm__rd_u16(row[5] + at),
+                                                (short)tfm__rd_u16(row[6] + at), (short)tfm__rd_u16(row[7] + at)));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(qa->d[j])), acc);
+        }
+        _mm256_storeu_ps(out, acc);
+        for (i = 0; i < 8 && r + i < r1; i++) m->y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
+    }
+}
+
+#define TFM__AVX512_ROWS 4 /* weight rows per pass of the batched VNNI kernel */
+
+/* A batch: TFM__AVX512_ROWS rows x 16 tokens per register block. */
+TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+    const tfm__qacts *qa = m->qa;
+    size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
+    int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, k, i, t;
+    const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP), low4 = _mm512_set1_epi8(0xf);
+    const int shift = ty == TFM_DTYPE_Q8_0 ? 7 : 3; /* zero point 128 or 8, as a shift */
+    for (r = r0; r < r1; r += TFM__AVX512_ROWS) {
+        const unsigned char *row[TFM__AVX512_ROWS];
+        for (i = 0; i < TFM__AVX512_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+        for (g = 0; g < n_groups; g++) {
+            __m512 acc[TFM__AVX512_ROWS];
+            float out[TFM__GROUP];
+            for (i = 0; i < TFM__AVX512_ROWS; i++) acc[i] = _mm512_setzero_ps();
+            for (j = 0; j < qa->n_blocks; j++) {
+                size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j, at = (size_t)j * bb;
+                const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP;
+                __m512i x[TFM__QK / 4];
+                __m512i zs = _mm512_slli_epi32(_mm512_loadu_si512(qa->s + bi * TFM__GROUP), (unsigned)shift);
+                __m512 dx = _mm512_loadu_ps(qa->d + bi * TFM__GROUP);
+                for (k = 0; k < TFM__QK / 4; k++) x[k] = _mm512_loadu_si512(a + 64 * k);
+                for (i = 0; i < TFM__AVX512_ROWS; i++) {
+                    __m512i isum = _mm512_sub_epi32(_mm512_setzero_si512(), zs);
+                    int32_t w4;
+                    for (k = 0; k < 4; k++) {
+                        __m512i v;
+                        if (ty == TFM_DTYPE_Q8_0) {
+                            memcpy(&w4, row[i] + at + 2 + 4 * k, 4);
+                            isum = _mm512_dpbusd_epi32(isum, _mm512_xor_si512(_mm512_set1_epi32(w4), flip), x[k]);
+                            memcpy(&w4, row[i] + at + 18 + 4 * k, 4);
+                            isum = _mm512_dpbusd_epi32(isum, _mm512_xor_si512(_mm512_set1_epi32(w4), flip), x[k + 4]);
+                        } else {
+                            memcpy(&w4, row[i] + at + 2 + 4 * k, 4);
+                            v = _mm512_set1_epi32(w4);
+                            isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(v, low4), x[k]);
+                            isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4), x[k + 4]);
+                        }
+                    }
+                    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                                             _mm512_mul_ps(_mm512_set1_ps(tfm__rd_f16(row[i] + at)), dx), acc[i]);
+                }
+            }
+            for (i = 0; i < TFM__AVX512_ROWS && r + i < r1; i++) {
+                _mm512_storeu_ps(out, acc[i]);
+                for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++)
+                    m->y[(size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)(r + i)] =
+                        m->bias ? out[t] + m->bias[r + i] : out[t];
+            }
+        }
+    }
+}
+
+TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    (void)scratch;
+    if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
+    else tfm__avx512_gemm_q(m, r0, r1, TFM_DTYPE_Q8_0);
+}
+TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    (void)scratch;
+    if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
+    else tfm__avx512_gemm_q(m, r0, r1, TFM_DTYPE_Q4_0);
+}
+
+/* Activations to codes, 16 values at a time, the same arithmetic as tfm__quant_scalar. */
+TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+    int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c, k;
+    int32_t codes32[TFM__LANES];
+    qa->n_blocks = cols / qa->block;
+    for (t = 0; t < n_pad; t++) {
+        const float *xt = x + (size_t)(t < n_b ? t : 0) * x_stride;
+        size_t u = (size_t)(t % G);
+        for (j = 0; j < qa->n_blocks; j++) {
+            const float *xb = xt + (size_t)j * (size_t)qa->block;
+            size_t bi = tfm__qa_block_index(qa, t, j);
+            int8_t *q = qa->q + bi * (size_t)qa->block * (size_t)G;
+            __m512 vmax = _mm512_setzero_ps(), id;
+            float amax;
+            for (c = 0; c < qa->block; c += TFM__LANES) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(xb + c)));
+            amax = t < n_b ? _mm512_reduce_max_ps(vmax) : 0.0f;
+            id = _mm512_set1_ps(amax > 0.0f ? (float)TFM__Q8_MAX / amax : 0.0f);
+            qa->d[bi * (size_t)G + u] = amax / (float)TFM__Q8_MAX;
+            for (c = 0; c < qa->block; c += TFM__LANES) {
+                __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), id));
+                int32_t sum = _mm512_reduce_add_epi32(v);
+                _mm512_storeu_si512(codes32, v);
+                for (k = 0; k < TFM__LANES; k += 4) {
+                    int8_t *dst = q + (size_t)((c + k) / 4) * (size_t)G * 4 + u * 4;
+                    dst[0] = (int8_t)codes32[k];
+                    dst[1] = (int8_t)codes32[k + 1];
+                    dst[2] = (int8_t)codes32[k + 2];
+                    dst[3] = (int8_t)codes32[k + 3];
+                }
+                if (qa->sum_len == TFM__LANES) {
+                    qa->s[(bi * (size_t)n_sums + (size_t)(c / TFM__LANES)) * (size_t)G + u] = sum;
+                } else { /* sum_len 32: two vectors per sum */
+                    int32_t *s = &qa->s[(bi * (size_t)n_sums + (size_t)(c / qa->sum_len)) * (size_t)G + u];
+                    *s = (c % qa->sum_len == 0) ? sum : *s + sum;
+                }
+            }
+        }
+    }
+}
+#endif /* TFM__X86_AVX512 */
+
+/* --- AMX: the batched q8_0 / q4_0 product on tiles ---
+   A tile is 16 weight rows x one block (32 codes each: q8_0 codes straight from the file, rows
+   row_bytes apart; q4_0 nibbles unpacked first into the task's scratch); B is the same block
+   of a group of 16 tokens, exactly the activation layout (8 rows of 16 tokens x 4 codes). One
+   tile product gives all 16 x 16 exact block sums; the float step runs on them as in the
+   VNNI kernel. Two C tiles alternate so one product runs while the other's sums are used. */
+#ifdef TFM__X86_AMX
+#define TFM__AMX_ROWS 16       /* weight rows per tile */
+#define TFM__ARCH_PRCTL 158    /* x86-64 Linux syscall number of arch_prctl */
+#define TFM__REQ_XCOMP_PERM 0x1023
+#define TFM__XFEATURE_XTILEDATA 18
+
+typedef struct tfm__tilecfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tfm__tilecfg;
+
+/* Tiles: 0, 1 C (16 x 16 int32); 2, 3 A (16 rows x 32 bytes); 4, 5 B (8 x 64 bytes). */
+TFM__T_AMX TFM_PRIVATE void tfm__amx_config(void) {
+    tfm__tilecfg cfg;
+    int i;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (i = 0; i < 2; i++) {
+        cfg.rows[i] = 16; cfg.colsb[i] = 64;
+        cfg.rows[2 + i] = 16; cfg.colsb[2 + i] = 32;
+        cfg.rows[4 + i] = 8; cfg.colsb[4 + i] = 64;
+    }
+    __asm__ volatile("" : : "r"(&cfg) : "memory"); /* gcc's ldtilecfg operand covers 8 bytes only */
+    _tile_loadconfig(&cfg);
+}
+
+/* The float step for 16 rows of one C tile: acc[i] (16 tokens of row i) += sums x d_w d_x. */
+TFM__T_AMX TFM_PRIVATE void tfm__amx_step(const int32_t *c, const float *dw, __m512 dx, __m512i zs, __m512 *acc) {
+    int i;
+    for (i = 0; i < TFM__AMX_ROWS; i++) {
+        __m512i isum = _mm512_sub_epi32(_mm512_loadu_si512(c + 16 * i), zs);
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(_mm512_set1_ps(dw[i]), dx), acc[i]);
+    }
+}
+
+/* Tile product of block j into C tile CT (A tile AT, B tile BT: immediates, as AMX wants). */
+#define TFM__AMX_PRODUCT(CT, AT, BT, j)                                                                  \
+    do {                                                                                                 \
+        _tile_zero(CT);                                                                                  \
+        _tile_loadd(AT, a_base + (size_t)(j) * a_block, (long long)a_stride);                            \
+        _tile_loadd(BT, qa->q + (g0 + (size_t)(j)) * TFM__QK * TFM__GROUP, 64);                          \
+        if (unsigned_a) _tile_dpbusd(CT, AT, BT);                                                        \
+        else _tile_dpbssd(CT, AT, BT);                                                                   \
+    } while (0)
+
+/* 16 rows from r (A: a_base, rows a_stride bytes apart, block j at + j * a_block; dw_all their
+   scales [n_blocks][16]) x the 16 tokens of group g. zero: the weights' zero point (q4_0). The
+   product of block j + 1 is issued before the sums of block j are read. */
+TFM__T_AMX TFM_PRIVATE void tfm__amx_tile_rows(const tfm__mm *m, const unsigned char *a_base, size_t a_stride,
+                                               size_t a_block, const float *dw_all, bool unsigned_a, int zero,
+                                               int g, int r) {
+    const tfm__qacts *qa = m->qa;
+    int32_t c[TFM__AMX_ROWS * TFM__GROUP];
+    __m512 acc[TFM__AMX_ROWS];
+    float out[TFM__GROUP];
+    int i, j, t, nb = qa->n_blocks;
+    size_t g0 = (size_t)g * (size_t)nb;
+    for (i = 0; i < TFM__AMX_ROWS; i++) acc[i] = _mm512_setzero_ps();
+    TFM__AMX_PRODUCT(0, 2, 4, 0);
+    for (j = 0; j < nb; j++) {
+        size_t bi = g0 + (size_t)j;
+        __m512i s = _mm512_loadu_si512(qa->s + bi * TFM__GROUP);
+        __m512i zs = _mm512_mullo_epi32(s, _mm512_set1_epi32(zero));
+        if (j % 2 == 0) {
+            if (j + 1 < nb) TFM__AMX_PRODUCT(1, 3, 5, j + 1);
+            _tile_stored(0, c, 64);
+        } else {
+            if (j + 1 < nb) TFM__AMX_PRODUCT(0, 2, 4, j + 1);
+            _tile_stored(1, c, 64);
+        }
+        tfm__amx_step(c, dw_all + (size_t)j * TFM__AMX_ROWS, _mm512_loadu_ps(qa->d + bi * TFM__GROUP), zs, acc);
+    }
+    for (i = 0; i < TFM__AMX_ROWS; i++) {
+        _mm512_storeu_ps(out, acc[i]);
+        for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++)
+            m->y[(size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)(r + i)] = m->bias ? out[t] + m->bias[r + i] : out[t];
+    }
+}
+
+/* Scratch of one task: 16 rows of unpacked q4_0 codes plus the 16 rows' scales per block. */
+TFM_PRIVATE size_t tfm__amx_scratch_bytes(int cols) {
+    return (size_t)TFM__AMX_ROWS * (size_t)cols + (size_t)TFM__AMX_ROWS * sizeof(float) * (size_t)(cols / TFM__QK);
+}
+
+TFM__T_AMX TFM_PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
+    const tfm__tensor *w = m->w;
+    int nb = w->cols / TFM__QK, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, i, j;
+    size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u, codes_bytes = (size_t)TFM__AMX_ROWS * (size_t)w->cols;
+    float *dw = TFM__CAST(float *, TFM__CAST(void *, scratch + codes_bytes));
+    const __m128i low4 = _mm_set1_epi8(0xf);
+    tfm__amx_config();
+    for (r = r0; r + TFM__AMX_ROWS <= r1; r += TFM__AMX_ROWS) {
+        const unsigned char *w0 = tfm__tensor_at(w, r);
+        for (j = 0; j < nb; j++)
+            for (i = 0; i < TFM__AMX_ROWS; i++) dw[j * TFM__AMX_ROWS + i] = tfm__rd_f16(w0 + (size_t)i * w->row_bytes + (size_t)j * bb);
+        if (ty == TFM_DTYPE_Q4_0) { /* unpack: scratch [16 rows][cols] codes 0..15 */
+            for (i = 0; i < TFM__AMX_ROWS; i++)
+                for (j = 0; j < nb; j++) {
+                    __m128i b = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, w0 + (size_t)i * w->row_bytes + (size_t)j * bb + 2)));
+                    unsigned char *o = scratch + (size_t)i * (size_t)w->cols + (size_t)j * TFM__QK;
+                    _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, o)), _mm_and_si128(b, low4));
+                    _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, o + 16)), _mm_and_si128(_mm_srli_epi16(b, 4), low4));
+                }
+            for (g = 0; g < n_groups; g++)
+                tfm__amx_tile_rows(m, scratch, (size_t)w->cols, TFM__QK, dw, true, TFM__Q4_0_ZERO, g, r);
+        } else {
+            for (g = 0; g < n_groups; g++) tfm__amx_tile_rows(m, w0 + 2, w->row_bytes, bb, dw, false, 0, g, r);
+        }
+    }
+    _tile_release();
+    if (r < r1) tfm__avx512_gemm_q(m, r, r1, ty); /* fewer than 16 rows left */
+}
+
+TFM__T_AMX TFM_PRIVATE void tfm__amx_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
+    else tfm__amx_mm(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
+}
+TFM__T_AMX TFM_PRIVATE void tfm__amx_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
+    else tfm__amx_mm(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
+}
+#endif /* TFM__X86_AMX */
+
+/* >>dispatch -------------------------------------------------------------------------------------
+   The kernel sets as tables, and the choice among them: the best set this CPU runs (cpuid and
+   xgetbv on x86; AMX also needs Linux to grant the tile state), or the one a model desc names.
+   The choice is stored in the model; nothing global. */
+typedef struct tfm__isa {
+    const char *name;                                     /* as tfm_model_desc.kernels names it */
+    tfm__mm_fn mm[TFM_DTYPE_COUNT];                       /* matrix kernels by weight dtype */
+    void (*quant)(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa);
+    float (*dot)(const float *a, const float *b, int n); /* attention q . k */
+    void (*axpy)(float *y, float a, const float *x, int n);
+    bool tiles;                                           /* needs tfm__amx_scratch_bytes per task */
+} tfm__isa;
+
+TFM_PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+    tfm__quant_scalar(x, x_stride, n_b, cols, qa);
+}
+
+/* The sets, weakest first; each is compiled in or not (tfm__isa_get says). */
+typedef enum tfm__set { TFM__SET_SCALAR, TFM__SET_AVX2, TFM__SET_AVX512, TFM__SET_AMX, TFM__SET_NEON, TFM__SET_COUNT } tfm__set;
+
+TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tfm__mm_fn f16, tfm__mm_fn bf16,
+                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn q4_k, tfm__mm_fn q6_k) {
+    t->name = name;
+    t->mm[TFM_DTYPE_F32] = f32;
+    t->mm[TFM_DTYPE_F16] = f16;
+    t->mm[TFM_DTYPE_BF16] = bf16;
+    t->mm[TFM_DTYPE_Q8_0] = q8_0;
+    t->mm[TFM_DTYPE_Q4_0] = q4_0;
+    t->mm[TFM_DTYPE_Q4_K] = q4_k;
+    t->mm[TFM_DTYPE_Q6_K] = q6_k;
+    t->quant = tfm__quant_scalar_fn;
+    t->dot = tfm__dot_f32_scalar;
+    t->axpy = tfm__axpy_scalar;
+    t->tiles = false;
+}
+
+/* Set `set` into *out (written as code: a static table of function pointers would be
+   relocated data); false when it is not compiled in. */
+TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
+    tfm__mm_fn sc = tfm__mm_scalar;
+    switch (set) {
+    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc, sc); return true;
+#ifdef TFM__X86_AVX2
+    case TFM__SET_AVX2:
+        tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
+                      tfm__avx2_mm_q4_0, sc, sc);
+        out->dot = tfm__avx2_dot;
+        out->axpy = tfm__avx2_axpy;
+        return true;
+#endif
+#ifdef TFM__X86_AVX512
+    case TFM__SET_AVX512:
+        tfm__isa_fill(out, "avx512", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__avx512_mm_q8_0,
+                      tfm__avx512_mm_q4_0, sc, sc);
+        out->quant = tfm__avx512_quant;
+        out->dot = tfm__avx512_dot;
+        out->axpy = tfm__avx512_axpy;
+        return true;
+#endif
+#ifdef TFM__X86_AMX
+    case TFM__SET_AMX:
+        tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
+                      tfm__amx_mm_q4_0, sc, sc);
+        out->quant = tfm__avx512_quant;
+        out->dot = tfm__avx512_dot;
+        out->axpy = tfm__avx512_axpy;
+        out->tiles = true;
+        return true;
+#endif
+#ifdef TFM__NEON
+    case TFM__SET_NEON:
+        tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, sc, sc, sc, sc);
+        out->dot = tfm__neon_dot;
+        out->axpy = tfm__neon_axpy;
+        return true;
+#endif
+    default: return false;
+    }
+}
+
+#if defined(TFM__X86)
+#define TFM__CPUID_1_ECX_FMA (1u << 12)
+#define TFM__CPUID_1_ECX_OSXSAVE (1u << 27)
+#define TFM__CPUID_1_ECX_AVX (1u << 28)
+#define TFM__CPUID_1_ECX_F16C (1u << 29)
+#define TFM__CPUID_7_EBX_AVX2 (1u << 5)
+#define TFM__CPUID_7_EBX_AVX512 ((1u << 16) | (1u << 17) | (1u << 30) | (1u << 31)) /* F, DQ, BW, VL */
+#define TFM__CPUID_7_ECX_VNNI (1u << 11)
+#define TFM__CPUID_7_EDX_AMX ((1u << 24) | (1u << 25))                          /* TILE, INT8 */
+#define TFM__XCR0_AVX 0x6u       /* SSE and AVX state */
+#define TFM__XCR0_AVX512 0xe0u   /* opmask, ZMM_Hi256, Hi16_ZMM state */
+#define TFM__XCR0_AMX 0x60000u   /* XTILECFG, XTILEDATA state */
+
+#if defined(__GNUC__) || defined(__clang__)
+TFM_PRIVATE void tfm__cpuid(unsigned leaf, unsigned sub, unsigned *r) {
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
+TFM_PRIVATE uint64_t tfm__xcr0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#else
+TFM_PRIVATE void tfm__cpuid(unsigned leaf, unsigned sub, unsigned *r) {
+    int v[4];
+    __cpuidex(v, (int)leaf, (int)sub);
+    r[0] = (unsigned)v[0]; r[1] = (unsigned)v[1]; r[2] = (unsigned)v[2]; r[3] = (unsigned)v[3];
+}
+TFM_PRIVATE uint64_t tfm__xcr0(void) { return _xgetbv(0); }
+#endif
+
+#ifdef TFM__X86_AMX
+/* Ask Linux for the AMX tile state (per process, granted once; asking again is harmless). */
+TFM_PRIVATE bool tfm__amx_permitted(void) {
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"((long)TFM__ARCH_PRCTL), "D"((long)TFM__REQ_XCOMP_PERM), "S"((long)TFM__XFEATURE_XTILEDATA)
+                     : "rcx", "r11", "memory");
+    return ret == 0;
+}
+#endif
+
+/* Can this CPU (and OS) run set `name`? */
+TFM_PRIVATE bool tfm__isa_runs(const char *name) {
+    unsigned l1[4], l7[4];
+    uint64_t xcr0;
+    bool avx2, avx512;
+    if (strcmp(name, "scalar") == 0) return true;
+    tfm__cpuid(0, 0, l1);
+    if (l1[0] < 7) return false;
+    tfm__cpuid(1, 0, l1);
+    tfm__cpuid(7, 0, l7);
+    if (!(l1[2] & TFM__CPUID_1_ECX_OSXSAVE)) return false;
+    xcr0 = tfm__xcr0();
+    avx2 = (l1[2] & (TFM__CPUID_1_ECX_FMA | TFM__CPUID_1_ECX_AVX | TFM__CPUID_1_ECX_F16C)) ==
+               (TFM__CPUID_1_ECX_FMA | TFM__CPUID_1_ECX_AVX | TFM__CPUID_1_ECX_F16C) &&
+           (l7[1] & TFM__CPUID_7_EBX_AVX2) && (xcr0 & TFM__XCR0_AVX) == TFM__XCR0_AVX;
+    avx512 = avx2 && (l7[1] & TFM__CPUID_7_EBX_AVX512) == TFM__CPUID_7_EBX_AVX512 &&
+             (l7[2] & TFM__CPUID_7_ECX_VNNI) && (xcr0 & TFM__XCR0_AVX512) == TFM__XCR0_AVX512;
+    if (strcmp(name, "avx2") == 0) return avx2;
+    if (strcmp(name, "avx512") == 0) return avx512;
+#ifdef TFM__X86_AMX
+    if (strcmp(name, "amx") == 0)
+        return avx512 && (l7[3] & TFM__CPUID_7_EDX_AMX) == TFM__CPUID_7_EDX_AMX &&
+               (xcr0 & TFM__XCR0_AMX) == TFM__XCR0_AMX && tfm__amx_permitted();
+#endif
+    return false;
+}
+#else
+TFM_PRIVATE bool tfm__isa_runs(const char *name) { (void)name; return true; } /* NEON is AArch64's baseline */
+#endif
+
+/* The set named (NULL or "": the best this CPU runs) into *out; false when it is unknown, not
+   compiled in, or this CPU cannot run it. */
+TFM_PRIVATE bool tfm__pick_isa(const char *name, tfm__isa *out) {
+    int set;
+    for (set = TFM__SET_COUNT - 1; set >= 0; set--) {
+        if (!tfm__isa_get(set, out) || (name && name[0] && strcmp(name, out->name) != 0)) continue;
+        return tfm__isa_runs(out->name);
+    }
+    return false;
 }
 
 /* >>model ----------------------------------------------------------------------------------------
@@ -1547,6 +2830,8 @@ struct tfm_model {
     float rope_attn_factor; /* RoPE cos/sin multiplier (1 unless longrope) */
     bool has_local_rope;   /* some layer uses the local RoPE table */
     tfm__tokenizer *tokenizer; /* NULL when the file has none */
+    tfm__isa isa;          /* the kernels, chosen at open (>>dispatch) */
+    unsigned act_formats;  /* bit f set: some matrix reads activations in tfm__act format f */
 };
 
 /* The model's tokenizer, or NULL when the file carries none. */
@@ -1594,6 +2879,7 @@ TFM_PRIVATE tfm_result tfm__take(tfm__resolver *r, int slot, int rows, int cols,
     out->dtype = (tfm_dtype)e.dtype;
     out->rows = rows;
     out->cols = cols ? cols : 1;
+    out->row_bytes = tfm__row_bytes(e.dtype, (size_t)out->cols); /* whole blocks: checked by tfm__read_entry */
     return TFM_OK;
 }
 
@@ -1746,13 +3032,29 @@ TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
     return best->data ? best->dtype : TFM_DTYPE_F32;
 }
 
+/* Bit f for each activation format (tfm__act) some matrix of the model reads. */
+TFM_PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
+    unsigned bits = 1u << tfm__dtype_of(m->w_out.dtype).act;
+    int l, i;
+    for (l = 0; l < m->config.n_layers; l++) {
+        const tfm__layer *L = &m->layers[l];
+        const tfm__tensor *t[7];
+        t[0] = &L->wq; t[1] = &L->wk; t[2] = &L->wv; t[3] = &L->wo;
+        t[4] = &L->w_up; t[5] = &L->w_gate; t[6] = &L->w_down;
+        for (i = 0; i < 7; i++)
+            if (t[i]->data) bits |= 1u << tfm__dtype_of(t[i]->dtype).act;
+    }
+    return bits;
+}
+
 /* >>session --------------------------------------------------------------------------------------
    A session is one sequence being decoded: the KV cache (every layer's keys and values for every
    position so far, so each new token costs one pass instead of re-running the prefix), the
-   scratch of one step for a batch of up to TFM__BATCH tokens, and the precomputed position
+   scratch of one step for a batch of up to n_batch tokens, and the precomputed position
    tables. It is carved out of one allocation at create time; eval allocates nothing. */
 
-#define TFM__BATCH 16             /* prompt tokens per pass: each weight row is read once per batch */
+#define TFM__DEFAULT_BATCH 64     /* prompt tokens per pass: each weight row is read once per batch */
+#define TFM__MAX_BATCH 4096       /* session desc n_batch limit */
 #define TFM__TASKS_PER_THREAD 4   /* tasks per thread per parallel pass: load balancing */
 #define TFM__MIN_ROWS_PER_TASK 16 /* below this a matmul runs on the calling thread */
 #define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
@@ -1760,7 +3062,7 @@ TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
 
 /* One layer's slice of the KV cache: rows of kv_dim floats at k_cache + at (v_cache likewise).
    A full layer has n_ctx rows; a layer whose window w is shorter keeps a ring of
-   w + TFM__BATCH - 1 rows (position p in row p % rows), enough for the w - 1 keys before the
+   w + n_batch - 1 rows (position p in row p % rows), enough for the w - 1 keys before the
    first token of a batch and the batch itself. low: the first position still in the ring. */
 typedef struct tfm__kv_layer {
     size_t at;
@@ -1779,14 +3081,19 @@ struct tfm_session {
     void *parallel_user;
     bool (*should_abort)(void *user);
     void *abort_user;
+    int n_batch;    /* tokens per pass */
     float *k_cache, *v_cache;   /* per layer [kv[l].rows, kv_dim] */
     tfm__kv_layer *kv;          /* [n_layers] */
-    float *x;                   /* [TFM__BATCH, d_model] the residual stream of each token */
-    float *xn, *xn2;            /* [TFM__BATCH, d_model] normalized inputs of the sublayers */
-    float *attn_out, *ffn_out;  /* [TFM__BATCH, d_model] sublayer outputs */
-    float *q;                   /* [TFM__BATCH, q_dim] queries */
-    float *att;                 /* [TFM__BATCH, q_dim] attention output, heads side by side */
-    float *up, *gate;           /* [TFM__BATCH, d_ff] FFN hidden */
+    float *x;                   /* [n_batch, d_model] the residual stream of each token */
+    float *xn, *xn2;            /* [n_batch, d_model] normalized inputs of the sublayers */
+    float *attn_out, *ffn_out;  /* [n_batch, d_model] sublayer outputs */
+    float *q;                   /* [n_batch, q_dim] queries */
+    float *att;                 /* [n_batch, q_dim] attention output, heads side by side */
+    float *up, *gate;           /* [n_batch, d_ff] FFN hidden */
+    tfm__qacts qa[TFM__ACT_COUNT]; /* quantized matrix inputs, per format the model's weights read
+                                      (buffers for n_batch rounded up to TFM__GROUP tokens x max_cols) */
+    unsigned char *task_scratch;   /* [n_tasks][task_scratch_bytes] (AMX kernels), else NULL */
+    size_t task_scratch_bytes;
     float *scores;              /* [n_heads, n_ctx] attention weights, one row per head */
     float *logits;              /* [n_vocab] of the last evaluated token */
     float *rope_cos, *rope_sin; /* [n_ctx, rope_dim/2] (RoPE only) */
@@ -1795,6 +3102,13 @@ struct tfm_session {
     float *pos_table;           /* [n_ctx, d_model] (sinusoidal only) */
     char last_error[TFM__ERROR_BYTES];
 };
+
+/* The widest matrix input: d_model, n_heads * d_head or d_ff. */
+TFM_PRIVATE size_t tfm__max_cols(const tfm_config *c) {
+    size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head, m = (size_t)c->d_model;
+    m = q_dim > m ? q_dim : m;
+    return (size_t)c->d_ff > m ? (size_t)c->d_ff : m;
+}
 
 /* Byte offsets of sub-arrays in one block; overflow is sticky. */
 typedef struct tfm__plan {
@@ -1821,24 +3135,26 @@ TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_
     return TFM__CAST(float *, tfm__carve_bytes(p, base, a, b, c, sizeof(float)));
 }
 
-/* Rows of layer l's cache in a session of n_ctx positions (see tfm__kv_layer). */
-TFM_PRIVATE int tfm__kv_rows(const tfm__layer *L, int n_ctx) {
-    return L->window > 0 && L->window < n_ctx - (TFM__BATCH - 1) ? L->window + (TFM__BATCH - 1) : n_ctx;
+/* Rows of layer l's cache in a session of n_ctx positions and n_batch tokens per pass (see
+   tfm__kv_layer). */
+TFM_PRIVATE int tfm__kv_rows(const tfm__layer *L, int n_ctx, int n_batch) {
+    return L->window > 0 && L->window < n_ctx - (n_batch - 1) ? L->window + (n_batch - 1) : n_ctx;
 }
 
 /* Lay out every array of s after the struct itself; base NULL only sizes. */
 TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsigned char *base, tfm__plan *p) {
     size_t d = (size_t)c->d_model, q_dim = (size_t)c->n_heads * (size_t)c->d_head, ctx = (size_t)s->n_ctx;
     size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, half = (size_t)c->rope_dim / 2;
-    size_t nb = TFM__BATCH;
+    size_t nb = (size_t)s->n_batch, n_pad = (nb + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
+    size_t cols = tfm__max_cols(c);
     bool rope = c->pos == TFM_POS_ROPE_HALF || c->pos == TFM_POS_ROPE_INTERLEAVED;
     size_t kv_rows = 0;
-    int l;
+    int l, f;
     p->bytes = sizeof(tfm_session);
     p->overflow = false;
     s->kv = TFM__CAST(tfm__kv_layer *, tfm__carve_bytes(p, base, (size_t)c->n_layers, 1, 1, sizeof(tfm__kv_layer)));
     for (l = 0; l < c->n_layers; l++) {
-        int rows = tfm__kv_rows(&s->model->layers[l], s->n_ctx);
+        int rows = tfm__kv_rows(&s->model->layers[l], s->n_ctx, s->n_batch);
         if (s->kv) {
             s->kv[l].at = kv_rows * kv_dim; /* < the cache size, checked by the carve below */
             s->kv[l].rows = rows;
@@ -1865,6 +3181,20 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
     s->rope_sin_local = rope && s->model->has_local_rope ? tfm__carve(p, base, ctx, half, 1) : NULL;
     s->alibi = c->pos == TFM_POS_ALIBI ? tfm__carve(p, base, (size_t)c->n_heads, 1, 1) : NULL;
     s->pos_table = c->pos == TFM_POS_SINUSOIDAL ? tfm__carve(p, base, ctx, d, 1) : NULL;
+    for (f = 1; f < TFM__ACT_COUNT; f++) {
+        tfm__qacts *qa = &s->qa[f];
+        memset(qa, 0, sizeof *qa);
+        if (!(s->model->act_formats & (1u << f))) continue;
+        qa->block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
+        qa->sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
+        qa->q = TFM__CAST(int8_t *, TFM__CAST(void *, tfm__carve(p, base, n_pad, cols / 4, 1))); /* bytes */
+        qa->d = tfm__carve(p, base, n_pad, cols / (size_t)qa->block, 1);
+        qa->s = TFM__CAST(int32_t *, TFM__CAST(void *, tfm__carve(p, base, n_pad, cols / (size_t)qa->sum_len, 1)));
+    }
+    s->task_scratch = s->task_scratch_bytes
+                          ? TFM__CAST(unsigned char *, TFM__CAST(void *, tfm__carve(p, base, (size_t)s->n_tasks,
+                                                                                 s->task_scratch_bytes / sizeof(float), 1)))
+                          : NULL;
 }
 
 /* Resolved session options (zeros replaced by defaults), validated against the model. */
@@ -1878,8 +3208,12 @@ TFM_PRIVATE tfm_result tfm__session_desc_defaults(const tfm_model *m, const tfm_
     if (out->n_ctx < 0 || out->n_ctx > TFM_MAX_CTX || out->n_threads < 0 || out->n_threads > TFM__MAX_THREADS)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_ctx %d / n_threads %d out of range",
                         out->n_ctx, out->n_threads);
+    if (out->n_batch < 0 || out->n_batch > TFM__MAX_BATCH)
+        return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_batch %d out of range 0..%d", out->n_batch,
+                        TFM__MAX_BATCH);
     if (out->n_ctx == 0) out->n_ctx = m->config.n_ctx;
     if (out->n_threads == 0) out->n_threads = 1;
+    if (out->n_batch == 0) out->n_batch = TFM__DEFAULT_BATCH;
     if (m->config.pos == TFM_POS_LEARNED && out->n_ctx > m->config.n_ctx)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_ctx %d > %d learned positions",
                         out->n_ctx, m->config.n_ctx);
@@ -1938,8 +3272,10 @@ TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn f
 #define TFM__MAX_FUSED 3 /* matrices sharing one input that one parallel pass computes (q, k, v) */
 
 /* Up to TFM__MAX_FUSED products y_k = W_k x (+ b_k) over the same input batch, split as one
-   range of rows (the rows of W_0, then W_1, ...): one parallel pass instead of three. */
+   range of rows (the rows of W_0, then W_1, ...): one parallel pass instead of three. The input
+   is quantized once, before the pass, for each format its matrices read. */
 typedef struct tfm__matmul_job {
+    const tfm_session *s;
     const tfm__tensor *w[TFM__MAX_FUSED];
     const float *b[TFM__MAX_FUSED];
     float *y[TFM__MAX_FUSED];
@@ -1952,25 +3288,50 @@ typedef struct tfm__matmul_job {
 
 TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
     const tfm__matmul_job *j = TFM__CAST(const tfm__matmul_job *, ctx);
+    const tfm_session *s = j->s;
     int r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task, base = 0, k;
+    unsigned char *scratch = s->task_scratch ? s->task_scratch + (size_t)t * s->task_scratch_bytes : NULL;
     for (k = 0; k < j->n_w; base += j->w[k]->rows, k++) {
         int lo = r0 > base ? r0 : base, hi = r1 < base + j->w[k]->rows ? r1 : base + j->w[k]->rows;
-        if (lo < hi)
-            tfm__matmul_rows(j->w[k], j->x, j->x_stride, j->b[k], j->y[k], j->y_stride[k], j->n_b, lo - base,
-                             hi - base);
+        tfm__mm m;
+        if (lo >= hi) continue;
+        m.w = j->w[k];
+        m.x = j->x;
+        m.x_stride = j->x_stride;
+        m.qa = &s->qa[tfm__dtype_of(m.w->dtype).act];
+        m.bias = j->b[k];
+        m.y = j->y[k];
+        m.y_stride = j->y_stride[k];
+        m.n_b = j->n_b;
+        s->model->isa.mm[m.w->dtype](&m, lo - base, hi - base, scratch);
+    }
+}
+
+/* Quantize the job's input once for every format its matrices read (into the session). */
+TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job) {
+    unsigned done = 0;
+    int k;
+    for (k = 0; k < job->n_w; k++) {
+        tfm__afmt f = tfm__dtype_of(job->w[k]->dtype).act;
+        tfm__qacts *qa = &s->qa[f];
+        if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
+        done |= 1u << f;
+        qa->group = job->n_b == 1 ? 1 : TFM__GROUP;
+        s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
     }
 }
 
 /* Run a filled job: rows split across the session's tasks (or all on this thread). */
-TFM_PRIVATE void tfm__matmul_run(const tfm_session *s, tfm__matmul_job *job) {
+TFM_PRIVATE void tfm__matmul_run(tfm_session *s, tfm__matmul_job *job) {
     int n_tasks = s->n_tasks, k;
+    job->s = s;
+    tfm__matmul_quantize(s, job);
     for (k = 0, job->rows = 0; k < job->n_w; k++) job->rows += job->w[k]->rows;
     if (n_tasks <= 1 || job->rows < 2 * TFM__MIN_ROWS_PER_TASK ||
         (size_t)job->rows * (size_t)job->w[0]->cols * (size_t)job->n_b < TFM__MIN_PARALLEL_WORK)
         n_tasks = 1;
     job->rows_per_task = (job->rows + n_tasks - 1) / n_tasks;
-    job->rows_per_task = (job->rows_per_task + 3) / 4 * 4; /* whole blocks of the 4-row kernels */
-    if (n_tasks > 1 && job->rows_per_task < TFM__MIN_ROWS_PER_TASK) job->rows_per_task = TFM__MIN_ROWS_PER_TASK;
+    job->rows_per_task = (job->rows_per_task + 15) / 16 * 16; /* whole 16-row tiles of the kernels */
     n_tasks = (job->rows + job->rows_per_task - 1) / job->rows_per_task;
     tfm__run_tasks(s, n_tasks, tfm__matmul_task, job);
 }
@@ -1994,7 +3355,7 @@ TFM_PRIVATE void tfm__job_init(tfm__matmul_job *job, const float *x, size_t x_st
 }
 
 /* y[b] = W x[b] (+ bias) for the batch. */
-TFM_PRIVATE void tfm__matmul(const tfm_session *s, const tfm__tensor *w, const float *x, size_t x_stride,
+TFM_PRIVATE void tfm__matmul(tfm_session *s, const tfm__tensor *w, const float *x, size_t x_stride,
                              const float *bias, float *y, size_t y_stride, int n_b) {
     tfm__matmul_job job;
     tfm__job_init(&job, x, x_stride, n_b);
@@ -2030,17 +3391,17 @@ TFM_PRIVATE size_t tfm__span_row(const tfm__kv_span *sp, int j) { return (size_t
    the token receives the weighted mix of their values. Only earlier positions (the last window
    of them in a sliding-window layer) are in the span, so the model is causal by construction
    and masked keys never enter the softmax. slope is 0 except with ALiBi. */
-TFM_PRIVATE void tfm__attention_head(const float *q, const tfm__kv_span *sp, int d_head, float scale, float softcap,
-                                     float slope, float *scores, float *out) {
+TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const tfm__kv_span *sp, int d_head,
+                                     float scale, float softcap, float slope, float *scores, float *out) {
     int j;
     for (j = 0; j < sp->n; j++) {
-        float s = tfm__dot_f32(q, sp->k + tfm__span_row(sp, j) * sp->kv_dim, d_head) * scale;
+        float s = isa->dot(q, sp->k + tfm__span_row(sp, j) * sp->kv_dim, d_head) * scale;
         if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
         scores[j] = s + slope * (float)(j - (sp->n - 1));
     }
     tfm__softmax_inplace(scores, sp->n);
     memset(out, 0, (size_t)d_head * sizeof(float));
-    for (j = 0; j < sp->n; j++) tfm__axpy(out, scores[j], sp->v + tfm__span_row(sp, j) * sp->kv_dim, d_head);
+    for (j = 0; j < sp->n; j++) isa->axpy(out, scores[j], sp->v + tfm__span_row(sp, j) * sp->kv_dim, d_head);
 }
 
 typedef struct tfm__attn_job {
@@ -2069,7 +3430,8 @@ TFM_PRIVATE void tfm__attn_task(void *ctx, int h) {
         sp.n = t - first + 1;
         sp.s0 = first % kv->rows;
         sp.n0 = sp.n < kv->rows - sp.s0 ? sp.n : kv->rows - sp.s0;
-        tfm__attention_head(s->q + (size_t)b * q_dim + q_at, &sp, c->d_head, c->attn_scale, c->attn_softcap,
+        tfm__attention_head(&s->model->isa, s->q + (size_t)b * q_dim + q_at, &sp, c->d_head, c->attn_scale,
+                            c->attn_softcap,
                             s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
                             s->att + (size_t)b * q_dim + q_at);
     }
@@ -2255,10 +3617,10 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
     return TFM_OK;
 }
 
-/* Tokens of the next batch at pos: at most TFM__BATCH and n_left, and no more than fit before
+/* Tokens of the next batch at pos: at most n_batch and n_left, and no more than fit before
    a sliding-window ring wraps (so the batch's cache rows are contiguous in every layer). */
 TFM_PRIVATE int tfm__batch_size(const tfm_session *s, int pos, int n_left) {
-    int n_b = n_left < TFM__BATCH ? n_left : TFM__BATCH, l;
+    int n_b = n_left < s->n_batch ? n_left : s->n_batch, l;
     for (l = 0; l < s->model->config.n_layers; l++) {
         int rows = s->kv[l].rows, room = rows - pos % rows;
         if (rows < s->n_ctx && room < n_b) n_b = room;
@@ -2288,7 +3650,7 @@ TFM_PRIVATE bool tfm__kv_can_resume(const tfm_session *s, int pos) {
     return true;
 }
 
-/* Evaluate tokens[0..n_tokens) at pos.. in batches of TFM__BATCH (arguments already checked),
+/* Evaluate tokens[0..n_tokens) at pos.. in batches of n_batch (arguments already checked),
    advancing n_past batch by batch. logits_all [n_tokens, n_vocab] or NULL: then only the last
    token's logits are computed, into s->logits. */
 TFM_PRIVATE tfm_result tfm__eval_batches(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
@@ -4569,20 +5931,81 @@ TFM_API const char *tfm_result_string(tfm_result result) {
     return "unknown result";
 }
 
-#if defined(TFM__AVX2)
-#define TFM__PATH "avx2+fma"
-#elif defined(TFM__NEON)
-#define TFM__PATH "neon"
-#else
-#define TFM__PATH "scalar"
-#endif
 #ifdef TFM__OPENMP
-#define TFM__PATH_THREADS "+openmp"
+#define TFM__PATH_THREADS " +openmp"
 #else
 #define TFM__PATH_THREADS ""
 #endif
+#ifdef TFM__X86_AVX2
+#define TFM__HAS_AVX2 " avx2"
+#else
+#define TFM__HAS_AVX2 ""
+#endif
+#ifdef TFM__X86_AVX512
+#define TFM__HAS_AVX512 " avx512"
+#else
+#define TFM__HAS_AVX512 ""
+#endif
+#ifdef TFM__X86_AMX
+#define TFM__HAS_AMX " amx"
+#else
+#define TFM__HAS_AMX ""
+#endif
+#ifdef TFM__NEON
+#define TFM__HAS_NEON " neon"
+#else
+#define TFM__HAS_NEON ""
+#endif
+#define TFM__COMPILED " (compiled: scalar" TFM__HAS_AVX2 TFM__HAS_AVX512 TFM__HAS_AMX TFM__HAS_NEON ")" TFM__PATH_THREADS
 
-TFM_API const char *tfm_build_info(void) { return TFM__PATH TFM__PATH_THREADS; }
+TFM_API const char *tfm_build_info(void) {
+    tfm__isa isa;
+    const char *name = tfm__pick_isa(NULL, &isa) ? isa.name : "scalar";
+    if (strcmp(name, "avx2") == 0) return "avx2" TFM__COMPILED;
+    if (strcmp(name, "avx512") == 0) return "avx512" TFM__COMPILED;
+    if (strcmp(name, "amx") == 0) return "amx" TFM__COMPILED;
+    if (strcmp(name, "neon") == 0) return "neon" TFM__COMPILED;
+    return "scalar" TFM__COMPILED;
+}
+
+TFM_API tfm_dtype_info tfm_dtype_describe(tfm_dtype dtype) {
+    tfm__dtype_row t;
+    if (tfm__dtype((uint32_t)dtype, &t)) return t.info;
+    memset(&t, 0, sizeof t);
+    return t.info;
+}
+
+TFM_API bool tfm_dtype_from_name(const char *name, tfm_dtype *out) {
+    int i;
+    for (i = 0; name && i < TFM_DTYPE_COUNT; i++)
+        if (strcmp(name, tfm__dtype_of((tfm_dtype)i).info.name) == 0) {
+            if (out) *out = (tfm_dtype)i;
+            return true;
+        }
+    return false;
+}
+
+TFM_API size_t tfm_dtype_row_bytes(tfm_dtype dtype, size_t n_cols) { return tfm__row_bytes((uint32_t)dtype, n_cols); }
+
+/* n elements of dtype as a whole number of blocks, else 0. */
+TFM_PRIVATE size_t tfm__dtype_blocks(tfm_dtype dtype, size_t n) {
+    tfm__dtype_row t;
+    return tfm__dtype((uint32_t)dtype, &t) && n % (size_t)t.info.block_elems == 0 ? n / (size_t)t.info.block_elems : 0;
+}
+
+TFM_API tfm_result tfm_dtype_to_f32(tfm_dtype dtype, const void *src, float *dst, size_t n) {
+    size_t blocks = tfm__dtype_blocks(dtype, n);
+    if (!src || !dst || (uint32_t)dtype >= (uint32_t)TFM_DTYPE_COUNT || (n > 0 && blocks == 0)) return TFM_ERR_INVALID_ARG;
+    tfm__dtype_of(dtype).to_f32(TFM__CAST(const unsigned char *, src), dst, blocks);
+    return TFM_OK;
+}
+
+TFM_API tfm_result tfm_dtype_from_f32(tfm_dtype dtype, const float *src, void *dst, size_t n) {
+    size_t blocks = tfm__dtype_blocks(dtype, n);
+    if (!src || !dst || (uint32_t)dtype >= (uint32_t)TFM_DTYPE_COUNT || (n > 0 && blocks == 0)) return TFM_ERR_INVALID_ARG;
+    tfm__dtype_of(dtype).from_f32(src, TFM__CAST(unsigned char *, dst), blocks);
+    return TFM_OK;
+}
 
 /* Frees everything tfm_model_open built; safe on a partly built model. */
 TFM_PRIVATE void tfm__model_free(tfm_model *m) {
@@ -4605,6 +6028,10 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
     int n_slots;
     uint64_t dir_end = 0;
     tfm_result r;
+    tfm__isa isa;
+    if (!tfm__pick_isa(desc->kernels, &isa))
+        return tfm__log(lg, TFM_ERR_UNSUPPORTED, "kernels \"%s\": not compiled in, or this CPU cannot run them",
+                        desc->kernels);
     if ((r = tfm__parse_header(f->data, f->data_bytes, lg, &h)) != TFM_OK) return r;
     if ((r = tfm__check_config(&h, lg)) != TFM_OK) return r;
     if ((r = tfm__check_layout(&h, f->data_bytes, lg, &dir_end)) != TFM_OK) return r;
@@ -4623,6 +6050,7 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
         m->allocator = desc->allocator;
         m->logger = desc->logger;
         m->block_bytes = model_bytes;
+        m->isa = isa;
         m->layers = TFM__CAST(tfm__layer *, tfm__at(m, layers_at));
         tfm__config_from_header(&h, &m->config);
         m->rope_orig_ctx = (int)h.rope_orig_ctx;
@@ -4635,6 +6063,7 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
         if (!tfm__is_vocab_only(&h)) r = tfm__resolve(&rs, m, n_slots);
         if (!r) r = tfm__read_layer_table(f->data, &h, lg, m);
         if (!r) m->config.dtype = tfm__largest_dtype(m);
+        if (!r) m->act_formats = tfm__act_formats(m);
     }
     tfm__free(&desc->allocator, slots, slots_bytes);
     if (!r && h.tokenizer_bytes > 0)
@@ -4681,6 +6110,32 @@ TFM_API tfm_config tfm_model_config(const tfm_model *model) {
     return c;
 }
 
+/* The scalar fields of a session from its resolved desc (everything but the arrays). */
+TFM_PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, const tfm_session_desc *d) {
+    memset(s, 0, sizeof *s);
+    s->model = model;
+    s->allocator = d->allocator;
+    s->n_ctx = d->n_ctx;
+    s->n_batch = d->n_batch;
+    s->n_threads = d->n_threads;
+    s->parallel_for = d->parallel_for;
+    s->parallel_user = d->parallel_user;
+    s->should_abort = d->should_abort;
+    s->abort_user = d->abort_user;
+#ifdef TFM__OPENMP
+    s->n_tasks = d->n_threads > 1 ? d->n_threads * TFM__TASKS_PER_THREAD : 1;
+#else
+    s->n_tasks = 1;
+#endif
+    if (d->parallel_for) s->n_tasks = d->n_threads * TFM__TASKS_PER_THREAD;
+#ifdef TFM__X86_AMX
+    if (model->isa.tiles) {
+        size_t bytes = tfm__amx_scratch_bytes((int)tfm__max_cols(&model->config));
+        s->task_scratch_bytes = (bytes + TFM__ALIGN - 1) / TFM__ALIGN * TFM__ALIGN;
+    }
+#endif
+}
+
 TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_desc *desc,
                                       tfm_session **out_session) {
     tfm_session_desc d;
@@ -4694,30 +6149,14 @@ TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_
     if (c->n_layers == 0)
         return tfm__log(&model->logger, TFM_ERR_UNSUPPORTED, "session: the model is vocab-only");
     if ((r = tfm__session_desc_defaults(model, desc, &d)) != TFM_OK) return r;
-    memset(&tmp, 0, sizeof tmp);
-    tmp.model = model;
-    tmp.n_ctx = d.n_ctx;
+    tfm__session_fields(&tmp, model, &d);
     tfm__session_layout(&tmp, c, NULL, &plan);
     if (plan.overflow) return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: size overflows");
     s = TFM__CAST(tfm_session *, tfm__alloc(&d.allocator, plan.bytes));
     if (!s)
         return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: cannot allocate %zu bytes", plan.bytes);
-    memset(s, 0, sizeof *s);
-    s->model = model;
-    s->allocator = d.allocator;
+    tfm__session_fields(s, model, &d);
     s->block_bytes = plan.bytes;
-    s->n_ctx = d.n_ctx;
-    s->n_threads = d.n_threads;
-    s->parallel_for = d.parallel_for;
-    s->parallel_user = d.parallel_user;
-    s->should_abort = d.should_abort;
-    s->abort_user = d.abort_user;
-#ifdef TFM__OPENMP
-    s->n_tasks = d.n_threads > 1 ? d.n_threads * TFM__TASKS_PER_THREAD : 1;
-#else
-    s->n_tasks = 1;
-#endif
-    if (d.parallel_for) s->n_tasks = d.n_threads * TFM__TASKS_PER_THREAD;
     tfm__session_layout(s, c, TFM__CAST(unsigned char *, TFM__CAST(void *, s)), &plan);
     if (s->rope_cos) {
         bool long_ctx = model->rope_freqs_long && s->n_ctx > model->rope_orig_ctx;
@@ -4741,7 +6180,7 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
 }
 
 /* Arguments are all checked before anything is evaluated. Tokens go through the layers in
-   batches of TFM__BATCH; n_tokens == 0 only rewinds (n_past = pos). When should_abort cancels,
+   batches of n_batch; n_tokens == 0 only rewinds (n_past = pos). When should_abort cancels,
    n_past counts the batches that finished, so the caller can continue from there. */
 TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
                                     float *logits_all) {

@@ -260,16 +260,19 @@ static void check_features(const modern_case *mc, const unsigned char *file, siz
     }
 }
 
-/* The ring of a windowed layer: window + TFM__BATCH - 1 rows; a rewind too far back is
-   refused, one within the ring gives the reference again. */
+/* The ring of a windowed layer: window + n_batch - 1 rows (n_batch 4 here, so the 40 tokens
+   wrap it several times, batches cut at the wrap); the whole run gives the reference; a rewind
+   too far back is refused, one within the ring gives the reference again. */
 static void check_ring(const modern_case *mc, const tfm_model *m, const golden *g, int n_vocab, const char *label) {
     tfm_session_desc sd;
     tfm_session *s = NULL;
     float *rest = (float *)calloc((size_t)g->n_ids * (size_t)n_vocab, sizeof(float));
+    double d_all = INFINITY;
     int l, ring_layers = 0, ok_rows = 1, back = g->n_ids - mc->window / 2;
     tfm_result r;
     memset(&sd, 0, sizeof sd);
     sd.n_ctx = mc->n_ctx ? mc->n_ctx : 128;
+    sd.n_batch = 4;
     r = tfm_session_create(m, &sd, &s);
     CHECK(r == TFM_OK && rest);
     if (r != TFM_OK || !rest) {
@@ -277,13 +280,15 @@ static void check_ring(const modern_case *mc, const tfm_model *m, const golden *
         return;
     }
     for (l = 0; l < m->config.n_layers; l++) {
-        int w = m->layers[l].window, want = w && w + TFM__BATCH - 1 < s->n_ctx ? w + TFM__BATCH - 1 : s->n_ctx;
+        int w = m->layers[l].window, want = w && w + s->n_batch - 1 < s->n_ctx ? w + s->n_batch - 1 : s->n_ctx;
         ring_layers += s->kv[l].rows < s->n_ctx;
         ok_rows &= s->kv[l].rows == want;
     }
     CHECK_MSG(ok_rows && ring_layers > 0, "%s: %d ring layers, rows as expected: %d", label, ring_layers, ok_rows);
-    r = tfm_session_eval(s, g->ids, g->n_ids, 0, NULL);
+    r = tfm_session_eval(s, g->ids, g->n_ids, 0, rest);
     CHECK(r == TFM_OK);
+    if (r == TFM_OK) d_all = max_abs_diff(rest, g->logits, (size_t)g->n_ids * (size_t)n_vocab);
+    CHECK_MSG(d_all <= F32_BOUND, "%s: through the ring with n_batch 4: maxdiff %g", label, d_all);
     r = tfm_session_eval(s, g->ids + 1, 1, 1, NULL); /* the window before position 1 is long gone */
     CHECK_MSG(r == TFM_ERR_INVALID_ARG && strstr(tfm_session_last_error(s), "sliding-window"),
               "%s: rewind to 1: %s %s", label, tfm_result_string(r), tfm_session_last_error(s));
@@ -293,8 +298,9 @@ static void check_ring(const modern_case *mc, const tfm_model *m, const golden *
     if (r == TFM_OK) {
         double d = max_abs_diff(rest, g->logits + (size_t)back * (size_t)n_vocab,
                                 (size_t)(g->n_ids - back) * (size_t)n_vocab);
-        printf("    %-16s ring: %d windowed layers of %d rows; rewind to %d: maxdiff %.3g\n", label, ring_layers,
-               s->kv[0].rows < s->n_ctx ? s->kv[0].rows : s->kv[m->config.n_layers - 1].rows, back, d);
+        printf("    %-16s ring: %d windowed layers of %d rows, n_batch 4: maxdiff %.3g; rewind to %d: %.3g\n", label,
+               ring_layers, s->kv[0].rows < s->n_ctx ? s->kv[0].rows : s->kv[m->config.n_layers - 1].rows, d_all,
+               back, d);
         CHECK_MSG(d <= F32_BOUND, "%s: rewind within the ring: maxdiff %g", label, d);
     }
     r = tfm_session_eval(s, g->ids, 3, 0, NULL); /* back to the start always works */
