@@ -375,6 +375,8 @@ typedef struct tfm_session_desc {
     void *abort_user;
     int n_batch;             /* 0: 64; prompt tokens evaluated per pass over the weights (at most
                                 4096): more is faster for long prompts, costs scratch memory */
+    tfm_dtype kv_dtype;      /* the KV cache: TFM_DTYPE_F32 (0, default) or TFM_DTYPE_F16 (half the
+                                memory and bandwidth; values rounded to f16) */
     tfm_allocator allocator;
 } tfm_session_desc;
 
@@ -1614,6 +1616,35 @@ TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
     for (i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
+/* y[0..n) += a * x[0..n) with x in f16 (a half-precision KV cache's values). */
+TFM_PRIVATE void tfm__axpy_h_scalar(float *y, float a, const unsigned char *x, int n) {
+    int i;
+    for (i = 0; i < n; i++) y[i] = fmaf(a, tfm__rd_f16(x + 2 * i), y[i]);
+}
+
+/* Attention scores of one query against n keys stored transposed, kt[d][j] with rows `stride`
+   elements apart: out[j] = sum over d of q[d] kt[d][j], one fmaf chain per key in increasing d
+   (the vector kernels compute 16 keys side by side, so no lanes are summed). kt in f32, or f16
+   for the _h twin. */
+TFM_PRIVATE void tfm__scores_scalar(const float *q, const float *kt, size_t stride, int d_head, int n, float *out) {
+    int j, d;
+    for (j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (d = 0; d < d_head; d++) acc = fmaf(q[d], kt[(size_t)d * stride + (size_t)j], acc);
+        out[j] = acc;
+    }
+}
+
+TFM_PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
+                                      float *out) {
+    int j, d;
+    for (j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (d = 0; d < d_head; d++) acc = fmaf(q[d], tfm__rd_f16(kt + 2 * ((size_t)d * stride + (size_t)j)), acc);
+        out[j] = acc;
+    }
+}
+
 /* Quantized activations. Integer kernels multiply weight codes by activation codes, so the
    float input of a matrix product is quantized once (tfm__quant_scalar) into blocks of
    `block` values (32 for Q8, 256 for Q8_K) with a float scale d (value = code * d, codes in
@@ -1626,6 +1657,10 @@ TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
      s [n_groups][n_blocks][block / sum_len][G]    sums of codes
    With G = 1 each token's codes are one contiguous row. */
 #define TFM__GROUP 16
+
+/* G for a format and batch: Q8_K activations stay in rows (the q4_k / q6_k kernels take one
+   token at a time). */
+#define tfm__act_group(f, n_b) ((n_b) == 1 || (f) == TFM__ACT_Q8_K ? 1 : TFM__GROUP)
 
 typedef struct tfm__qacts {
     int8_t *q;
@@ -1943,10 +1978,18 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    file reaches them through a tfm__isa table (>>dispatch) and never sees an intrinsic.
 
    The float kernels (f32, f16, bf16 weights; attention's dot and axpy) are written once, in
-   TFM__FLOAT_KERNELS, against a small vector layer: a 16-lane float vector and six operations
-   (zero, load, load f16, load bf16, fma, store) plus the fixed-order lane sum, defined per set
+   TFM__FLOAT_KERNELS, against a small vector layer: a 16-lane float vector and its operations
+   (zero, set1, load f32 / f16 / bf16, fma, store, and sum: the lanes in tfm__lanes_sum's order), defined per set
    (one __m512, two __m256, four float32x4_t). The integer kernels differ too much between
    sets to share code (VNNI dot products, AMX tiles) and are written per set. */
+
+/* Fully unroll the next loop (its trip count is a small constant), so a register block's
+   accumulators stay in registers. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TFM__UNROLL _Pragma("GCC unroll 32")
+#else
+#define TFM__UNROLL
+#endif
 
 #if defined(TFM__X86)
 #if defined(TFM__DISPATCH)
@@ -1976,6 +2019,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
         int k = 0, l;                                                                                     \
         for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
             acc = tfm__##P##_fma(tfm__##P##_ld(a + k), tfm__##P##_ld(b + k), acc);                        \
+        if (k == n) return tfm__##P##_sum(acc);                                                          \
         tfm__##P##_st(lanes, acc);                                                                        \
         for (l = 0; k + l < n; l++) lanes[l] = fmaf(a[k + l], b[k + l], lanes[l]);                        \
         return tfm__lanes_sum(lanes);                                                                     \
@@ -1987,9 +2031,37 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld(x + k), tfm__##P##_ld(y + k)));         \
         for (; k < n; k++) y[k] = fmaf(a, x[k], y[k]);                                                    \
     }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_axpy_h(float *y, float a, const unsigned char *x, int n) {             \
+        tfm__##P##_v va = tfm__##P##_set1(a);                                                             \
+        int k = 0;                                                                                        \
+        for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
+            tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld_h(x + 2 * k), tfm__##P##_ld(y + k)));   \
+        for (; k < n; k++) y[k] = fmaf(a, tfm__w_f16(x, k), y[k]);                                        \
+    }                                                                                                     \
+    TFM__SCORES(P, T, f32, tfm__##P##_ld_w32, tfm__w_f32, 4)                                              \
+    TFM__SCORES(P, T, f16, tfm__##P##_ld_h, tfm__w_f16, 2)                                                \
     TFM__FLOAT_MM(P, T, R, C, f32, tfm__##P##_ld_w32, tfm__w_f32)                                         \
     TFM__FLOAT_MM(P, T, R, C, f16, tfm__##P##_ld_h, tfm__w_f16)                                           \
     TFM__FLOAT_MM(P, T, R, C, bf16, tfm__##P##_ld_b, tfm__w_bf16)
+
+/* Attention scores (tfm__scores_scalar's chains), 16 keys per vector; the keys past the last
+   whole vector one chain each. ESZ: bytes per cached element. */
+#define TFM__SCORES(P, T, W, LD, WS, ESZ)                                                                 \
+    T TFM_PRIVATE void tfm__##P##_scores_##W(const float *q, const unsigned char *kt, size_t stride, int d_head, \
+                                              int n, float *out) {                                       \
+        int j = 0, d;                                                                                     \
+        for (; j + TFM__LANES <= n; j += TFM__LANES) {                                                    \
+            tfm__##P##_v acc = tfm__##P##_zero();                                                         \
+            for (d = 0; d < d_head; d++)                                                                  \
+                acc = tfm__##P##_fma(tfm__##P##_set1(q[d]), LD(kt + ESZ * ((size_t)d * stride + (size_t)j)), acc); \
+            tfm__##P##_st(out + j, acc);                                                                  \
+        }                                                                                                 \
+        for (; j < n; j++) {                                                                              \
+            float acc = 0.0f;                                                                             \
+            for (d = 0; d < d_head; d++) acc = fmaf(q[d], WS(kt + ESZ * ((size_t)d * stride + (size_t)j), 0), acc); \
+            out[j] = acc;                                                                                 \
+        }                                                                                                 \
+    }
 
 /* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, WS one weight
    as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
@@ -2003,7 +2075,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             const unsigned char *row[4], *pf;                                                             \
             tfm__##P##_v acc[4];                                                                          \
             float lanes[TFM__LANES];                                                                      \
-            for (i = 0; i < 4; i++) {                                                                     \
+            TFM__UNROLL for (i = 0; i < 4; i++) {                                                         \
                 row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                                  \
                 acc[i] = tfm__##P##_zero();                                                               \
             }                                                                                             \
@@ -2011,13 +2083,17 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                           \
                 tfm__##P##_v xv = tfm__##P##_ld(m->x + k);                                                \
                 if (((size_t)k * esz) % TFM__ALIGN == 0)                                                  \
-                    for (i = 0; i < 4; i++) tfm__prefetch(pf + (size_t)i * rb + (size_t)k * esz);        \
-                for (i = 0; i < 4; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
+                    TFM__UNROLL for (i = 0; i < 4; i++) tfm__prefetch(pf + (size_t)i * rb + (size_t)k * esz); \
+                TFM__UNROLL for (i = 0; i < 4; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
             }                                                                                             \
             for (i = 0; i < 4 && r + i < r1; i++) {                                                       \
-                tfm__##P##_st(lanes, acc[i]);                                                             \
-                for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), m->x[k + l], lanes[l]);    \
-                m->y[r + i] = tfm__lanes_sum(lanes);                                                      \
+                if (k == n) {                                                                             \
+                    m->y[r + i] = tfm__##P##_sum(acc[i]);                                                 \
+                } else {                                                                                  \
+                    tfm__##P##_st(lanes, acc[i]);                                                         \
+                    for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), m->x[k + l], lanes[l]); \
+                    m->y[r + i] = tfm__lanes_sum(lanes);                                                  \
+                }                                                                                         \
                 if (m->bias) m->y[r + i] += m->bias[r + i];                                               \
             }                                                                                             \
         }                                                                                                 \
@@ -2032,22 +2108,26 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
         int n = w->cols, i, j, k, l;                                                                      \
         for (i = 0; i < R; i++) row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                  \
         for (j = 0; j < C; j++) x[j] = m->x + (size_t)(b + j < m->n_b ? b + j : m->n_b - 1) * m->x_stride; \
-        for (i = 0; i < R; i++)                                                                           \
-            for (j = 0; j < C; j++) acc[i][j] = tfm__##P##_zero();                                        \
+        TFM__UNROLL for (i = 0; i < R; i++)                                                               \
+            TFM__UNROLL for (j = 0; j < C; j++) acc[i][j] = tfm__##P##_zero();                            \
         for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                               \
             tfm__##P##_v wv[R];                                                                           \
-            for (i = 0; i < R; i++) wv[i] = LD(row[i] + (size_t)k * esz);                                 \
-            for (j = 0; j < C; j++) {                                                                     \
+            TFM__UNROLL for (i = 0; i < R; i++) wv[i] = LD(row[i] + (size_t)k * esz);                     \
+            TFM__UNROLL for (j = 0; j < C; j++) {                                                         \
                 tfm__##P##_v xv = tfm__##P##_ld(x[j] + k);                                                \
-                for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fma(wv[i], xv, acc[i][j]);                 \
+                TFM__UNROLL for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fma(wv[i], xv, acc[i][j]);     \
             }                                                                                             \
         }                                                                                                 \
         for (i = 0; i < R && r + i < r1; i++)                                                             \
             for (j = 0; j < C && b + j < m->n_b; j++) {                                                   \
                 float *y = m->y + (size_t)(b + j) * m->y_stride + (size_t)(r + i);                        \
-                tfm__##P##_st(lanes, acc[i][j]);                                                          \
-                for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), x[j][k + l], lanes[l]);    \
-                *y = tfm__lanes_sum(lanes);                                                               \
+                if (k == n) {                                                                             \
+                    *y = tfm__##P##_sum(acc[i][j]);                                                       \
+                } else {                                                                                  \
+                    tfm__##P##_st(lanes, acc[i][j]);                                                      \
+                    for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), x[j][k + l], lanes[l]); \
+                    *y = tfm__lanes_sum(lanes);                                                           \
+                }                                                                                         \
                 if (m->bias) *y += m->bias[r + i];                                                        \
             }                                                                                             \
     }                                                                                                     \
@@ -2117,6 +2197,13 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
 }
+/* 8 lanes to 1 in tfm__lanes_sum's order: l + 4, then l + 2, then l + 1. */
+TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_sum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
 TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, 2)
 #endif
 
@@ -2136,6 +2223,9 @@ TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld_b(const unsigned char *p) {
 }
 TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_st(float *p, __m512 v) { _mm512_storeu_ps(p, v); }
+TFM__T_AVX512 TFM_PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
+    return tfm__avx2_sum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
 TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 3, 8)
 #endif
 
@@ -2188,6 +2278,11 @@ TFM_PRIVATE void tfm__neon_st(float *p, tfm__neon_v v) {
     int i;
     for (i = 0; i < 4; i++) vst1q_f32(p + 4 * i, v.q[i]);
 }
+TFM_PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 */
+    float32x4_t a = vaddq_f32(vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3]));
+    float32x2_t b = vadd_f32(vget_low_f32(a), vget_high_f32(a));
+    return vget_lane_f32(b, 0) + vget_lane_f32(b, 1);
+}
 TFM__FLOAT_KERNELS(neon, , 2, 2)
 #endif
 
@@ -2203,6 +2298,10 @@ TFM__FLOAT_KERNELS(neon, , 2, 2)
 #define TFM__PF_AHEAD 1024 /* bytes ahead each weight row is prefetched (one token) */
 
 #ifdef TFM__X86_AVX2
+/* An f16 at p as a float, inline (a call to the scalar tfm__rd_f16 would spill every vector
+   register of the loop around it). */
+TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_h2f(const unsigned char *p) { return _cvtsh_ss(tfm__rd_u16(p)); }
+
 /* Eight vectors of 8 int32 lanes -> their 8 lane sums (vector i's sum in lane i). */
 TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_red8(const __m256i *p) {
     __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
@@ -2227,7 +2326,7 @@ TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_nibbles(const unsigned char *q) {
 }
 
 /* Products of 32 u8 x 32 s8 summed into 8 int32 lanes (no VNNI: pairs into int16 first,
-   which cannot saturate for codes <= 15 times |x| <= 127). */
+   which cannot saturate for codes <= 63 times |x| <= 127). */
 TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_dot_u4(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
@@ -2282,7 +2381,7 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, 
                 const int32_t *s = qa->s + bi * TFM__GROUP;
                 const float *dx = qa->d + bi * TFM__GROUP;
                 __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-                __m256 dw = _mm256_set1_ps(tfm__rd_f16(row + (size_t)j * bb));
+                __m256 dw = _mm256_set1_ps(tfm__avx2_h2f(row + (size_t)j * bb));
                 for (k = 0; k < TFM__QK / 4; k++) {
                     const int8_t *ak = a + 64 * k;
                     __m256i xl = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, ak)));
@@ -2314,6 +2413,96 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, 
         }
     }
 }
+
+/* --- q4_k and q6_k, AVX2 and AVX-512 ---
+   One weight row at a time against each token (activations in rows: G = 1 for Q8_K at any
+   batch size), written once for both sets (DOT: 32 u8 codes times 32 s8 codes into 8 int32
+   lanes, each lane four products; lanes 0..3 cover the first 16 codes): per super-block the
+   sub-blocks' lane sums are scaled in integers and the lanes summed, giving the exact isum of
+   the scalar twin, and the float steps are the twin's, one scalar fmaf each. */
+#define TFM__KQUANT_KERNELS(P, T, DOT)                                                                    \
+    T TFM_PRIVATE int32_t tfm__##P##_hsum_i32(__m256i v) {                                               \
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));             \
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));                                                 \
+        return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));                           \
+    }                                                                                                     \
+    T TFM_PRIVATE float tfm__##P##_dot_q4_k(const unsigned char *w, const tfm__qacts *qa, int t) {        \
+        const __m256i low4 = _mm256_set1_epi8(0xf);                                                       \
+        float acc = 0.0f;                                                                                 \
+        int j, c, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];                                                   \
+        for (j = 0; j < qa->n_blocks; j++, w += 144) {                                                    \
+            size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
+            const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
+            const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
+            __m256i isum = _mm256_setzero_si256();                                                        \
+            int32_t imin = 0;                                                                             \
+            float dx = qa->d[bi];                                                                         \
+            for (c = 0; c < TFM__Q4_K_SUB; c++) {                                                         \
+                tfm__q4k_scale(w + 4, c, &sc[c], &mn[c]);                                                 \
+                imin += mn[c] * (xs[2 * c] + xs[2 * c + 1]);                                              \
+            }                                                                                             \
+            for (c = 0; c < 4; c++) {                                                                     \
+                __m256i b = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 16 + 32 * c))); \
+                __m256i lo = _mm256_and_si256(b, low4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4); \
+                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(lo, x + 64 * c), _mm256_set1_epi32(sc[2 * c]))); \
+                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(hi, x + 64 * c + 32), _mm256_set1_epi32(sc[2 * c + 1]))); \
+            }                                                                                             \
+            acc = fmaf((float)tfm__##P##_hsum_i32(isum), tfm__avx2_h2f(w) * dx, acc);                     \
+            acc = fmaf(-(float)imin, tfm__avx2_h2f(w + 2) * dx, acc);                                     \
+        }                                                                                                 \
+        return acc;                                                                                       \
+    }                                                                                                     \
+    T TFM_PRIVATE float tfm__##P##_dot_q6_k(const unsigned char *w, const tfm__qacts *qa, int t) {        \
+        const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3);                          \
+        float acc = 0.0f;                                                                                 \
+        int j, h, k, sb;                                                                                  \
+        for (j = 0; j < qa->n_blocks; j++, w += 210) {                                                    \
+            size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
+            const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
+            const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
+            const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, w + 192));   \
+            __m256i isum = _mm256_setzero_si256();                                                        \
+            int32_t zero = 0;                                                                             \
+            for (sb = 0; sb < TFM__Q6_K_SUB; sb++) zero += scl[sb] * xs[sb];                              \
+            for (h = 0; h < 2; h++) {                                                                     \
+                __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 64 * h))); \
+                __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 64 * h + 32))); \
+                __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 128 + 32 * h))); \
+                for (k = 0; k < 4; k++) {                                                                 \
+                    __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4); \
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2);                    \
+                    __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));                         \
+                    int s0 = 8 * h + 2 * k; /* sub-blocks of 16 covered: s0 (lanes 0..3), s0 + 1 */       \
+                    __m256i scv = _mm256_setr_epi32(scl[s0], scl[s0], scl[s0], scl[s0], scl[s0 + 1],       \
+                                                    scl[s0 + 1], scl[s0 + 1], scl[s0 + 1]);               \
+                    isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(code, x + 128 * h + 32 * k), scv)); \
+                }                                                                                         \
+            }                                                                                             \
+            acc = fmaf((float)(tfm__##P##_hsum_i32(isum) - TFM__Q6_K_ZERO * zero), tfm__avx2_h2f(w + 208) * qa->d[bi], acc); \
+        }                                                                                                 \
+        return acc;                                                                                       \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_mm_kquant(const tfm__mm *m, int r0, int r1, bool q6) {                  \
+        int r, b;                                                                                         \
+        for (r = r0; r < r1; r++) {                                                                       \
+            const unsigned char *row = tfm__tensor_at(m->w, r);                                           \
+            for (b = 0; b < m->n_b; b++) {                                                                \
+                float v = q6 ? tfm__##P##_dot_q6_k(row, m->qa, b) : tfm__##P##_dot_q4_k(row, m->qa, b);   \
+                m->y[(size_t)b * m->y_stride + (size_t)r] = m->bias ? v + m->bias[r] : v;                 \
+            }                                                                                             \
+        }                                                                                                 \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_mm_q4_k(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
+        (void)scratch;                                                                                    \
+        tfm__##P##_mm_kquant(m, r0, r1, false);                                                           \
+    }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_mm_q6_k(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
+        (void)scratch;                                                                                    \
+        tfm__##P##_mm_kquant(m, r0, r1, true);                                                            \
+    }
+
+#define TFM__AVX2_DOT(u, x) tfm__avx2_dot_u4(u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
+TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2, TFM__AVX2_DOT)
 
 TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
@@ -2373,6 +2562,10 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int 
     }
 }
 
+#define TFM__AVX512_DOT(u, x) \
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
+TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512, TFM__AVX512_DOT)
+
 #define TFM__AVX512_ROWS 4 /* weight rows per pass of the batched VNNI kernel */
 
 /* A batch: TFM__AVX512_ROWS rows x 16 tokens per register block. */
@@ -2414,7 +2607,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int 
                         }
                     }
                     acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                                             _mm512_mul_ps(_mm512_set1_ps(tfm__rd_f16(row[i] + at)), dx), acc[i]);
+                                             _mm512_mul_ps(_mm512_set1_ps(tfm__avx2_h2f(row[i] + at)), dx), acc[i]);
                 }
             }
             for (i = 0; i < TFM__AVX512_ROWS && r + i < r1; i++) {
@@ -2580,7 +2773,7 @@ TFM__T_AMX TFM_PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsign
     for (r = r0; r + TFM__AMX_ROWS <= r1; r += TFM__AMX_ROWS) {
         const unsigned char *w0 = tfm__tensor_at(w, r);
         for (j = 0; j < nb; j++)
-            for (i = 0; i < TFM__AMX_ROWS; i++) dw[j * TFM__AMX_ROWS + i] = tfm__rd_f16(w0 + (size_t)i * w->row_bytes + (size_t)j * bb);
+            for (i = 0; i < TFM__AMX_ROWS; i++) dw[j * TFM__AMX_ROWS + i] = tfm__avx2_h2f(w0 + (size_t)i * w->row_bytes + (size_t)j * bb);
         if (ty == TFM_DTYPE_Q4_0) { /* unpack: scratch [16 rows][cols] codes 0..15 */
             for (i = 0; i < TFM__AMX_ROWS; i++)
                 for (j = 0; j < nb; j++) {
@@ -2617,13 +2810,20 @@ typedef struct tfm__isa {
     const char *name;                                     /* as tfm_model_desc.kernels names it */
     tfm__mm_fn mm[TFM_DTYPE_COUNT];                       /* matrix kernels by weight dtype */
     void (*quant)(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa);
-    float (*dot)(const float *a, const float *b, int n); /* attention q . k */
-    void (*axpy)(float *y, float a, const float *x, int n);
+    float (*dot)(const float *a, const float *b, int n); /* the float dot product */
+    void (*axpy)(float *y, float a, const float *x, int n);           /* attention's value sums */
+    void (*axpy_h)(float *y, float a, const unsigned char *x, int n); /* the same, f16 values */
+    void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
+                                                          /* attention scores, keys f32 [0] / f16 [1] */
     bool tiles;                                           /* needs tfm__amx_scratch_bytes per task */
 } tfm__isa;
 
 TFM_PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     tfm__quant_scalar(x, x_stride, n_b, cols, qa);
+}
+TFM_PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
+                                        float *out) {
+    tfm__scores_scalar(q, TFM__CAST(const float *, TFM__CAST(const void *, kt)), stride, d_head, n, out);
 }
 
 /* The sets, weakest first; each is compiled in or not (tfm__isa_get says). */
@@ -2642,6 +2842,9 @@ TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tf
     t->quant = tfm__quant_scalar_fn;
     t->dot = tfm__dot_f32_scalar;
     t->axpy = tfm__axpy_scalar;
+    t->axpy_h = tfm__axpy_h_scalar;
+    t->scores[0] = tfm__scores_f32_scalar;
+    t->scores[1] = tfm__scores_h_scalar;
     t->tiles = false;
 }
 
@@ -2654,27 +2857,36 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AVX2
     case TFM__SET_AVX2:
         tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
-                      tfm__avx2_mm_q4_0, sc, sc);
+                      tfm__avx2_mm_q4_0, tfm__avx2_mm_q4_k, tfm__avx2_mm_q6_k);
         out->dot = tfm__avx2_dot;
         out->axpy = tfm__avx2_axpy;
+        out->axpy_h = tfm__avx2_axpy_h;
+        out->scores[0] = tfm__avx2_scores_f32;
+        out->scores[1] = tfm__avx2_scores_f16;
         return true;
 #endif
 #ifdef TFM__X86_AVX512
     case TFM__SET_AVX512:
         tfm__isa_fill(out, "avx512", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__avx512_mm_q8_0,
-                      tfm__avx512_mm_q4_0, sc, sc);
+                      tfm__avx512_mm_q4_0, tfm__avx512_mm_q4_k, tfm__avx512_mm_q6_k);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
+        out->axpy_h = tfm__avx512_axpy_h;
+        out->scores[0] = tfm__avx512_scores_f32;
+        out->scores[1] = tfm__avx512_scores_f16;
         return true;
 #endif
 #ifdef TFM__X86_AMX
     case TFM__SET_AMX:
         tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
-                      tfm__amx_mm_q4_0, sc, sc);
+                      tfm__amx_mm_q4_0, tfm__avx512_mm_q4_k, tfm__avx512_mm_q6_k);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
+        out->axpy_h = tfm__avx512_axpy_h;
+        out->scores[0] = tfm__avx512_scores_f32;
+        out->scores[1] = tfm__avx512_scores_f16;
         out->tiles = true;
         return true;
 #endif
@@ -2683,6 +2895,9 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, sc, sc, sc, sc);
         out->dot = tfm__neon_dot;
         out->axpy = tfm__neon_axpy;
+        out->axpy_h = tfm__neon_axpy_h;
+        out->scores[0] = tfm__neon_scores_f32;
+        out->scores[1] = tfm__neon_scores_f16;
         return true;
 #endif
     default: return false;
@@ -3060,7 +3275,7 @@ TFM_PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
 #define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
 #define TFM__MAX_THREADS (1 << 20)   /* desc n_threads limit: n_threads * TFM__TASKS_PER_THREAD fits an int */
 
-/* One layer's slice of the KV cache: rows of kv_dim floats at k_cache + at (v_cache likewise).
+/* One layer's slice of the KV cache: rows x kv_dim elements from element `at` of k_cache and v_cache.
    A full layer has n_ctx rows; a layer whose window w is shorter keeps a ring of
    w + n_batch - 1 rows (position p in row p % rows), enough for the w - 1 keys before the
    first token of a batch and the batch itself. low: the first position still in the ring. */
@@ -3082,8 +3297,11 @@ struct tfm_session {
     bool (*should_abort)(void *user);
     void *abort_user;
     int n_batch;    /* tokens per pass */
-    float *k_cache, *v_cache;   /* per layer [kv[l].rows, kv_dim] */
-    tfm__kv_layer *kv;          /* [n_layers] */
+    size_t kv_bytes;            /* bytes per cached value: 4 (f32) or 2 (f16) */
+    tfm__kv_layer *kv;          /* [n_layers] each layer's ring of cache rows */
+    unsigned char *k_cache;     /* per layer l, kv head g: keys transposed, [d_head, kv[l].rows] */
+    unsigned char *v_cache;     /* per layer [kv[l].rows, kv_dim] values */
+    float *k_new, *v_new;       /* [n_batch, kv_dim] the batch's keys and values before the cache */
     float *x;                   /* [n_batch, d_model] the residual stream of each token */
     float *xn, *xn2;            /* [n_batch, d_model] normalized inputs of the sublayers */
     float *attn_out, *ffn_out;  /* [n_batch, d_model] sublayer outputs */
@@ -3116,14 +3334,12 @@ typedef struct tfm__plan {
     bool overflow;
 } tfm__plan;
 
-/* Reserve a * b * c elements of elem_bytes (64-byte aligned); a pointer into base, or NULL
+/* Reserve a * b * c elements of elem bytes (64-byte aligned); a pointer into base, or NULL
    while sizing. */
-TFM_PRIVATE void *tfm__carve_bytes(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c,
-                                   size_t elem_bytes) {
+TFM_PRIVATE void *tfm__carve_elems(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c, size_t elem) {
     size_t n, at;
-    if (p->overflow || !tfm__mul_size(a, b, &n) || !tfm__mul_size(n, c, &n) ||
-        !tfm__mul_size(n, elem_bytes, &n) || !tfm__align_size(p->bytes, TFM__ALIGN, &at) ||
-        !tfm__add_size(at, n, &p->bytes)) {
+    if (p->overflow || !tfm__mul_size(a, b, &n) || !tfm__mul_size(n, c, &n) || !tfm__mul_size(n, elem, &n) ||
+        !tfm__align_size(p->bytes, TFM__ALIGN, &at) || !tfm__add_size(at, n, &p->bytes)) {
         p->overflow = true;
         return NULL;
     }
@@ -3132,7 +3348,7 @@ TFM_PRIVATE void *tfm__carve_bytes(tfm__plan *p, unsigned char *base, size_t a, 
 
 /* Reserve a * b * c floats. */
 TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c) {
-    return TFM__CAST(float *, tfm__carve_bytes(p, base, a, b, c, sizeof(float)));
+    return TFM__CAST(float *, tfm__carve_elems(p, base, a, b, c, sizeof(float)));
 }
 
 /* Rows of layer l's cache in a session of n_ctx positions and n_batch tokens per pass (see
@@ -3152,7 +3368,7 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
     int l, f;
     p->bytes = sizeof(tfm_session);
     p->overflow = false;
-    s->kv = TFM__CAST(tfm__kv_layer *, tfm__carve_bytes(p, base, (size_t)c->n_layers, 1, 1, sizeof(tfm__kv_layer)));
+    s->kv = TFM__CAST(tfm__kv_layer *, tfm__carve_elems(p, base, (size_t)c->n_layers, 1, 1, sizeof(tfm__kv_layer)));
     for (l = 0; l < c->n_layers; l++) {
         int rows = tfm__kv_rows(&s->model->layers[l], s->n_ctx, s->n_batch);
         if (s->kv) {
@@ -3162,8 +3378,10 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
         }
         kv_rows += (size_t)rows; /* <= n_layers * n_ctx: no overflow */
     }
-    s->k_cache = tfm__carve(p, base, kv_rows, kv_dim, 1);
-    s->v_cache = tfm__carve(p, base, kv_rows, kv_dim, 1);
+    s->k_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, kv_rows, kv_dim, 1, s->kv_bytes));
+    s->v_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, kv_rows, kv_dim, 1, s->kv_bytes));
+    s->k_new = tfm__carve(p, base, nb, kv_dim, 1);
+    s->v_new = tfm__carve(p, base, nb, kv_dim, 1);
     s->x = tfm__carve(p, base, nb, d, 1);
     s->xn = tfm__carve(p, base, nb, d, 1);
     s->xn2 = tfm__carve(p, base, nb, d, 1);
@@ -3187,14 +3405,13 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
         if (!(s->model->act_formats & (1u << f))) continue;
         qa->block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
         qa->sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
-        qa->q = TFM__CAST(int8_t *, TFM__CAST(void *, tfm__carve(p, base, n_pad, cols / 4, 1))); /* bytes */
+        qa->q = TFM__CAST(int8_t *, tfm__carve_elems(p, base, n_pad, cols, 1, 1));
         qa->d = tfm__carve(p, base, n_pad, cols / (size_t)qa->block, 1);
-        qa->s = TFM__CAST(int32_t *, TFM__CAST(void *, tfm__carve(p, base, n_pad, cols / (size_t)qa->sum_len, 1)));
+        qa->s = TFM__CAST(int32_t *, tfm__carve_elems(p, base, n_pad, cols / (size_t)qa->sum_len, 1, sizeof(int32_t)));
     }
-    s->task_scratch = s->task_scratch_bytes
-                          ? TFM__CAST(unsigned char *, TFM__CAST(void *, tfm__carve(p, base, (size_t)s->n_tasks,
-                                                                                 s->task_scratch_bytes / sizeof(float), 1)))
-                          : NULL;
+    s->task_scratch = s->task_scratch_bytes ? TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)s->n_tasks,
+                                                                                         s->task_scratch_bytes, 1, 1))
+                                            : NULL;
 }
 
 /* Resolved session options (zeros replaced by defaults), validated against the model. */
@@ -3208,6 +3425,8 @@ TFM_PRIVATE tfm_result tfm__session_desc_defaults(const tfm_model *m, const tfm_
     if (out->n_ctx < 0 || out->n_ctx > TFM_MAX_CTX || out->n_threads < 0 || out->n_threads > TFM__MAX_THREADS)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_ctx %d / n_threads %d out of range",
                         out->n_ctx, out->n_threads);
+    if (out->kv_dtype != TFM_DTYPE_F32 && out->kv_dtype != TFM_DTYPE_F16)
+        return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: kv_dtype %d is not f32 or f16", (int)out->kv_dtype);
     if (out->n_batch < 0 || out->n_batch > TFM__MAX_BATCH)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_batch %d out of range 0..%d", out->n_batch,
                         TFM__MAX_BATCH);
@@ -3316,7 +3535,7 @@ TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job
         tfm__qacts *qa = &s->qa[f];
         if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
         done |= 1u << f;
-        qa->group = job->n_b == 1 ? 1 : TFM__GROUP;
+        qa->group = tfm__act_group(f, job->n_b);
         s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
     }
 }
@@ -3372,16 +3591,16 @@ TFM_PRIVATE void tfm__matmul(tfm_session *s, const tfm__tensor *w, const float *
    Batch arrays are [n_b, width] row-major. Parallel work (matrix rows, attention heads) goes
    through tfm__run_tasks. */
 
-/* The keys one query sees: n positions, the last one the query's own, in cache rows s0..s0+n0-1
-   then (a ring that wrapped) rows 0..n-n0-1. k, v: this head's column of row 0, rows kv_dim apart. */
+/* The keys one query sees: n positions, the last one the query's own, in ring rows s0..s0+n0-1
+   then (a ring that wrapped) rows 0..n-n0-1. kt: this kv head's keys, transposed ([d_head,
+   rows]: the key in row r is column r); v: its values, rows kv_dim elements apart; f16 or f32
+   elements (both caches). */
 typedef struct tfm__kv_span {
-    const float *k, *v;
-    size_t kv_dim;
+    const unsigned char *kt, *v;
+    size_t rows, kv_dim;
+    bool f16;
     int s0, n0, n;
 } tfm__kv_span;
-
-/* Cache row of the span's j-th key. */
-TFM_PRIVATE size_t tfm__span_row(const tfm__kv_span *sp, int j) { return (size_t)(j < sp->n0 ? sp->s0 + j : j - sp->n0); }
 
 /* Causal attention of one head for one query over its span of keys: q [d_head], scores [n]
    scratch, out [d_head].
@@ -3390,24 +3609,43 @@ TFM_PRIVATE size_t tfm__span_row(const tfm__kv_span *sp, int j) { return (size_t
    Why: the query asks "which earlier tokens matter to me", each key answers by similarity, and
    the token receives the weighted mix of their values. Only earlier positions (the last window
    of them in a sliding-window layer) are in the span, so the model is causal by construction
-   and masked keys never enter the softmax. slope is 0 except with ALiBi. */
+   and masked keys never enter the softmax. slope is 0 except with ALiBi. Keys are stored
+   transposed so that the scores of 16 keys are one vector chain (>>simd); values stay in rows,
+   each one vector step of the weighted sum. */
 TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const tfm__kv_span *sp, int d_head,
                                      float scale, float softcap, float slope, float *scores, float *out) {
+    size_t e = sp->f16 ? 2u : 4u, vb = sp->kv_dim * e;
     int j;
+    isa->scores[sp->f16](q, sp->kt + (size_t)sp->s0 * e, sp->rows, d_head, sp->n0, scores);
+    if (sp->n > sp->n0) isa->scores[sp->f16](q, sp->kt, sp->rows, d_head, sp->n - sp->n0, scores + sp->n0);
     for (j = 0; j < sp->n; j++) {
-        float s = isa->dot(q, sp->k + tfm__span_row(sp, j) * sp->kv_dim, d_head) * scale;
-        if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
-        scores[j] = s + slope * (float)(j - (sp->n - 1));
+        float sj = scores[j] * scale;
+        if (softcap > 0.0f) sj = softcap * tanhf(sj / softcap);
+        scores[j] = sj + slope * (float)(j - (sp->n - 1));
     }
     tfm__softmax_inplace(scores, sp->n);
     memset(out, 0, (size_t)d_head * sizeof(float));
-    for (j = 0; j < sp->n; j++) isa->axpy(out, scores[j], sp->v + tfm__span_row(sp, j) * sp->kv_dim, d_head);
+    for (j = 0; j < sp->n; j++) {
+        const unsigned char *vj = sp->v + (size_t)(j < sp->n0 ? sp->s0 + j : j - sp->n0) * vb;
+        if (sp->f16) isa->axpy_h(out, scores[j], vj, d_head);
+        else isa->axpy(out, scores[j], TFM__CAST(const float *, TFM__CAST(const void *, vj)), d_head);
+    }
 }
 
 typedef struct tfm__attn_job {
     const tfm_session *s;
     int layer, pos, n_b;
 } tfm__attn_job;
+
+/* Layer l's cache for kv head g: keys [d_head, rows] (transposed) and values [rows, kv_dim]
+   from column g * d_head. */
+TFM_PRIVATE unsigned char *tfm__kcache(const tfm_session *s, int l, int g) {
+    size_t dh = (size_t)s->model->config.d_head, at = s->kv[l].at + (size_t)g * dh * (size_t)s->kv[l].rows;
+    return s->k_cache + at * s->kv_bytes;
+}
+TFM_PRIVATE unsigned char *tfm__vcache(const tfm_session *s, int l, int g) {
+    return s->v_cache + (s->kv[l].at + (size_t)g * (size_t)s->model->config.d_head) * s->kv_bytes;
+}
 
 /* Task h: head h for every token of the batch, in order (token b at position t = pos + b sees
    positions 0..t, or t - window + 1..t in a sliding-window layer). Query head h reads kv head
@@ -3418,21 +3656,21 @@ TFM_PRIVATE void tfm__attn_task(void *ctx, int h) {
     const tfm_session *s = job->s;
     const tfm_config *c = &s->model->config;
     const tfm__kv_layer *kv = &s->kv[job->layer];
-    int window = s->model->layers[job->layer].window, b;
+    int window = s->model->layers[job->layer].window, g = h / (c->n_heads / c->n_kv_heads), b;
     size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head, q_at = (size_t)h * (size_t)c->d_head;
-    size_t kv_col = (size_t)(h / (c->n_heads / c->n_kv_heads)) * (size_t)c->d_head;
     tfm__kv_span sp;
+    sp.kt = tfm__kcache(s, job->layer, g);
+    sp.v = tfm__vcache(s, job->layer, g);
+    sp.rows = (size_t)kv->rows;
     sp.kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
-    sp.k = s->k_cache + kv->at + kv_col;
-    sp.v = s->v_cache + kv->at + kv_col;
+    sp.f16 = s->kv_bytes == 2;
     for (b = 0; b < job->n_b; b++) {
         int t = job->pos + b, first = window > 0 && t >= window ? t - window + 1 : 0;
         sp.n = t - first + 1;
         sp.s0 = first % kv->rows;
         sp.n0 = sp.n < kv->rows - sp.s0 ? sp.n : kv->rows - sp.s0;
         tfm__attention_head(&s->model->isa, s->q + (size_t)b * q_dim + q_at, &sp, c->d_head, c->attn_scale,
-                            c->attn_softcap,
-                            s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
+                            c->attn_softcap, s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
                             s->att + (size_t)b * q_dim + q_at);
     }
 }
@@ -3471,26 +3709,54 @@ TFM_PRIVATE void tfm__qk_norm_batch(const tfm_session *s, int l, float *k_rows, 
     }
 }
 
+/* One value into the cache, f32 or rounded to f16. */
+TFM_PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v) {
+    if (s->kv_bytes == 2) tfm__wr_u16(dst, tfm__f32_to_f16(v));
+    else memcpy(dst, &v, sizeof v);
+}
+
+/* The batch's keys and values (k_new, v_new [n_b, kv_dim]) into layer l's ring at rows
+   (pos + b) % rows (the batch never wraps: tfm__batch_size): keys as columns of the
+   transposed key cache, values as rows. */
+TFM_PRIVATE void tfm__kv_store(const tfm_session *s, int l, int n_b, int pos) {
+    const tfm_config *c = &s->model->config;
+    size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d;
+    size_t rows = (size_t)s->kv[l].rows;
+    int b, g;
+    for (g = 0; g < c->n_kv_heads; g++) {
+        unsigned char *kt = tfm__kcache(s, l, g), *v = tfm__vcache(s, l, g);
+        for (b = 0; b < n_b; b++) {
+            const float *kb = s->k_new + (size_t)b * kv_dim + (size_t)g * dh;
+            const float *vv = s->v_new + (size_t)b * kv_dim + (size_t)g * dh;
+            size_t row = (size_t)(pos + b) % rows;
+            for (d = 0; d < dh; d++) {
+                tfm__kv_put(s, kt + (d * rows + row) * e, kb[d]);
+                tfm__kv_put(s, v + (row * kv_dim + d) * e, vv[d]);
+            }
+        }
+    }
+}
+
 /* Self-attention sublayer, in [n_b, d_model] -> out [n_b, d_model]:
-   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv (k, v written straight into cache rows
-   pos..pos+n_b-1), RoPE on every head of q and k, each head attends over the positions up to
-   its own, out = Wo att + bo. */
+   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv, per-head q / k norms and RoPE on every head
+   of q and k, k and v into the cache at pos..pos+n_b-1, each head attends over the positions
+   it sees, out = Wo att + bo. */
 TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *out, int n_b, int pos) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
     size_t d = (size_t)c->d_model, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
     size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head;
-    size_t row_at = s->kv[l].at + (size_t)(pos % s->kv[l].rows) * kv_dim; /* the batch never wraps */
     tfm__attn_job job;
     tfm__matmul_job qkv;
     int h;
     tfm__job_init(&qkv, in, d, n_b);
     tfm__job_add(&qkv, &L->wq, L->bq, s->q, q_dim);
-    tfm__job_add(&qkv, &L->wk, L->bk, s->k_cache + row_at, kv_dim);
-    tfm__job_add(&qkv, &L->wv, L->bv, s->v_cache + row_at, kv_dim);
+    tfm__job_add(&qkv, &L->wk, L->bk, s->k_new, kv_dim);
+    tfm__job_add(&qkv, &L->wv, L->bv, s->v_new, kv_dim);
     tfm__matmul_run(s, &qkv);
-    if (c->qk_norm) tfm__qk_norm_batch(s, l, s->k_cache + row_at, n_b);
-    if (s->rope_cos) tfm__rope_batch(s, l, s->k_cache + row_at, n_b, pos);
+    if (c->qk_norm) tfm__qk_norm_batch(s, l, s->k_new, n_b);
+    if (s->rope_cos) tfm__rope_batch(s, l, s->k_new, n_b, pos);
+    tfm__kv_store(s, l, n_b, pos);
     job.s = s;
     job.layer = l;
     job.pos = pos;
@@ -6117,6 +6383,7 @@ TFM_PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, con
     s->allocator = d->allocator;
     s->n_ctx = d->n_ctx;
     s->n_batch = d->n_batch;
+    s->kv_bytes = d->kv_dtype == TFM_DTYPE_F16 ? 2u : 4u;
     s->n_threads = d->n_threads;
     s->parallel_for = d->parallel_for;
     s->parallel_user = d->parallel_user;

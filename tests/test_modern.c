@@ -19,6 +19,7 @@
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "check.h"
+#include "tfm_writer.h"
 
 #include <math.h>
 
@@ -185,9 +186,6 @@ static void check_decode(const tfm_model *m, const golden *g, int n_vocab, int n
 
 /* --- switching a feature off in a copy of the file ---------------------------------------- */
 
-static void put_u32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); } /* little-endian hosts only */
-static void put_f32(unsigned char *p, float v) { memcpy(p, &v, 4); }
-
 /* Data of the tensor called name, or NULL; *n its f32 count. */
 static unsigned char *tensor_data(unsigned char *file, const char *name, size_t *n) {
     uint32_t i, n_tensors = tfm__rd_u32(file + 84);
@@ -214,20 +212,20 @@ static int switch_off(unsigned char *file, unsigned f) {
         for (l = 0; table && l < n_layers; l++) {
             unsigned char *e = file + table + 16 * (size_t)l + (f == F_WINDOW ? 0 : 4);
             if (tfm__rd_u32(e) != 0 && (f == F_WINDOW || tfm__rd_u32(e) == 2)) {
-                put_u32(e, 0);
+                tw_put_u32(e, 0);
                 changed = 1;
             }
         }
         return changed;
-    case F_ATTN_CAP: put_f32(file + 120, 0.0f); return 1;
-    case F_LOGIT_CAP: put_f32(file + 124, 0.0f); return 1;
-    case F_EMBED: put_f32(file + 128, 0.0f); return 1;
-    case F_SCALE: put_f32(file + 116, 0.0f); return 1;
-    case F_LOCAL: put_f32(file + 132, 0.0f); return 1;
+    case F_ATTN_CAP: tw_put_f32(file + 120, 0.0f); return 1;
+    case F_LOGIT_CAP: tw_put_f32(file + 124, 0.0f); return 1;
+    case F_EMBED: tw_put_f32(file + 128, 0.0f); return 1;
+    case F_SCALE: tw_put_f32(file + 116, 0.0f); return 1;
+    case F_LOCAL: tw_put_f32(file + 132, 0.0f); return 1;
     case F_ROPE_FREQS:
         for (k = 0; k < 2; k++) {
             unsigned char *d = tensor_data(file, freq_names[k], &n);
-            for (i = 0; d && i < n; i++) put_f32(d + 4 * i, 1.0f);
+            for (i = 0; d && i < n; i++) tw_put_f32(d + 4 * i, 1.0f);
             changed |= d != NULL;
         }
         return changed;

@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
+#include "tools/tfm_write.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,17 +119,7 @@ static double fma_peak(int n_threads) {
 #endif
 }
 
-/* ---- a random-weight .tfm in memory, laid out as tfm.h's top comment specifies ---- */
-typedef struct blob { unsigned char *p; } blob;
-
-static void put(blob *b, size_t at, const void *src, size_t n) { memcpy(b->p + at, src, n); }
-static void put_u32(blob *b, size_t at, uint32_t v) {
-    unsigned char t[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
-    put(b, at, t, 4);
-}
-static void put_u64(blob *b, size_t at, uint64_t v) { put_u32(b, at, (uint32_t)v); put_u32(b, at + 4, (uint32_t)(v >> 32)); }
-static void put_f32(blob *b, size_t at, float f) { uint32_t u; memcpy(&u, &f, 4); put_u32(b, at, u); }
-
+/* ---- a random-weight .tfm in memory, laid out by tools/tfm_write.c ---- */
 typedef struct tensor_spec { char name[64]; int rows, cols; } tensor_spec; /* cols 0: vector */
 
 static int list_tensors(const shape *s, tensor_spec *t) {
@@ -153,59 +144,79 @@ static int list_tensors(const shape *s, tensor_spec *t) {
     return n;
 }
 
-/* GPT-NeoX layout (parallel residual, partial rotary); weights uniform in +-0.05. */
+/* The header of a GPT-NeoX model (parallel residual, rotary on a quarter of each head). */
+static void neox_header(const shape *s, uint32_t n_tensors, unsigned char *out) {
+    tfmw_header h;
+    memset(&h, 0, sizeof h);
+    h.arch = TFM_ARCH_GPT_NEOX;
+    h.n_vocab = (uint32_t)s->n_vocab;
+    h.n_ctx = (uint32_t)s->n_ctx;
+    h.n_layers = (uint32_t)s->n_layers;
+    h.n_heads = h.n_kv_heads = (uint32_t)s->n_heads;
+    h.d_model = (uint32_t)s->d_model;
+    h.d_head = (uint32_t)(s->d_model / s->n_heads);
+    h.d_ff = (uint32_t)s->d_ff;
+    h.rope_dim = h.d_head / 4;
+    h.rope_theta = 10000.0f;
+    h.norm_eps = 1e-5f;
+    h.norm = TFM_NORM_LAYERNORM;
+    h.act = TFM_ACT_GELU_ERF;
+    h.ffn = TFM_FFN_PLAIN;
+    h.residual = TFM_RESIDUAL_PARALLEL;
+    h.pos = TFM_POS_ROPE_HALF;
+    h.n_tensors = n_tensors;
+    tfmw_header_bytes(out, &h);
+}
+
+/* Weights uniform in +-0.05 (norm weights near 1); f16 ones random small halves. */
+static void fill_tensor(const tensor_spec *t, int half, unsigned char *p, uint32_t *rng) {
+    size_t count = (size_t)t->rows * (size_t)(t->cols ? t->cols : 1), k;
+    for (k = 0; k < count; k++) {
+        float v;
+        *rng = *rng * 1664525u + 1013904223u;
+        v = ((float)(*rng >> 8) / 16777216.0f - 0.5f) * 0.1f;
+        if (strstr(t->name, ".w") && !t->cols) v += 1.0f; /* norm weights near 1 */
+        if (half) { uint16_t h = (uint16_t)((0x2000u + (*rng >> 22)) | (*rng & 0x8000u)); memcpy(p + 2 * k, &h, 2); }
+        else memcpy(p + 4 * k, &v, 4);
+    }
+}
+
 static unsigned char *make_model(const shape *s, tfm_dtype dtype, size_t *out_bytes, double *weight_bytes, void **raw) {
     tensor_spec *t = (tensor_spec *)calloc((size_t)s->n_layers * 16 + 8, sizeof *t);
-    int n = list_tensors(s, t), i;
-    size_t at, data = 256 + (size_t)n * 128, total;
+    tfmw_tensor *e = (tfmw_tensor *)calloc((size_t)s->n_layers * 16 + 8, sizeof *e);
+    int n, i;
+    uint64_t at;
     uint32_t rng = 12345u;
-    blob b;
-    data = (data + 63) & ~(size_t)63;
-    total = data;
+    unsigned char *p = NULL;
+    *raw = NULL;
+    if (!t || !e) { free(t); free(e); return NULL; }
+    n = list_tensors(s, t);
+    at = tfmw_dir_end((size_t)n);
     *weight_bytes = 0;
     for (i = 0; i < n; i++) {
-        size_t es = t[i].cols && dtype == TFM_DTYPE_F16 ? 2 : 4;
-        size_t bytes = (size_t)t[i].rows * (size_t)(t[i].cols ? t[i].cols : 1) * es;
-        total = (total + bytes + 63) & ~(size_t)63;
-        if (strcmp(t[i].name, "tok_embd") != 0) *weight_bytes += (double)bytes;
+        int half = t[i].cols && dtype == TFM_DTYPE_F16;
+        e[i].name = t[i].name;
+        e[i].dtype = half ? TFM_DTYPE_F16 : TFM_DTYPE_F32;
+        e[i].rank = t[i].cols ? 2 : 1;
+        e[i].shape[0] = (uint64_t)t[i].rows;
+        e[i].shape[1] = (uint64_t)t[i].cols;
+        e[i].data_bytes = (uint64_t)t[i].rows * (uint64_t)(t[i].cols ? t[i].cols : 1) * (half ? 2u : 4u);
+        e[i].data_offset = tfmw_place(&at, e[i].data_bytes);
+        if (strcmp(t[i].name, "tok_embd") != 0) *weight_bytes += (double)e[i].data_bytes;
     }
-    *raw = calloc(total + 64, 1); /* zeroed: reserved bytes and padding must be zero */
-    if (!*raw) { free(t); return NULL; }
-    b.p = (unsigned char *)*raw + (64 - (uintptr_t)*raw % 64) % 64;
-    put(&b, 0, "TFMODEL\0", 8);
-    put_u32(&b, 8, TFM_FORMAT_VERSION); put_u32(&b, 12, 256); put_u32(&b, 16, TFM_ARCH_GPT_NEOX);
-    put_u32(&b, 20, (uint32_t)s->n_vocab); put_u32(&b, 24, (uint32_t)s->n_ctx);
-    put_u32(&b, 28, (uint32_t)s->n_layers); put_u32(&b, 32, (uint32_t)s->n_heads);
-    put_u32(&b, 36, (uint32_t)s->n_heads); put_u32(&b, 40, (uint32_t)s->d_model);
-    put_u32(&b, 44, (uint32_t)(s->d_model / s->n_heads)); put_u32(&b, 48, (uint32_t)s->d_ff);
-    put_u32(&b, 52, (uint32_t)(s->d_model / s->n_heads / 4)); put_f32(&b, 56, 10000.0f);
-    put_f32(&b, 60, 1e-5f); put_u32(&b, 64, TFM_NORM_LAYERNORM); put_u32(&b, 68, TFM_ACT_GELU_ERF);
-    put_u32(&b, 72, TFM_FFN_PLAIN); put_u32(&b, 76, TFM_RESIDUAL_PARALLEL); put_u32(&b, 80, TFM_POS_ROPE_HALF);
-    put_u32(&b, 84, (uint32_t)n); put_u64(&b, 88, 256);
-    at = data;
-    for (i = 0; i < n; i++) {
-        size_t e = 256 + (size_t)i * 128, k, count = (size_t)t[i].rows * (size_t)(t[i].cols ? t[i].cols : 1);
-        bool half = t[i].cols && dtype == TFM_DTYPE_F16;
-        size_t bytes = count * (half ? 2 : 4);
-        put(&b, e, t[i].name, strlen(t[i].name));
-        put_u32(&b, e + 64, half ? TFM_DTYPE_F16 : TFM_DTYPE_F32);
-        put_u32(&b, e + 68, t[i].cols ? 2 : 1);
-        put_u64(&b, e + 72, (uint64_t)t[i].rows);
-        if (t[i].cols) put_u64(&b, e + 80, (uint64_t)t[i].cols);
-        put_u64(&b, e + 104, at); put_u64(&b, e + 112, bytes);
-        for (k = 0; k < count; k++) {
-            float v;
-            rng = rng * 1664525u + 1013904223u;
-            v = ((float)(rng >> 8) / 16777216.0f - 0.5f) * 0.1f;
-            if (strstr(t[i].name, ".w") && !t[i].cols) v += 1.0f; /* norm weights near 1 */
-            if (half) { uint16_t h = (uint16_t)((0x2000u + (rng >> 22)) | (rng & 0x8000u)); memcpy(b.p + at + 2 * k, &h, 2); }
-            else memcpy(b.p + at + 4 * k, &v, 4);
+    *raw = calloc((size_t)at + 64, 1); /* zeroed: reserved bytes and padding must be zero */
+    if (*raw) {
+        p = (unsigned char *)*raw + (64 - (uintptr_t)*raw % 64) % 64;
+        neox_header(s, (uint32_t)n, p);
+        for (i = 0; i < n; i++) {
+            tfmw_entry_bytes(p + TFMW_HEADER_BYTES + (size_t)i * TFMW_DIR_ENTRY_BYTES, &e[i]);
+            fill_tensor(&t[i], e[i].dtype == TFM_DTYPE_F16, p + e[i].data_offset, &rng);
         }
-        at = (at + bytes + 63) & ~(size_t)63;
+        *out_bytes = (size_t)at;
     }
     free(t);
-    *out_bytes = total;
-    return b.p;
+    free(e);
+    return p;
 }
 
 static void log_line(void *user, tfm_result r, const char *msg) { (void)user; fprintf(stderr, "tfm: %s: %s\n", tfm_result_string(r), msg); }

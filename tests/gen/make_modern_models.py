@@ -27,10 +27,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-for d in (HERE, os.path.join(HERE, "..", "..", "tools")):  # gguf_write.py lives in one of them
-    if os.path.exists(os.path.join(d, "gguf_write.py")):
-        sys.path.insert(0, d)
-        break
+sys.path.insert(0, HERE)  # tests/gen/gguf_write.py
 import gguf_write  # noqa: E402
 from gguf_write import T_ARRAY, T_BOOL, T_F32, T_STRING, T_U32  # noqa: E402,F401
 

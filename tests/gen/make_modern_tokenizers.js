@@ -1,5 +1,5 @@
 // make_modern_tokenizers.js - two small tokenizer.json files in the shapes of Gemma's and
-// Phi-3's, made from the synthetic Llama vocabulary of tools/make_synth_tokenizers.js
+// Phi-3's, made from the synthetic Llama vocabulary of tests/gen/make_synth_tokenizers.js
 // (tests/data/tokenizer/llama_legacy.json: a BPE trained here on text written for it), and their
 // golden ids from Hugging Face tokenizers itself (npm tokenizers@0.23.2).
 //
@@ -14,7 +14,7 @@
 //                   decoder Replace / ByteFallback / Fuse (no Strip), added special tokens
 //                   <start_of_turn> <end_of_turn> after the vocab.
 //   gemma_hf.txt    "text => id,id,..." (no post-processor tokens), escapes as in
-//                   tools/make_hf_vectors.js (\\ \n \t \r).
+//                   tests/gen/make_hf_vectors.js (\\ \n \t \r).
 //   phi3.json       Phi-3's shape: the Llama-2 legacy file plus added tokens as Phi-3-mini has
 //                   them: <|endoftext|> special without strip, <|assistant|> <|end|> <|user|>
 //                   <|system|> special with rstrip true (they take the white space after them),
