@@ -390,6 +390,13 @@ cp -r "$T/neox" "$T/e9"; sed -i 's/"dtype": "F32", "shape": \[16, 8\]/"dtype": "
 expect_fail "dtype size vs shape" "bytes for dtype F16" -- "$CONV" "$T/e9" -o "$O"
 cp -r "$T/neox" "$T/e10"; sed -i 's/"num_hidden_layers": 1/"num_hidden_layers": "1"/' "$T/e10/config.json"
 expect_fail "wrong config type" '"num_hidden_layers" must be a non-negative integer' -- "$CONV" "$T/e10" -o "$O"
+# a layer count past TFM_MAX_LAYERS is refused as soon as it is read, before the per-layer
+# tables (window, RoPE kind) are filled: qwen2's sizes, Gemma's own
+mkdir "$T/e10q" "$T/e10g"
+sed 's/"num_hidden_layers": 2,/"num_hidden_layers": 100000,/' tests/data/modern/qwen2/config.json > "$T/e10q/config.json"
+sed 's/"num_hidden_layers": 3,/"num_hidden_layers": 513,/' tests/data/modern/gemma2/config.json > "$T/e10g/config.json"
+expect_fail "qwen2 100000 layers" "layer count 100000 out of the supported range" -- "$CONV" "$T/e10q" -o "$O"
+expect_fail "gemma2 513 layers" "layer count 513 out of the supported range" -- "$CONV" "$T/e10g" -o "$O"
 cp -r "$T/neox" "$T/e11"; cp "$SHARED/tokenizers/gpt2/vocab.json" "$SHARED/tokenizers/gpt2/merges.txt" "$T/e11/" 2>/dev/null &&
   expect_fail "tokenizer larger than vocab_size" "50257 tokens but vocab_size is 16" -- "$CONV" "$T/e11" -o "$O"
 cp -r "$T/gpt2" "$T/e12"; sed -i 's/"scale_attn_weights": true/"scale_attn_weights": true, "scale_attn_by_inverse_layer_idx": true/' "$T/e12/config.json"

@@ -221,6 +221,8 @@ int tc_add_tensor(tc_checkpoint *c, tc_tensor *t);
 int tc_checkpoint_index(tc_checkpoint *c);
 /* The entry of that name, or NULL. */
 tc_tensor *tc_find_tensor(const tc_checkpoint *c, const char *name);
+/* n_layers in 1..TC_MAX_LAYERS (an error naming path otherwise): before any per-layer loop. */
+int tc_check_layers(const tc_hparams *hp, const char *path);
 /* Ranges and consistency of the header fields, before anything is planned. */
 int tc_validate_hparams(const tc_hparams *hp, const char *path);
 /* The layer table: sliding[i] layers get window (0: none) and, when local_rope, the local RoPE

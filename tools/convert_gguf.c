@@ -390,7 +390,8 @@ static int gg_hparams(const gg_source *s, const gg_arch *a, tc_hparams *hp) {
         !gg_float(s, an, a->norm == TFM_NORM_RMSNORM ? "attention.layer_norm_rms_epsilon"
                                                      : "attention.layer_norm_epsilon", 1, 0.0, &eps) ||
         !gg_bool(s, an, "use_parallel_residual", 1, &parallel) ||
-        !gg_rows(s, "token_embd.weight", &hp->n_vocab) || !gg_rows(s, "blk.0.ffn_up.weight", &hp->d_ff))
+        !gg_rows(s, "token_embd.weight", &hp->n_vocab) || !gg_rows(s, "blk.0.ffn_up.weight", &hp->d_ff) ||
+        !tc_check_layers(hp, s->path))
         return 0;
     if (hp->ffn == TFM_FFN_GATED && !tc_find_tensor(&s->ck, "blk.0.ffn_gate.weight")) hp->d_ff /= 2; /* gate|up */
     if (hp->n_heads == 0 || hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads ||

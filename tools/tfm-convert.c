@@ -801,6 +801,14 @@ void tc_set_layers(tc_hparams *hp, const unsigned char *sliding, uint32_t window
     }
 }
 
+/* The layer count, checked as soon as it is read: per-layer loops fill tc_hparams' layer table
+   (and arrays of TC_MAX_LAYERS) before tc_validate_hparams runs. */
+int tc_check_layers(const tc_hparams *hp, const char *path) {
+    if (hp->n_layers >= 1 && hp->n_layers <= TC_MAX_LAYERS) return 1;
+    tc_error("%s: layer count %u out of the supported range (1..%d)", path, hp->n_layers, TC_MAX_LAYERS);
+    return 0;
+}
+
 /* Limits tfm.h enforces when it opens the file; checked here so errors appear early. */
 int tc_validate_hparams(const tc_hparams *hp, const char *path) {
     const char *bad = NULL;
@@ -849,7 +857,7 @@ static int tc_cfg_sizes(const tc_cfg *c, const tc_size_keys *k, int gqa, tc_hpar
         !tc_cfg_uint(c, k->n_layers, 1, 0, &hp->n_layers) ||
         !tc_cfg_uint(c, k->d_ff, k->d_ff_required, 0, &hp->d_ff) ||
         !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) || !tc_cfg_uint(c, k->n_ctx, 1, 0, &hp->n_ctx) ||
-        (gqa && !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads)))
+        (gqa && !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads)) || !tc_check_layers(hp, c->path))
         return 0;
     if (!gqa || hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads;
     if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model;
@@ -1312,7 +1320,7 @@ static int tc_gemma_sizes(const tc_cfg *c, int g3, tc_hparams *hp, uint32_t *hea
            tc_cfg_uint(c, "intermediate_size", 0, 9216, &hp->d_ff) &&
            tc_cfg_uint(c, "vocab_size", 0, g3 ? 262208 : 256000, &hp->n_vocab) &&
            tc_cfg_uint(c, "max_position_embeddings", 0, g3 ? 131072 : 8192, &hp->n_ctx) &&
-           tc_cfg_uint(c, "head_dim", 0, 256, head_dim);
+           tc_cfg_uint(c, "head_dim", 0, 256, head_dim) && tc_check_layers(hp, c->path);
 }
 
 /* Gemma-3's RoPE: global layers rope_theta (1e6) with rope_scaling, local layers
