@@ -306,6 +306,11 @@ mut $L; subst "$T/m.gguf" blk.1.ffn_up.weight blk.2.ffn_up.weight; expect_fail "
 mut $A/llama_untied/model.gguf; subst "$T/m.gguf" output.weight output.weighx; expect_fail "unknown tensor" "output.weighx is not used" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $(($(at "$T/m.gguf" llama.block_count) + 21)) 4 3
 expect_fail "block_count 3, 2 blocks" "missing tensor blk.2" "$T/m.gguf"
+# a layer count past TFM_MAX_LAYERS is refused before the layer table is filled (phi3, gemma2)
+mut tests/data/modern/phi3/model.gguf; put "$T/m.gguf" $(($(at "$T/m.gguf" phi3.block_count) + 20)) 4 100000
+expect_fail "phi3 block_count 100000" "layer count 100000 out of the supported range" "$T/m.gguf"
+mut tests/data/modern/gemma2/model.gguf; put "$T/m.gguf" $(($(at "$T/m.gguf" gemma2.block_count) + 22)) 4 513
+expect_fail "gemma2 block_count 513" "layer count 513 out of the supported range" "$T/m.gguf"
 mut $L; subst "$T/m.gguf" "llama.attention.layer_norm_rms_epsilon" "llama.attention.layer_norm_rms_epsilox"
 expect_fail "no rms eps" "missing metadata key llama.attention.layer_norm_rms_epsilon" "$T/m.gguf"
 mut $L; subst "$T/m.gguf" "llama.block_count" "llama.block_counx"; expect_fail "no block_count" "block_count" "$T/m.gguf"

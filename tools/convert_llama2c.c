@@ -224,7 +224,7 @@ static const tc_tensor_map tc_l2c_tensors[] = {
     {"norm.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
     {"output.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
 };
-static const tc_arch tc_l2c_arch = {"llama2.c", NULL, TC_TABLE(tc_l2c_tensors), NULL, NULL};
+static const tc_arch tc_l2c_arch = {"llama2.c", NULL, TC_TABLE(tc_l2c_tensors), NULL, NULL, NULL};
 
 /* "<0xNN>" (upper-case hex, as SentencePiece spells byte pieces) -> NN; -1 otherwise. */
 static int tc_l2c_byte_piece(const unsigned char *s, size_t n) {
