@@ -140,7 +140,7 @@
          rope_freqs_long [rope_dim/2] optional, with rope_orig_ctx: replaces rope_freqs in a
                                       session whose n_ctx exceeds rope_orig_ctx (longrope)
        Vectors (rank 1: norms, biases, rope_freqs) are always f32; matrices are any tfm_dtype.
-       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k (block layouts in >>dtype).
+       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k, 7 q5_k (layouts in >>dtype).
 
        tokenizer blob (at tokenizer_offset, tokenizer_bytes long)
          0  u32 kind (tfm_tokenizer_kind)     24  i32 eos_id  (-1 none)
@@ -227,7 +227,8 @@ typedef enum tfm_dtype {
     TFM_DTYPE_Q4_0 = 4, /* 32 weights in 18 bytes: f16 scale, 32 nibbles */
     TFM_DTYPE_Q4_K = 5, /* 256 weights in 144 bytes: 4-bit, a 6-bit scale and min per 32 */
     TFM_DTYPE_Q6_K = 6, /* 256 weights in 210 bytes: 6-bit, an int8 scale per 16 */
-    TFM_DTYPE_COUNT = 7
+    TFM_DTYPE_Q5_K = 7, /* 256 weights in 176 bytes: q4_k with a fifth bit per weight */
+    TFM_DTYPE_COUNT = 8
 } tfm_dtype;
 
 /* What a dtype is: a row of n_cols elements takes n_cols / block_elems * block_bytes bytes. */
@@ -865,6 +866,9 @@ TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allo
            pairs, one per 32 weights, packed as in tfm__q4k_scale), u8 q[128]: the 64 weights
            of chunk c are the low (first 32) and high (next 32) nibbles of q[32c .. 32c+32);
                                                    w = d scale_j nibble - dmin min_j
+     q5_k  256 weights, 176 bytes: f16 d, f16 dmin, u8 scales[12] as q4_k, u8 qh[32], u8 q[128]
+           as q4_k's nibbles; weight 32 j + l's fifth bit is bit j of qh[l];
+                                                   w = d scale_j (nibble + 16 bit) - dmin min_j
      q6_k  256 weights, 210 bytes: u8 ql[128] (low 4 bits), u8 qh[64] (high 2 bits), int8
            scales[16] (one per 16 weights), f16 d; in each half of 128 weights (ql + 64h,
            qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
@@ -1130,6 +1134,58 @@ TFM_PRIVATE void tfm__q4_k_from_f32(const float *src, unsigned char *dst, size_t
     }
 }
 
+/* --- q5_k --- */
+/* Code (0..31) of weight i of a q5_k block. */
+TFM_PRIVATE int tfm__q5k_code(const unsigned char *blk, int i) {
+    int j = i / 32, l = i % 32, nib = j % 2 ? blk[48 + 32 * (j / 2) + l] >> 4 : blk[48 + 32 * (j / 2) + l] & 0xf;
+    return nib | (((blk[16 + l] >> j) & 1) << 4);
+}
+
+TFM_PRIVATE void tfm__q5_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+    size_t b;
+    int j, i, sc, mn;
+    for (b = 0; b < n_blocks; b++, src += 176, dst += TFM__QK_K) {
+        float d = tfm__rd_f16(src), dmin = tfm__rd_f16(src + 2);
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            tfm__q4k_scale(src + 4, j, &sc, &mn);
+            for (i = 0; i < 32; i++) dst[32 * j + i] = d * (float)sc * (float)tfm__q5k_code(src, 32 * j + i) - dmin * (float)mn;
+        }
+    }
+}
+
+/* As q4_k, with codes 0..31. */
+TFM_PRIVATE void tfm__q5_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    size_t b;
+    int j, i, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];
+    for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += 176) {
+        float scale[TFM__Q4_K_SUB], min[TFM__Q4_K_SUB], max_scale = 0.0f, max_min = 0.0f, d, dmin;
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            tfm__fit_scale_min(src + 32 * j, 32, 31, &scale[j], &min[j]);
+            max_scale = scale[j] > max_scale ? scale[j] : max_scale;
+            max_min = min[j] > max_min ? min[j] : max_min;
+        }
+        d = tfm__f16_to_f32(tfm__f32_to_f16(max_scale / (float)TFM__Q6_BITS_MAX));
+        dmin = tfm__f16_to_f32(tfm__f32_to_f16(max_min / (float)TFM__Q6_BITS_MAX));
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            sc[j] = d > 0.0f ? tfm__round_clamp(scale[j] / d, 0, TFM__Q6_BITS_MAX) : 0;
+            mn[j] = dmin > 0.0f ? tfm__round_clamp(min[j] / dmin, 0, TFM__Q6_BITS_MAX) : 0;
+        }
+        memset(dst, 0, 176);
+        tfm__wr_u16(dst, tfm__f32_to_f16(d));
+        tfm__wr_u16(dst + 2, tfm__f32_to_f16(dmin));
+        tfm__q4k_pack_scales(sc, mn, dst + 4);
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            float s = d * (float)sc[j], m = dmin * (float)mn[j];
+            unsigned char *qc = dst + 48 + 32 * (j / 2);
+            for (i = 0; i < 32; i++) {
+                int q = s > 0.0f ? tfm__round_clamp((src[32 * j + i] + m) / s, 0, 31) : 0;
+                qc[i] = (unsigned char)(qc[i] | (j % 2 ? (q & 0xf) << 4 : q & 0xf));
+                dst[16 + i] = (unsigned char)(dst[16 + i] | ((q >> 4) << j));
+            }
+        }
+    }
+}
+
 /* --- q6_k --- */
 #define TFM__Q6_K_SUB 16 /* sub-blocks of 16 per super-block, each with an int8 scale */
 
@@ -1230,6 +1286,7 @@ TFM_PRIVATE bool tfm__dtype(uint32_t dtype, tfm__dtype_row *out) {
     case TFM_DTYPE_Q4_0: *out = tfm__dtype_row_make("q4_0", TFM__QK, 18, TFM__ACT_Q8, tfm__q4_0_to_f32, tfm__q4_0_from_f32); break;
     case TFM_DTYPE_Q4_K: *out = tfm__dtype_row_make("q4_k", TFM__QK_K, 144, TFM__ACT_Q8_K, tfm__q4_k_to_f32, tfm__q4_k_from_f32); break;
     case TFM_DTYPE_Q6_K: *out = tfm__dtype_row_make("q6_k", TFM__QK_K, 210, TFM__ACT_Q8_K, tfm__q6_k_to_f32, tfm__q6_k_from_f32); break;
+    case TFM_DTYPE_Q5_K: *out = tfm__dtype_row_make("q5_k", TFM__QK_K, 176, TFM__ACT_Q8_K, tfm__q5_k_to_f32, tfm__q5_k_from_f32); break;
     default: return false;
     }
     return true;
@@ -1784,6 +1841,28 @@ TFM_PRIVATE float tfm__dot_q4_k_scalar(const unsigned char *w, const tfm__qacts 
     return acc;
 }
 
+/* q5_k: as q4_k with 5-bit codes. */
+TFM_PRIVATE float tfm__dot_q5_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+    int8_t x[TFM__QK_K];
+    float acc = 0.0f;
+    int j, sb, i, sc, mn;
+    for (j = 0; j < qa->n_blocks; j++, w += 176) {
+        int32_t isum = 0, imin = 0;
+        float dx = tfm__qa_scale(qa, t, j);
+        tfm__qa_codes(qa, t, j, x);
+        for (sb = 0; sb < TFM__Q4_K_SUB; sb++) {
+            int32_t dot = 0;
+            tfm__q4k_scale(w + 4, sb, &sc, &mn);
+            for (i = 0; i < 32; i++) dot += tfm__q5k_code(w, 32 * sb + i) * x[32 * sb + i];
+            isum += sc * dot;
+            imin += mn * (tfm__qa_sum(qa, t, j, 2 * sb) + tfm__qa_sum(qa, t, j, 2 * sb + 1));
+        }
+        acc = fmaf((float)isum, tfm__rd_f16(w) * dx, acc);
+        acc = fmaf(-(float)imin, tfm__rd_f16(w + 2) * dx, acc);
+    }
+    return acc;
+}
+
 /* q6_k: isum = sum_j scale_j (codes . x - 32 sum of x) over each sub-block of 16. */
 TFM_PRIVATE float tfm__dot_q6_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK_K];
@@ -1831,6 +1910,7 @@ TFM_PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     case TFM_DTYPE_Q4_0: return tfm__dot_q4_0_scalar(w, m->qa, b);
     case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(w, m->qa, b);
     case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q5_K: return tfm__dot_q5_k_scalar(w, m->qa, b);
     case TFM_DTYPE_COUNT: break;
     }
     return 0.0f;
@@ -2337,13 +2417,19 @@ TFM_PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const 
             int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(vandq_u8(q, low4)), vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), x) -
                            TFM__Q4_0_ZERO * xs[0];
             acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
-        } else if (dt == TFM_DTYPE_Q4_K) {
-            const unsigned char *b = w + 144 * (size_t)j;
+        } else if (dt == TFM_DTYPE_Q4_K || dt == TFM_DTYPE_Q5_K) {
+            bool five = dt == TFM_DTYPE_Q5_K;
+            const unsigned char *b = w + (five ? 176u : 144u) * (size_t)j, *qs = b + (five ? 48 : 16);
             int32_t isum = 0, imin = 0;
             for (c = 0; c < TFM__Q4_K_SUB / 2; c++) {
-                uint8x16_t q0 = vld1q_u8(b + 16 + 32 * c), q1 = vld1q_u8(b + 32 + 32 * c);
+                uint8x16_t q0 = vld1q_u8(qs + 32 * c), q1 = vld1q_u8(qs + 16 + 32 * c);
                 for (k = 0; k < 2; k++) { /* sub-block 2c + k: the low (k 0) or high nibbles */
                     uint8x16_t u0 = k ? vshrq_n_u8(q0, 4) : vandq_u8(q0, low4), u1 = k ? vshrq_n_u8(q1, 4) : vandq_u8(q1, low4);
+                    if (five) { /* the fifth bits: bit 2c + k of qh[l] */
+                        int8x16_t sh = vdupq_n_s8((int8_t)-(2 * c + k));
+                        u0 = vorrq_u8(u0, vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(b + 16), sh), vdupq_n_u8(1)), 4));
+                        u1 = vorrq_u8(u1, vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(b + 32), sh), vdupq_n_u8(1)), 4));
+                    }
                     tfm__q4k_scale(b + 4, 2 * c + k, &sc, &mn);
                     isum += sc * tfm__neon_dot32(vreinterpretq_s8_u8(u0), vreinterpretq_s8_u8(u1), x + 64 * c + 32 * k);
                     imin += mn * (xs[2 * (2 * c + k)] + xs[2 * (2 * c + k) + 1]);
@@ -2565,11 +2651,12 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));                                                 \
         return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));                           \
     }                                                                                                     \
-    T TFM_PRIVATE float tfm__##P##_dot_q4_k(const unsigned char *w, const tfm__qacts *qa, int t) {        \
-        const __m256i low4 = _mm256_set1_epi8(0xf);                                                       \
+    T TFM_PRIVATE float tfm__##P##_dot_q45_k(const unsigned char *w, const tfm__qacts *qa, int t, bool five) { \
+        const __m256i low4 = _mm256_set1_epi8(0xf), one = _mm256_set1_epi8(1);                            \
+        const size_t bb = five ? 176u : 144u, qs_at = five ? 48u : 16u;                                   \
         float acc = 0.0f;                                                                                 \
         int j, c, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];                                                   \
-        for (j = 0; j < qa->n_blocks; j++, w += 144) {                                                    \
+        for (j = 0; j < qa->n_blocks; j++, w += bb) {                                                     \
             size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
             const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
             const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
@@ -2581,8 +2668,13 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
                 imin += mn[c] * (xs[2 * c] + xs[2 * c + 1]);                                              \
             }                                                                                             \
             for (c = 0; c < 4; c++) {                                                                     \
-                __m256i b = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 16 + 32 * c))); \
+                __m256i b = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + qs_at + 32 * c))); \
                 __m256i lo = _mm256_and_si256(b, low4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4); \
+                if (five) { /* the fifth bits: bits 2c and 2c + 1 of qh[l] */                             \
+                    __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 16))); \
+                    lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4)); \
+                    hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4)); \
+                }                                                                                         \
                 isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(lo, x + 64 * c), _mm256_set1_epi32(sc[2 * c]))); \
                 isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(hi, x + 64 * c + 32), _mm256_set1_epi32(sc[2 * c + 1]))); \
             }                                                                                             \
@@ -2621,23 +2713,18 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
         }                                                                                                 \
         return acc;                                                                                       \
     }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_mm_kquant(const tfm__mm *m, int r0, int r1, bool q6) {                  \
+    T TFM_PRIVATE void tfm__##P##_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {   \
+        tfm_dtype dt = m->w->dtype;                                                                       \
         int r, b;                                                                                         \
+        (void)scratch;                                                                                    \
         for (r = r0; r < r1; r++) {                                                                       \
             const unsigned char *row = tfm__tensor_at(m->w, r);                                           \
             for (b = 0; b < m->n_b; b++) {                                                                \
-                float v = q6 ? tfm__##P##_dot_q6_k(row, m->qa, b) : tfm__##P##_dot_q4_k(row, m->qa, b);   \
+                float v = dt == TFM_DTYPE_Q6_K ? tfm__##P##_dot_q6_k(row, m->qa, b)                       \
+                                               : tfm__##P##_dot_q45_k(row, m->qa, b, dt == TFM_DTYPE_Q5_K); \
                 m->y[(size_t)b * m->y_stride + (size_t)r] = m->bias ? v + m->bias[r] : v;                 \
             }                                                                                             \
         }                                                                                                 \
-    }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_mm_q4_k(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
-        (void)scratch;                                                                                    \
-        tfm__##P##_mm_kquant(m, r0, r1, false);                                                           \
-    }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_mm_q6_k(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
-        (void)scratch;                                                                                    \
-        tfm__##P##_mm_kquant(m, r0, r1, true);                                                            \
     }
 
 #define TFM__AVX2_DOT(u, x) tfm__avx2_dot_u4(u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
@@ -2965,16 +3052,18 @@ TFM_PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt,
 /* The sets, weakest first; each is compiled in or not (tfm__isa_get says). */
 typedef enum tfm__set { TFM__SET_SCALAR, TFM__SET_AVX2, TFM__SET_AVX512, TFM__SET_AMX, TFM__SET_NEON, TFM__SET_COUNT } tfm__set;
 
+/* kquant: one kernel for q4_k, q5_k and q6_k (it reads the dtype). */
 TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tfm__mm_fn f16, tfm__mm_fn bf16,
-                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn q4_k, tfm__mm_fn q6_k) {
+                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn kquant) {
     t->name = name;
     t->mm[TFM_DTYPE_F32] = f32;
     t->mm[TFM_DTYPE_F16] = f16;
     t->mm[TFM_DTYPE_BF16] = bf16;
     t->mm[TFM_DTYPE_Q8_0] = q8_0;
     t->mm[TFM_DTYPE_Q4_0] = q4_0;
-    t->mm[TFM_DTYPE_Q4_K] = q4_k;
-    t->mm[TFM_DTYPE_Q6_K] = q6_k;
+    t->mm[TFM_DTYPE_Q4_K] = kquant;
+    t->mm[TFM_DTYPE_Q5_K] = kquant;
+    t->mm[TFM_DTYPE_Q6_K] = kquant;
     t->quant = tfm__quant_scalar_fn;
     t->dot = tfm__dot_f32_scalar;
     t->axpy = tfm__axpy_scalar;
@@ -2990,11 +3079,11 @@ TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tf
 TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
     tfm__mm_fn sc = tfm__mm_scalar;
     switch (set) {
-    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc, sc); return true;
+    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc); return true;
 #ifdef TFM__X86_AVX2
     case TFM__SET_AVX2:
         tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
-                      tfm__avx2_mm_q4_0, tfm__avx2_mm_q4_k, tfm__avx2_mm_q6_k);
+                      tfm__avx2_mm_q4_0, tfm__avx2_mm_kquant);
         out->quant = tfm__avx2_quant;
         out->dot = tfm__avx2_dot;
         out->axpy = tfm__avx2_axpy;
@@ -3006,7 +3095,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AVX512
     case TFM__SET_AVX512:
         tfm__isa_fill(out, "avx512", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__avx512_mm_q8_0,
-                      tfm__avx512_mm_q4_0, tfm__avx512_mm_q4_k, tfm__avx512_mm_q6_k);
+                      tfm__avx512_mm_q4_0, tfm__avx512_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
@@ -3018,7 +3107,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AMX
     case TFM__SET_AMX:
         tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
-                      tfm__amx_mm_q4_0, tfm__avx512_mm_q4_k, tfm__avx512_mm_q6_k);
+                      tfm__amx_mm_q4_0, tfm__avx512_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
@@ -3031,7 +3120,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__NEON
     case TFM__SET_NEON:
         tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, tfm__neon_mm_q,
-                      tfm__neon_mm_q, tfm__neon_mm_q, tfm__neon_mm_q);
+                      tfm__neon_mm_q, tfm__neon_mm_q);
         out->grouped = false;
         out->dot = tfm__neon_dot;
         out->axpy = tfm__neon_axpy;

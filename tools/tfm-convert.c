@@ -1542,7 +1542,7 @@ static tfm_dtype tc_native_dtype(tc_dtype src, int *exact) {
     case TC_Q4_0: return TFM_DTYPE_Q4_0;
     case TC_Q4_K: return TFM_DTYPE_Q4_K;
     case TC_Q6_K: return TFM_DTYPE_Q6_K;
-    case TC_Q5_K: *exact = 0; return TFM_DTYPE_Q6_K;
+    case TC_Q5_K: return TFM_DTYPE_Q5_K;
     default: *exact = 0; return TFM_DTYPE_Q8_0; /* Q4_1, Q5_0, Q5_1: blocks of 32 */
     }
 }
@@ -2896,10 +2896,10 @@ int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
 
 static void tc_usage(FILE *f) {
     fprintf(f,
-        "usage: tfm-convert MODEL_DIR -o out.tfm [--type f32|f16] [--quiet] [--check]\n"
+        "usage: tfm-convert MODEL_DIR -o out.tfm [--type TYPE] [--quiet] [--check]\n"
         "       tfm-convert --vocab-only SRC -o vocab.tfm\n"
-        "       tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type f32|f16] ...\n"
-        "       tfm-convert FILE.gguf -o out.tfm [--type f32|f16] [--quiet] [--check]\n"
+        "       tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type TYPE] ...\n"
+        "       tfm-convert FILE.gguf -o out.tfm [--type TYPE] [--quiet] [--check]\n"
         "       tfm-convert --vocab-only FILE.gguf -o vocab.tfm\n"
         "       tfm-convert --help\n"
         "\n"
@@ -2911,18 +2911,22 @@ static void tc_usage(FILE *f) {
         "MODEL.bin  a llama2.c float32 checkpoint (version 0, or 1 with the \"ak42\" magic)\n"
         "--tokenizer FILE  its llama2.c tokenizer.bin (optional: without it, token ids only)\n"
         "FILE.gguf  a llama.cpp GGUF v2/v3 file (or any file starting with \"GGUF\"):\n"
-        "           general.architecture gptneox, gpt2, llama, phi2, starcoder2; tensor types F32, F16,\n"
-        "           BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (quantized ones are\n"
-        "           dequantized to --type);\n"
+        "           general.architecture gptneox, gpt2, llama, phi2, starcoder2, qwen2, qwen3,\n"
+        "           gemma2, gemma3, phi3; tensor types F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,\n"
+        "           Q4_K, Q5_K, Q6_K. Without --type every tensor keeps its type, its blocks copied\n"
+        "           byte for byte (Q4_1, Q5_0, Q5_1, which tfm.h does not run, are requantized to\n"
+        "           q8_0 with a notice); with --type, tensors are decoded and converted to it;\n"
         "           tokenizer.ggml.model gpt2 (pre gpt-2, phi-2, starcoder, llama-bpe, qwen2; absent or\n"
         "           default: gpt-2, with a warning) or llama; without one, token ids only\n"
-        "--type     dtype of the matrices (default f32); vectors are always f32\n"
+        "--type     the matrices' type (default f32; a GGUF: its own): f32 f16 bf16 q8_0 q4_0 q4_k\n"
+        "           q5_k q6_k q4_k_m.\n"
+        "%s"
         "--quiet    no progress or summary (warnings and errors still print)\n"
         "--check    open the written file with tfm.h, print its configuration, compare it with\n"
         "           what was written and round-trip a sample text through the tokenizer\n"
         "--vocab-only SRC  only the tokenizer (n_layers 0, no tensors); SRC is a tokenizer.json\n"
         "           or a directory with tokenizer.json or vocab.json + merges.txt, or a .gguf\n"
-        "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n");
+        "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n", tq_recipes_help);
 }
 
 static int tc_parse_args(int argc, char **argv, tc_args *a) {
@@ -2937,7 +2941,7 @@ static int tc_parse_args(int argc, char **argv, tc_args *a) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
             if (s[1] == 'o') a->out = argv[++i];
             else if (tq_type_valid(argv[++i])) a->type = argv[i];
-            else { tc_error("--type %s: expected f32 f16 bf16 q8_0 q4_0 q4_k q6_k or q4_k_m", argv[i]); return 0; }
+            else { tc_error("--type %s: expected f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k or q4_k_m", argv[i]); return 0; }
         } else if (strcmp(s, "--tokenizer") == 0) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
             a->tokenizer = argv[++i];
