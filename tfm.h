@@ -2639,96 +2639,143 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
     }
 }
 
-/* --- q4_k and q6_k, AVX2 and AVX-512 ---
-   One weight row at a time against each token (activations in rows: G = 1 for Q8_K at any
-   batch size), written once for both sets (DOT: 32 u8 codes times 32 s8 codes into 8 int32
-   lanes, each lane four products; lanes 0..3 cover the first 16 codes): per super-block the
-   sub-blocks' lane sums are scaled in integers and the lanes summed, giving the exact isum of
-   the scalar twin, and the float steps are the twin's, one scalar fmaf each. */
-#define TFM__KQUANT_KERNELS(P, T, DOT)                                                                    \
+/* --- q4_k, q5_k and q6_k, AVX2 and AVX-512 ---
+   Activations in rows (G = 1 for Q8_K at any batch size); one weight row at a time, its
+   super-blocks' scales unpacked once and used for every token. Per sub-block the codes times the
+   activation codes are summed in int16 pairs (pmaddubsw), multiplied by the sub-block's scale and
+   paired into int32 (pmaddwd), all exact, and the lanes summed: the isum of the scalar twin; the
+   float steps are the twin's, one scalar fmaf each. The same code for both sets (AVX-512 only
+   brings more registers here). */
+#define TFM__KQUANT_KERNELS(P, T)                                                                         \
     T TFM_PRIVATE int32_t tfm__##P##_hsum_i32(__m256i v) {                                               \
         __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));             \
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));                                                 \
         return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));                           \
     }                                                                                                     \
-    T TFM_PRIVATE float tfm__##P##_dot_q45_k(const unsigned char *w, const tfm__qacts *qa, int t, bool five) { \
+    /* 32 u8 codes x 32 s8 activation codes at x, pairs summed in int16 (codes <= 63, |x| <= 127:    \
+       no saturation), times the sub-block scale sc16 and pairs summed again: 8 int32 lanes. */        \
+    T TFM_PRIVATE __m256i tfm__##P##_kdot(__m256i u, const int8_t *x, __m256i sc16) {                    \
+        __m256i xv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x)));          \
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), sc16);                                      \
+    }                                                                                                     \
+    /* The 8 (scale, min) pairs of a q4_k / q5_k super-block, as tfm__q4k_scale reads them, at once: \
+       bytes 0..3 hold scales 0..3 (low 6 bits) and the top bits of scales 4..7, bytes 4..7 the mins \
+       likewise, bytes 8..11 the low nibbles of scales and mins 4..7. */                                \
+    T TFM_PRIVATE void tfm__##P##_q4k_scales(const unsigned char *s, unsigned char *sc, unsigned char *mn) { \
+        uint32_t u0, u1, u2, lo, hi;                                                                      \
+        memcpy(&u0, s, 4);                                                                                \
+        memcpy(&u1, s + 4, 4);                                                                            \
+        memcpy(&u2, s + 8, 4);                                                                            \
+        lo = u0 & 0x3f3f3f3fu;                                                                            \
+        hi = (u2 & 0x0f0f0f0fu) | (((u0 >> 6) & 0x03030303u) << 4);                                       \
+        memcpy(sc, &lo, 4);                                                                               \
+        memcpy(sc + 4, &hi, 4);                                                                           \
+        lo = u1 & 0x3f3f3f3fu;                                                                            \
+        hi = ((u2 >> 4) & 0x0f0f0f0fu) | (((u1 >> 6) & 0x03030303u) << 4);                                \
+        memcpy(mn, &lo, 4);                                                                               \
+        memcpy(mn + 4, &hi, 4);                                                                           \
+    }                                                                                                     \
+    /* q4_k / q5_k super-block j of one row against token b: isum and imin of the scalar twin. */      \
+    T TFM_PRIVATE void tfm__##P##_q45_sb(const unsigned char *blk, bool five, const __m256i *sc, __m128i mn16, \
+                                         const tfm__qacts *qa, size_t bi, int32_t *isum_out, int32_t *imin_out) { \
         const __m256i low4 = _mm256_set1_epi8(0xf), one = _mm256_set1_epi8(1);                            \
-        const size_t bb = five ? 176u : 144u, qs_at = five ? 48u : 16u;                                   \
-        float acc = 0.0f;                                                                                 \
-        int j, c, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];                                                   \
-        for (j = 0; j < qa->n_blocks; j++, w += bb) {                                                     \
-            size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
-            const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
-            const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
-            __m256i isum = _mm256_setzero_si256();                                                        \
-            int32_t imin = 0;                                                                             \
-            float dx = qa->d[bi];                                                                         \
-            for (c = 0; c < TFM__Q4_K_SUB; c++) {                                                         \
-                tfm__q4k_scale(w + 4, c, &sc[c], &mn[c]);                                                 \
-                imin += mn[c] * (xs[2 * c] + xs[2 * c + 1]);                                              \
+        const unsigned char *qs = blk + (five ? 48 : 16);                                                 \
+        const int8_t *x = qa->q + bi * TFM__QK_K;                                                         \
+        const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                                \
+        __m256i isum = _mm256_setzero_si256(), ps;                                                        \
+        __m128i pairs;                                                                                    \
+        int c;                                                                                            \
+        TFM__UNROLL for (c = 0; c < 4; c++) {                                                             \
+            __m256i bv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, qs + 32 * c))); \
+            __m256i lo = _mm256_and_si256(bv, low4), hi = _mm256_and_si256(_mm256_srli_epi16(bv, 4), low4); \
+            if (five) { /* the fifth bits: bits 2c and 2c + 1 of qh[l] */                                 \
+                __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 16))); \
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4)); \
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4)); \
             }                                                                                             \
-            for (c = 0; c < 4; c++) {                                                                     \
-                __m256i b = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + qs_at + 32 * c))); \
-                __m256i lo = _mm256_and_si256(b, low4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4); \
-                if (five) { /* the fifth bits: bits 2c and 2c + 1 of qh[l] */                             \
-                    __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 16))); \
-                    lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4)); \
-                    hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4)); \
-                }                                                                                         \
-                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(lo, x + 64 * c), _mm256_set1_epi32(sc[2 * c]))); \
-                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(hi, x + 64 * c + 32), _mm256_set1_epi32(sc[2 * c + 1]))); \
-            }                                                                                             \
-            acc = fmaf((float)tfm__##P##_hsum_i32(isum), tfm__avx2_h2f(w) * dx, acc);                     \
-            acc = fmaf(-(float)imin, tfm__avx2_h2f(w + 2) * dx, acc);                                     \
+            isum = _mm256_add_epi32(isum, tfm__##P##_kdot(lo, x + 64 * c, sc[2 * c]));                    \
+            isum = _mm256_add_epi32(isum, tfm__##P##_kdot(hi, x + 64 * c + 32, sc[2 * c + 1]));           \
         }                                                                                                 \
-        return acc;                                                                                       \
+        /* the sums of 32 codes (pairs of the 16-sums) times the 8 mins, in int16 lanes */                \
+        ps = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs)));                 \
+        ps = _mm256_hadd_epi32(ps, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8)))); \
+        ps = _mm256_permute4x64_epi64(ps, 0xd8); /* sub-blocks 0..7 in order */                           \
+        pairs = _mm_packs_epi32(_mm256_castsi256_si128(ps), _mm256_extracti128_si256(ps, 1));             \
+        *isum_out = tfm__##P##_hsum_i32(isum);                                                            \
+        pairs = _mm_madd_epi16(pairs, mn16);                                                              \
+        pairs = _mm_add_epi32(pairs, _mm_shuffle_epi32(pairs, 0x4e));                                     \
+        *imin_out = _mm_cvtsi128_si32(_mm_add_epi32(pairs, _mm_shuffle_epi32(pairs, 0xb1)));               \
     }                                                                                                     \
-    T TFM_PRIVATE float tfm__##P##_dot_q6_k(const unsigned char *w, const tfm__qacts *qa, int t) {        \
+    /* q6_k super-block of one row against token b: isum (zero point included). */                     \
+    T TFM_PRIVATE int32_t tfm__##P##_q6_sb(const unsigned char *blk, const __m256i *sc, __m256i scl32a,   \
+                                           __m256i scl32b, const tfm__qacts *qa, size_t bi) {             \
         const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3);                          \
-        float acc = 0.0f;                                                                                 \
-        int j, h, k, sb;                                                                                  \
-        for (j = 0; j < qa->n_blocks; j++, w += 210) {                                                    \
-            size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
-            const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
-            const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
-            const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, w + 192));   \
-            __m256i isum = _mm256_setzero_si256();                                                        \
-            int32_t zero = 0;                                                                             \
-            for (sb = 0; sb < TFM__Q6_K_SUB; sb++) zero += scl[sb] * xs[sb];                              \
-            for (h = 0; h < 2; h++) {                                                                     \
-                __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 64 * h))); \
-                __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 64 * h + 32))); \
-                __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 128 + 32 * h))); \
-                for (k = 0; k < 4; k++) {                                                                 \
-                    __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4); \
-                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2);                    \
-                    __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));                         \
-                    int s0 = 8 * h + 2 * k; /* sub-blocks of 16 covered: s0 (lanes 0..3), s0 + 1 */       \
-                    __m256i scv = _mm256_setr_epi32(scl[s0], scl[s0], scl[s0], scl[s0], scl[s0 + 1],       \
-                                                    scl[s0 + 1], scl[s0 + 1], scl[s0 + 1]);               \
-                    isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(code, x + 128 * h + 32 * k), scv)); \
-                }                                                                                         \
+        const int8_t *x = qa->q + bi * TFM__QK_K;                                                         \
+        const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                                \
+        __m256i isum = _mm256_setzero_si256(), zero;                                                      \
+        int h, k;                                                                                         \
+        TFM__UNROLL for (h = 0; h < 2; h++) {                                                             \
+            __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h))); \
+            __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h + 32))); \
+            __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 128 + 32 * h))); \
+            TFM__UNROLL for (k = 0; k < 4; k++) {                                                         \
+                __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4); \
+                __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2), 4)); \
+                isum = _mm256_add_epi32(isum, tfm__##P##_kdot(code, x + 128 * h + 32 * k, sc[4 * h + k])); \
             }                                                                                             \
-            acc = fmaf((float)(tfm__##P##_hsum_i32(isum) - TFM__Q6_K_ZERO * zero), tfm__avx2_h2f(w + 208) * qa->d[bi], acc); \
         }                                                                                                 \
-        return acc;                                                                                       \
+        zero = _mm256_add_epi32(_mm256_mullo_epi32(scl32a, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs)))), \
+                                _mm256_mullo_epi32(scl32b, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8))))); \
+        return tfm__##P##_hsum_i32(isum) - TFM__Q6_K_ZERO * tfm__##P##_hsum_i32(zero);                    \
     }                                                                                                     \
+    /* Rows [r0, r1) x every token: per row and super-block the scales are unpacked once and every    \
+       token's float chain advances one step (kept in y between super-blocks, an exact store). */     \
     T TFM_PRIVATE void tfm__##P##_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {   \
         tfm_dtype dt = m->w->dtype;                                                                       \
-        int r, b;                                                                                         \
+        size_t bb = dt == TFM_DTYPE_Q6_K ? 210u : dt == TFM_DTYPE_Q5_K ? 176u : 144u;                     \
+        int r, b, j, i, nb = m->w->cols / TFM__QK_K;                                                      \
         (void)scratch;                                                                                    \
         for (r = r0; r < r1; r++) {                                                                       \
             const unsigned char *row = tfm__tensor_at(m->w, r);                                           \
-            for (b = 0; b < m->n_b; b++) {                                                                \
-                float v = dt == TFM_DTYPE_Q6_K ? tfm__##P##_dot_q6_k(row, m->qa, b)                       \
-                                               : tfm__##P##_dot_q45_k(row, m->qa, b, dt == TFM_DTYPE_Q5_K); \
-                m->y[(size_t)b * m->y_stride + (size_t)r] = m->bias ? v + m->bias[r] : v;                 \
+            for (j = 0; j < nb; j++) {                                                                    \
+                const unsigned char *blk = row + (size_t)j * bb;                                          \
+                __m256i sc[8], scl32a = _mm256_setzero_si256(), scl32b = scl32a;                          \
+                __m128i mn16 = _mm_setzero_si128();                                                       \
+                float d, dmin = 0.0f;                                                                     \
+                if (dt == TFM_DTYPE_Q6_K) {                                                               \
+                    const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, blk + 192)); \
+                    TFM__UNROLL for (i = 0; i < 8; i++) sc[i] = _mm256_setr_m128i(_mm_set1_epi16(scl[2 * i]), _mm_set1_epi16(scl[2 * i + 1])); \
+                    scl32a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl)))); \
+                    scl32b = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl + 8)))); \
+                    d = tfm__avx2_h2f(blk + 208);                                                         \
+                } else {                                                                                  \
+                    unsigned char scv[TFM__Q4_K_SUB], mnv[TFM__Q4_K_SUB];                                 \
+                    tfm__##P##_q4k_scales(blk + 4, scv, mnv);                                             \
+                    TFM__UNROLL for (i = 0; i < TFM__Q4_K_SUB; i++) sc[i] = _mm256_set1_epi16((short)scv[i]); \
+                    mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, mnv)))); \
+                    d = tfm__avx2_h2f(blk);                                                               \
+                    dmin = tfm__avx2_h2f(blk + 2);                                                        \
+                }                                                                                         \
+                for (b = 0; b < m->n_b; b++) {                                                            \
+                    size_t bi = (size_t)b * (size_t)nb + (size_t)j;                                       \
+                    float *y = m->y + (size_t)b * m->y_stride + (size_t)r, acc = j ? *y : 0.0f, dx = m->qa->d[bi]; \
+                    if (dt == TFM_DTYPE_Q6_K) {                                                           \
+                        acc = fmaf((float)tfm__##P##_q6_sb(blk, sc, scl32a, scl32b, m->qa, bi), d * dx, acc); \
+                    } else {                                                                              \
+                        int32_t isum, imin;                                                               \
+                        tfm__##P##_q45_sb(blk, dt == TFM_DTYPE_Q5_K, sc, mn16, m->qa, bi, &isum, &imin);   \
+                        acc = fmaf((float)isum, d * dx, acc);                                             \
+                        acc = fmaf(-(float)imin, dmin * dx, acc);                                         \
+                    }                                                                                     \
+                    *y = acc;                                                                             \
+                }                                                                                         \
             }                                                                                             \
+            if (m->bias)                                                                                  \
+                for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];      \
         }                                                                                                 \
     }
 
-#define TFM__AVX2_DOT(u, x) tfm__avx2_dot_u4(u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
-TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2, TFM__AVX2_DOT)
+TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2)
 
 TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
@@ -2788,9 +2835,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int 
     }
 }
 
-#define TFM__AVX512_DOT(u, x) \
-    _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
-TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512, TFM__AVX512_DOT)
+TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512)
 
 #define TFM__AVX512_ROWS 4 /* weight rows per pass of the batched VNNI kernel */
 
