@@ -1715,9 +1715,9 @@ TFM_PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, s
    With G = 1 each token's codes are one contiguous row. */
 #define TFM__GROUP 16
 
-/* G for a format and batch: Q8_K activations stay in rows (the q4_k / q6_k kernels take one
-   token at a time), and so do all of a set that has no grouped kernels (grouped false). */
-#define tfm__act_group(f, n_b, grouped) ((n_b) == 1 || (f) == TFM__ACT_Q8_K || !(grouped) ? 1 : TFM__GROUP)
+/* G for a format and batch: a single token, and the formats a set has no batched kernels for
+   (bit f of its grouped mask clear), stay in rows. */
+#define tfm__act_group(f, n_b, grouped) ((n_b) == 1 || !(((grouped) >> (f)) & 1u) ? 1 : TFM__GROUP)
 
 typedef struct tfm__qacts {
     int8_t *q;
@@ -2077,11 +2077,14 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
 #endif
 
 /* Fully unroll the next loop (its trip count is a small constant), so a register block's
-   accumulators stay in registers. */
+   accumulators stay in registers; TFM__ALWAYS_INLINE makes a helper's constant arguments such
+   trip counts. */
 #if defined(__GNUC__) || defined(__clang__)
 #define TFM__UNROLL _Pragma("GCC unroll 32")
+#define TFM__ALWAYS_INLINE static inline __attribute__((always_inline))
 #else
 #define TFM__UNROLL
+#define TFM__ALWAYS_INLINE static inline
 #endif
 
 #if defined(TFM__X86)
@@ -2639,6 +2642,37 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
     }
 }
 
+/* One weight row's super-block as the batched K-quant kernels read it: codes one byte each in
+   weight order, scales as int32, and the int16 pairs the code sums are multiplied by. */
+typedef struct tfm__kq_sb {
+    signed char codes[TFM__QK_K]; /* 0..15 (q4_k), 0..31 (q5_k), -32..31 (q6_k, its zero point taken) */
+    int32_t sc[TFM__Q6_K_SUB];    /* 8 scales of 32 weights (q4_k, q5_k) or 16 of 16 (q6_k) */
+    uint32_t mins[TFM__Q4_K_SUB / 2]; /* (lo, hi) int16: mins 2p, 2p + 1 (q4_k, q5_k) */
+    int32_t flip;                 /* TFM__Q8_FLIP sum_c sc_c sum(codes of c): what codes x (x + 128) add */
+    float d, dmin;
+} tfm__kq_sb;
+
+#define TFM__KQ_ROWS 4 /* weight rows per pass of the batched K-quant kernels */
+#define TFM__KQ_SUBS 4 /* sub-blocks summed at once (independent chains of dot products) */
+
+/* Task scratch of the batched K-quant kernels: TFM__KQ_ROWS rows unpacked. */
+TFM_PRIVATE size_t tfm__kq_scratch_bytes(int cols) {
+    return (size_t)TFM__KQ_ROWS * (size_t)(cols / TFM__QK_K) * sizeof(tfm__kq_sb);
+}
+
+TFM_PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xffff) | (uint32_t)(hi & 0xffff) << 16; }
+
+/* o->flip for n_sub sub-blocks. */
+TFM_PRIVATE void tfm__kq_flip(tfm__kq_sb *o, int n_sub) {
+    int c, i, len = TFM__QK_K / n_sub;
+    o->flip = 0;
+    for (c = 0; c < n_sub; c++) {
+        int32_t sum = 0;
+        for (i = 0; i < len; i++) sum += o->codes[c * len + i];
+        o->flip += TFM__Q8_FLIP * o->sc[c] * sum;
+    }
+}
+
 /* --- q4_k, q5_k and q6_k, AVX2 and AVX-512 ---
    Activations in rows (G = 1 for Q8_K at any batch size); one weight row at a time, its
    super-blocks' scales unpacked once and used for every token. Per sub-block the codes times the
@@ -2730,11 +2764,10 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
     }                                                                                                     \
     /* Rows [r0, r1) x every token: per row and super-block the scales are unpacked once and every    \
        token's float chain advances one step (kept in y between super-blocks, an exact store). */     \
-    T TFM_PRIVATE void tfm__##P##_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {   \
+    T TFM_PRIVATE void tfm__##P##_gemv_kquant(const tfm__mm *m, int r0, int r1) {                        \
         tfm_dtype dt = m->w->dtype;                                                                       \
-        size_t bb = dt == TFM_DTYPE_Q6_K ? 210u : dt == TFM_DTYPE_Q5_K ? 176u : 144u;                     \
+        size_t bb = (size_t)tfm__dtype_of(dt).info.block_bytes;                                           \
         int r, b, j, i, nb = m->w->cols / TFM__QK_K;                                                      \
-        (void)scratch;                                                                                    \
         for (r = r0; r < r1; r++) {                                                                       \
             const unsigned char *row = tfm__tensor_at(m->w, r);                                           \
             for (j = 0; j < nb; j++) {                                                                    \
@@ -2773,9 +2806,65 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
             if (m->bias)                                                                                  \
                 for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];      \
         }                                                                                                 \
+    }                                                                                                     \
+    /* One row's super-block for the batched kernels (tfm__kq_sb). */                                  \
+    T TFM_PRIVATE void tfm__##P##_kq_unpack(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *o) {      \
+        const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1); \
+        int h, k, i;                                                                                      \
+        if (dt == TFM_DTYPE_Q6_K) {                                                                       \
+            TFM__UNROLL for (h = 0; h < 2; h++) {                                                         \
+                __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h))); \
+                __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h + 32))); \
+                __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 128 + 32 * h))); \
+                TFM__UNROLL for (k = 0; k < 4; k++) {                                                     \
+                    __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4); \
+                    __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2), 4); \
+                    _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, o->codes + 128 * h + 32 * k)), _mm256_or_si256(lo, hi)); \
+                }                                                                                         \
+            }                                                                                             \
+            for (i = 0; i < TFM__QK_K; i++) o->codes[i] = (signed char)(o->codes[i] - TFM__Q6_K_ZERO);    \
+            for (i = 0; i < TFM__Q6_K_SUB; i++) o->sc[i] = (signed char)blk[192 + i];                     \
+            o->d = tfm__avx2_h2f(blk + 208);                                                              \
+            o->dmin = 0.0f;                                                                               \
+        } else {                                                                                          \
+            bool five = dt == TFM_DTYPE_Q5_K;                                                             \
+            const unsigned char *qs = blk + (five ? 48 : 16);                                             \
+            unsigned char scv[TFM__Q4_K_SUB], mnv[TFM__Q4_K_SUB];                                         \
+            TFM__UNROLL for (k = 0; k < 4; k++) {                                                         \
+                __m256i bv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, qs + 32 * k))); \
+                __m256i lo = _mm256_and_si256(bv, low4), hi = _mm256_and_si256(_mm256_srli_epi16(bv, 4), low4); \
+                if (five) {                                                                               \
+                    __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 16))); \
+                    lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), one), 4)); \
+                    hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k + 1), one), 4)); \
+                }                                                                                         \
+                _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, o->codes + 64 * k)), lo);      \
+                _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, o->codes + 64 * k + 32)), hi); \
+            }                                                                                             \
+            tfm__##P##_q4k_scales(blk + 4, scv, mnv);                                                     \
+            for (i = 0; i < TFM__Q4_K_SUB; i++) o->sc[i] = scv[i];                                        \
+            for (i = 0; i < TFM__Q4_K_SUB / 2; i++) o->mins[i] = tfm__pair16(mnv[2 * i], mnv[2 * i + 1]); \
+            o->d = tfm__avx2_h2f(blk);                                                                    \
+            o->dmin = tfm__avx2_h2f(blk + 2);                                                             \
+        }                                                                                                 \
+        tfm__kq_flip(o, dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_SUB : TFM__Q4_K_SUB);                           \
+    }                                                                                                     \
+    /* Rows [r, r + TFM__KQ_ROWS) of m (the last one repeated past r1), every super-block, unpacked. */ \
+    T TFM_PRIVATE void tfm__##P##_kq_unpack_rows(const tfm__mm *m, int r, int r1, tfm__kq_sb *out) {      \
+        size_t bb = (size_t)tfm__dtype_of(m->w->dtype).info.block_bytes;                                  \
+        int i, j, nb = m->w->cols / TFM__QK_K;                                                            \
+        for (i = 0; i < TFM__KQ_ROWS; i++) {                                                              \
+            const unsigned char *row = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);                 \
+            for (j = 0; j < nb; j++) tfm__##P##_kq_unpack(m->w->dtype, row + (size_t)j * bb, &out[(size_t)j * TFM__KQ_ROWS + (size_t)i]); \
+        }                                                                                                 \
     }
 
 TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2)
+
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    (void)scratch;
+    tfm__avx2_gemv_kquant(m, r0, r1);
+}
 
 TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
@@ -2836,6 +2925,90 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int 
 }
 
 TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512)
+
+/* A batch of q4_k / q5_k / q6_k: per TFM__KQ_ROWS rows (unpacked into scratch once) x 16 tokens.
+   The activation codes flipped to x + 128 (unsigned) times the weight codes (signed, broadcast)
+   are summed exactly per sub-block (vpdpbusd), times its scale (vpmulld) and added up; less
+   the flip's share that is isum of the scalar twin. The mins (q4_k, q5_k) times the code sums
+   in int16 pairs (vpdpwssd); then the twin's float steps in 16 lanes, one per token. n_sub (8
+   or 16) is a constant where this is inlined. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_kq_step(const tfm__kq_sb *w, const tfm__qacts *qa, size_t bi,
+                                                          __m512 *acc, const int n_sub) {
+    const int steps = TFM__QK_K / 4 / n_sub;
+    const int8_t *a = qa->q + bi * TFM__QK_K * TFM__GROUP;           /* [64][16 tokens][4] */
+    const int32_t *s16 = qa->s + bi * (TFM__QK_K / 16) * TFM__GROUP; /* [16][16 tokens] */
+    const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
+    __m512 dx = _mm512_loadu_ps(qa->d + bi * TFM__GROUP);
+    __m512i isum[TFM__KQ_ROWS];
+    int c, k, i, p;
+    TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) isum[i] = _mm512_set1_epi32(-w[i].flip);
+    for (c = 0; c < n_sub; c += TFM__KQ_SUBS) {
+        __m512i dot[TFM__KQ_SUBS][TFM__KQ_ROWS];
+        int e;
+        TFM__UNROLL for (e = 0; e < TFM__KQ_SUBS; e++)
+            TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) dot[e][i] = _mm512_setzero_si512();
+        TFM__UNROLL for (k = 0; k < steps; k++)
+            TFM__UNROLL for (e = 0; e < TFM__KQ_SUBS; e++) {
+                int at = 4 * ((c + e) * steps + k);
+                __m512i x = _mm512_xor_si512(_mm512_loadu_si512(a + 16 * at), flip);
+                TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) {
+                    int32_t w4;
+                    memcpy(&w4, w[i].codes + at, 4);
+                    dot[e][i] = _mm512_dpbusd_epi32(dot[e][i], x, _mm512_set1_epi32(w4));
+                }
+            }
+        TFM__UNROLL for (e = 0; e < TFM__KQ_SUBS; e++)
+            TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++)
+                isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(dot[e][i], _mm512_set1_epi32(w[i].sc[c + e])));
+    }
+    if (n_sub == TFM__Q6_K_SUB) {
+        TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++)
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(_mm512_set1_ps(w[i].d), dx), acc[i]);
+    } else {
+        __m512i pz[TFM__Q4_K_SUB / 2];
+        TFM__UNROLL for (p = 0; p < TFM__Q4_K_SUB / 2; p++) { /* sums of 32 codes of sub-blocks 2p, 2p + 1 in int16 */
+            __m512i lo = _mm512_add_epi32(_mm512_loadu_si512(s16 + TFM__GROUP * (4 * p)), _mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 1)));
+            __m512i hi = _mm512_add_epi32(_mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 2)), _mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 3)));
+            pz[p] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(hi, 16));
+        }
+        TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) {
+            __m512i imin = _mm512_setzero_si512();
+            TFM__UNROLL for (p = 0; p < TFM__Q4_K_SUB / 2; p++) imin = _mm512_dpwssd_epi32(imin, _mm512_set1_epi32((int)w[i].mins[p]), pz[p]);
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(_mm512_set1_ps(w[i].d), dx), acc[i]);
+            acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(_mm512_set1_ps(w[i].dmin), dx), acc[i]);
+        }
+    }
+}
+
+TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    bool q6 = m->w->dtype == TFM_DTYPE_Q6_K;
+    int nb = m->w->cols / TFM__QK_K, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, i, t;
+    tfm__kq_sb *sb = TFM__CAST(tfm__kq_sb *, TFM__CAST(void *, scratch)); /* [nb][TFM__KQ_ROWS] */
+    for (r = r0; r < r1; r += TFM__KQ_ROWS) {
+        tfm__avx512_kq_unpack_rows(m, r, r1, sb);
+        for (g = 0; g < n_groups; g++) {
+            __m512 acc[TFM__KQ_ROWS];
+            float out[TFM__GROUP];
+            for (i = 0; i < TFM__KQ_ROWS; i++) acc[i] = _mm512_setzero_ps();
+            for (j = 0; j < nb; j++) {
+                size_t bi = (size_t)g * (size_t)nb + (size_t)j;
+                if (q6) tfm__avx512_kq_step(sb + (size_t)j * TFM__KQ_ROWS, m->qa, bi, acc, TFM__Q6_K_SUB);
+                else tfm__avx512_kq_step(sb + (size_t)j * TFM__KQ_ROWS, m->qa, bi, acc, TFM__Q4_K_SUB);
+            }
+            for (i = 0; i < TFM__KQ_ROWS && r + i < r1; i++) {
+                _mm512_storeu_ps(out, acc[i]);
+                for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++)
+                    m->y[(size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)(r + i)] =
+                        m->bias ? out[t] + m->bias[r + i] : out[t];
+            }
+        }
+    }
+}
+
+TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    if (m->qa->group == 1) tfm__avx512_gemv_kquant(m, r0, r1);
+    else tfm__avx512_gemm_kquant(m, r0, r1, scratch);
+}
 
 #define TFM__AVX512_ROWS 4 /* weight rows per pass of the batched VNNI kernel */
 
@@ -3030,6 +3203,12 @@ TFM_PRIVATE size_t tfm__amx_scratch_bytes(int cols) {
     return (size_t)TFM__AMX_ROWS * (size_t)cols + (size_t)TFM__AMX_ROWS * sizeof(float) * (size_t)(cols / TFM__QK);
 }
 
+/* ... or the batched K-quant kernel's, whichever is larger. */
+TFM_PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
+    size_t a = tfm__amx_scratch_bytes(cols), k = tfm__kq_scratch_bytes(cols);
+    return a > k ? a : k;
+}
+
 TFM__T_AMX TFM_PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
     const tfm__tensor *w = m->w;
     int nb = w->cols / TFM__QK, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, i, j;
@@ -3082,8 +3261,8 @@ typedef struct tfm__isa {
     void (*axpy_h)(float *y, float a, const unsigned char *x, int n); /* the same, f16 values */
     void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
                                                           /* attention scores, keys f32 [0] / f16 [1] */
-    bool tiles;                                           /* needs tfm__amx_scratch_bytes per task */
-    bool grouped;                                         /* batched Q8 activations in groups */
+    size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
+    unsigned grouped;                                     /* bit f: batched activations of format f in groups */
 } tfm__isa;
 
 TFM_PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
@@ -3115,8 +3294,8 @@ TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tf
     t->axpy_h = tfm__axpy_h_scalar;
     t->scores[0] = tfm__scores_f32_scalar;
     t->scores[1] = tfm__scores_h_scalar;
-    t->tiles = false;
-    t->grouped = true;
+    t->scratch_bytes = NULL;
+    t->grouped = 1u << TFM__ACT_Q8 | 1u << TFM__ACT_Q8_K;
 }
 
 /* Set `set` into *out (written as code: a static table of function pointers would be
@@ -3135,6 +3314,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->axpy_h = tfm__avx2_axpy_h;
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
+        out->grouped = 1u << TFM__ACT_Q8; /* q4_k / q5_k / q6_k take one token at a time */
         return true;
 #endif
 #ifdef TFM__X86_AVX512
@@ -3147,6 +3327,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->axpy_h = tfm__avx512_axpy_h;
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
+        out->scratch_bytes = tfm__kq_scratch_bytes;
         return true;
 #endif
 #ifdef TFM__X86_AMX
@@ -3159,14 +3340,14 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->axpy_h = tfm__avx512_axpy_h;
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
-        out->tiles = true;
+        out->scratch_bytes = tfm__amx_set_scratch_bytes;
         return true;
 #endif
 #ifdef TFM__NEON
     case TFM__SET_NEON:
         tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, tfm__neon_mm_q,
                       tfm__neon_mm_q, tfm__neon_mm_q);
-        out->grouped = false;
+        out->grouped = 0;
         out->dot = tfm__neon_dot;
         out->axpy = tfm__neon_axpy;
         out->axpy_h = tfm__neon_axpy_h;
@@ -3585,7 +3766,7 @@ struct tfm_session {
     float *up, *gate;           /* [n_batch, d_ff] FFN hidden */
     tfm__qacts qa[TFM__ACT_COUNT]; /* quantized matrix inputs, per format the model's weights read
                                       (buffers for n_batch rounded up to TFM__GROUP tokens x max_cols) */
-    unsigned char *task_scratch;   /* [n_tasks][task_scratch_bytes] (AMX kernels), else NULL */
+    unsigned char *task_scratch;   /* [n_tasks][task_scratch_bytes] (isa.scratch_bytes), else NULL */
     size_t task_scratch_bytes;
     float *scores;              /* [n_heads, n_ctx] attention weights, one row per head */
     float *logits;              /* [n_vocab] of the last evaluated token */
@@ -6757,12 +6938,10 @@ TFM_PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, con
     s->n_tasks = 1;
 #endif
     if (d->parallel_for) s->n_tasks = d->n_threads * TFM__TASKS_PER_THREAD;
-#ifdef TFM__X86_AMX
-    if (model->isa.tiles) {
-        size_t bytes = tfm__amx_scratch_bytes((int)tfm__max_cols(&model->config));
+    if (model->isa.scratch_bytes) {
+        size_t bytes = model->isa.scratch_bytes((int)tfm__max_cols(&model->config));
         s->task_scratch_bytes = (bytes + TFM__ALIGN - 1) / TFM__ALIGN * TFM__ALIGN;
     }
-#endif
 }
 
 TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_desc *desc,
