@@ -105,3 +105,7 @@ fuzz: $(TEST_MODELS) | build
 
 clean:
 	rm -rf build
+
+# A renderer for the chat-template checks and goldens (tests/gen/check_chat_templates.sh).
+build/chat_render: tests/chat_render.c tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)

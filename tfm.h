@@ -177,7 +177,8 @@ typedef enum tfm_result {
     TFM_ERR_CORRUPT = 6,       /* sizes, offsets, shapes or values that do not add up */
     TFM_ERR_UNSUPPORTED = 7,   /* valid, but this build cannot run it (dtype, big-endian host) */
     TFM_ERR_CONTEXT_FULL = 8,  /* positions would pass the session's n_ctx */
-    TFM_ERR_CANCELLED = 9      /* should_abort returned true */
+    TFM_ERR_CANCELLED = 9,     /* should_abort returned true */
+    TFM_ERR_TEMPLATE = 10      /* a chat template failed: syntax, rendering, raise_exception */
 } tfm_result;
 
 typedef enum tfm_dtype {
@@ -354,6 +355,75 @@ TFM_API tfm_result tfm_model_decode(const tfm_model *model, tfm_utf8_stream *str
    stream is reset. Returns the bytes written: 0 when nothing is held, or when out_cap < 3 (the
    tail then stays held). */
 TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t out_cap);
+
+/* --- chat templates (>>chat) ---
+   A Hugging Face chat template (Jinja) rendered exactly as transformers' apply_chat_template
+   renders it: messages in, prompt text out. The text is not tokenized: tokenize it as it is
+   (the template writes bos_token itself where the model wants one; do not prepend bos_id). */
+typedef struct tfm_chat tfm_chat;
+
+typedef struct tfm_chat_message {
+    const char *role;      /* "system", "user", "assistant", ... */
+    size_t role_bytes;
+    const char *content;   /* NULL: None in the template (content is none) */
+    size_t content_bytes;
+} tfm_chat_message;
+
+/* The clock of strftime_now (Llama-3.2 puts today's date in its system prompt). */
+typedef struct tfm_chat_date {
+    int year;              /* 0: strftime_now is undefined (templates fall back to their own date) */
+    int month, day;        /* 1..12, 1..31 */
+    int hour, minute, second;
+} tfm_chat_date;
+
+/* All-zero is invalid: give template_text, or a model whose file carries a template. */
+typedef struct tfm_chat_desc {
+    const tfm_model *model;   /* optional: template, bos_token and eos_token from its file */
+    const char *template_text; /* Jinja source (copied); NULL: the model's */
+    size_t template_bytes;
+    const char *bos_token;    /* the template's bos_token (copied); NULL: the model's, or undefined */
+    size_t bos_token_bytes;
+    const char *eos_token;    /* likewise eos_token */
+    size_t eos_token_bytes;
+    size_t max_output_bytes;  /* longest prompt; 0: 16 MiB */
+    size_t max_memory_bytes;  /* arena for the template, and for one render; 0: 64 MiB */
+    tfm_allocator allocator;
+    tfm_logger logger;
+} tfm_chat_desc;
+
+/* One render. The messages: messages[0..n_messages), or messages_json, a JSON array of
+   message objects with any fields (tool_calls, ...). */
+typedef struct tfm_chat_args {
+    const tfm_chat_message *messages;
+    size_t n_messages;
+    const char *messages_json;   /* used instead of messages when not NULL */
+    size_t messages_json_bytes;
+    const char *vars_json;       /* optional JSON object of more variables (tools, enable_thinking) */
+    size_t vars_json_bytes;
+    bool add_generation_prompt;  /* end with the opening of an assistant turn */
+    tfm_chat_date date;          /* strftime_now's date; zero: strftime_now undefined */
+} tfm_chat_args;
+
+/* tfm_chat_create: lexes and parses the template (syntax errors, unknown tags, filters and
+   tests fail here with line and column in the logger's message).
+   Returns TFM_OK; TFM_ERR_TEMPLATE for a bad template; TFM_ERR_UNSUPPORTED when desc->model
+   has no template; TFM_ERR_INVALID_ARG, TFM_ERR_OUT_OF_MEMORY.
+   Thread safety: a tfm_chat is used by one thread at a time (render writes last_error).
+   Ownership: destroy with tfm_chat_destroy; desc and its strings may go after the call. */
+TFM_API tfm_result tfm_chat_create(const tfm_chat_desc *desc, tfm_chat **out_chat);
+TFM_API void tfm_chat_destroy(tfm_chat *chat);                   /* NULL is fine */
+/* Renders the prompt: writes at most out_cap bytes (no NUL) and sets *out_bytes to the size
+   needed. out NULL asks for the size only; a too small out_cap is TFM_ERR_INVALID_ARG (the
+   size is still set). TFM_ERR_TEMPLATE: an error while rendering, or the template called
+   raise_exception (tfm_chat_last_error is then its message, exactly). Allocates in an arena
+   through desc.allocator and frees it before returning. */
+TFM_API tfm_result tfm_chat_render(tfm_chat *chat, const tfm_chat_args *args, char *out,
+                                   size_t out_cap, size_t *out_bytes);
+TFM_API const char *tfm_chat_last_error(const tfm_chat *chat);   /* "" after success */
+/* The chat template stored in a .tfm file (borrowed; lives as long as the model), or
+   TFM_ERR_UNSUPPORTED when it has none. */
+TFM_API tfm_result tfm_model_chat_template(const tfm_model *model, const char **text,
+                                           size_t *text_bytes);
 
 /* --- session ---
    tfm_session_create: allocates the KV cache [n_layers, n_ctx, n_kv_heads * d_head] and all
@@ -2965,7 +3035,7 @@ static const uint16_t tfm__uc_comp[941] = {
     1493,1494,1495,1496,1497,1498,1499,1501,1500,1502,1503,1504,1505,
 };
 #define TFM__TOK_HEADER_BYTES 64
-#define TFM__TOK_HEADER_USED 40 /* bytes before the reserved tail */
+#define TFM__TOK_HEADER_USED 52 /* bytes before the reserved tail */
 #define TFM__BPE_MAX_BYTES 1024 /* bytes merged at once: the stack holds one int32 id per byte */
 #define TFM__NFC_WINDOW 1024    /* bytes of normalized text scanned at once */
 #define TFM__NFC_MAX_RUN 32     /* raw code points normalized as one unit */
@@ -2999,6 +3069,8 @@ struct tfm__tokenizer {
     const unsigned char *attrs;   /* u8[n_tokens] */
     const unsigned char *merges;  /* u32[n_merges][3]: left, right, merged */
     const unsigned char *text;    /* u8[text_bytes] */
+    const char *chat_text;        /* chat template, then bos_token, then eos_token (>>chat) */
+    size_t chat_template_bytes, chat_bos_bytes, chat_eos_bytes;
     int32_t *merge_hash;          /* [merge_cap] merge rank by (left, right); -1 empty */
     int32_t *token_hash;          /* [token_cap] token id by text; -1 empty */
     int32_t *added;               /* [n_added] ADDED ids by (first byte, longest first) */
@@ -3328,8 +3400,8 @@ TFM_PRIVATE bool tfm__tok_section(size_t *off, size_t count, size_t elem, size_t
 /* Header fields and the section layout, checked against blob_bytes before any pointer. */
 TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned char *blob,
                                              size_t blob_bytes, const tfm_logger *lg) {
-    uint32_t kind, pretok, n_tokens, n_merges, text_bytes;
-    size_t i, off = TFM__TOK_HEADER_BYTES, o_off, o_scores, o_attrs, o_merges, o_text;
+    uint32_t kind, pretok, n_tokens, n_merges, text_bytes, chat[3];
+    size_t i, off = TFM__TOK_HEADER_BYTES, o_off, o_scores, o_attrs, o_merges, o_text, o_chat;
     int32_t *special[4];
     if (!blob || blob_bytes < TFM__TOK_HEADER_BYTES)
         return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: blob of %zu bytes is shorter than its "
@@ -3340,6 +3412,7 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
     t->flags = tfm__rd_u32(blob + 12);
     pretok = tfm__rd_u32(blob + 16);
     text_bytes = tfm__rd_u32(blob + 36);
+    for (i = 0; i < 3; i++) chat[i] = tfm__rd_u32(blob + 40 + 4 * i); /* template, bos, eos */
     for (i = TFM__TOK_HEADER_USED; i < TFM__TOK_HEADER_BYTES; i++)
         if (blob[i])
             return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: reserved byte %zu is not 0", i);
@@ -3370,16 +3443,22 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
         !tfm__tok_section(&off, n_tokens, 4, &o_scores) ||
         !tfm__tok_section(&off, n_tokens, 1, &o_attrs) || !tfm__align_size(off, 4, &off) ||
         !tfm__tok_section(&off, n_merges, 12, &o_merges) ||
-        !tfm__tok_section(&off, text_bytes, 1, &o_text) || off != blob_bytes)
-        return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: %u tokens, %u merges and %u text bytes "
-                        "do not add up to the blob's %zu bytes", n_tokens, n_merges, text_bytes,
-                        blob_bytes);
+        !tfm__tok_section(&off, text_bytes, 1, &o_text) ||
+        !tfm__tok_section(&off, chat[0], 1, &o_chat) || !tfm__tok_section(&off, chat[1], 1, &i) ||
+        !tfm__tok_section(&off, chat[2], 1, &i) || off != blob_bytes)
+        return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: %u tokens, %u merges, %u text bytes and "
+                        "%u+%u+%u chat bytes do not add up to the blob's %zu bytes", n_tokens,
+                        n_merges, text_bytes, chat[0], chat[1], chat[2], blob_bytes);
     t->offsets = blob + o_off;
     t->scores = blob + o_scores;
     t->attrs = blob + o_attrs;
     t->merges = blob + o_merges;
     t->text = blob + o_text;
     t->text_bytes = text_bytes;
+    t->chat_text = TFM__CAST(const char *, TFM__CAST(const void *, blob + o_chat));
+    t->chat_template_bytes = chat[0];
+    t->chat_bos_bytes = chat[1];
+    t->chat_eos_bytes = chat[2];
     return TFM_OK;
 }
 
@@ -4057,6 +4136,4037 @@ TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t 
     return 3;
 }
 
+/* >>chat -----------------------------------------------------------------------------------------
+   Chat templates: the Jinja subset that Hugging Face chat templates use, rendered as
+   transformers' apply_chat_template renders them (jinja2's ImmutableSandboxedEnvironment with
+   trim_blocks and lstrip_blocks, the loopcontrols extension, its own tojson, raise_exception and
+   strftime_now). Three stages, each bounded against hostile templates:
+   - lex (tfm__jlex): newlines normalized to \n and one trailing newline dropped, as jinja2
+     does; text, {{ }}, {% %}, {# #} and {% raw %} with - / + whitespace control, lstrip_blocks
+     and trim_blocks applied while cutting the text; tokens inside tags.
+   - parse (tfm__jp_*): recursive descent with jinja2's precedence (or, and, not, comparisons,
+     + -, ~, * / // %, **, unary, postfix, filters and tests) into a tree of tfm__jnode,
+     at most TFM__CHAT_MAX_DEPTH deep. Unknown tags, filters and tests fail here.
+   - render (tfm__jx_*): a tree walk over tfm__jv values with Python's semantics (str(), repr(),
+     json.dumps, int/float arithmetic, truthiness, slicing, Undefined), loop bodies in a frame
+     of their own per iteration (jinja2 scoping: a set inside a for does not leak; namespace()
+     is the way out), counted in steps (TFM__CHAT_MAX_STEPS), memory and output bytes.
+   Everything a render makes lives in one arena, freed when the render returns.
+   Documented deviations: integers are 64-bit (overflow is an error); upper/lower/title/
+   capitalize change ASCII letters only; repr() of a string treats every non-ASCII code point
+   as printable except C1 controls, U+00AD and the line/paragraph separators; loop.changed,
+   recursive loops, call blocks, include/import/extends and the filters not listed in
+   tfm__jfilter_names are not supported (an error when the template is created). */
+
+#define TFM__CHAT_MAX_DEPTH 128         /* nesting of blocks and expressions; also call depth */
+#define TFM__CHAT_MAX_STEPS (1u << 24)  /* expressions, statements, iterations per render */
+#define TFM__CHAT_MAX_RANGE 100000      /* longest range(), as jinja2's sandbox MAX_RANGE */
+#define TFM__CHAT_OUTPUT_DEFAULT ((size_t)1 << 24)
+#define TFM__CHAT_MEMORY_DEFAULT ((size_t)1 << 26)
+#define TFM__CHAT_CHUNK_BYTES ((size_t)1 << 16)
+#define TFM__CHAT_ERROR_BYTES 512
+#define TFM__CHAT_NUM_BYTES 40          /* a formatted number: "-1.2345678901234567e+308" */
+#define TFM__CHAT_FLOAT_DIGITS 17       /* digits that round-trip any double */
+#define TFM__CHAT_REPR_FIXED_MAX 16     /* Python repr(float) is positional for exponents -4..15 */
+#define TFM__CHAT_REPR_FIXED_MIN (-4)
+#define TFM__CHAT_JSON_INDENT_MAX 64
+#define TFM__JLIMIT (-1)                /* tfm__jarena.failed: over max_memory_bytes */
+#define TFM__JOUTPUT_LIMIT (-2)         /* tfm__jarena.failed: output over max_output_bytes */
+
+/* --- arena: chunks from the allocator, bump allocation, all freed at once --- */
+
+typedef struct tfm__jchunk {
+    struct tfm__jchunk *next;
+    size_t bytes, used;                 /* usable bytes after the header, bytes taken */
+} tfm__jchunk;
+
+typedef struct tfm__jarena {
+    tfm_allocator allocator;
+    tfm__jchunk *head;
+    size_t total, limit;                /* bytes held, most allowed */
+    int failed;                         /* TFM_ERR_OUT_OF_MEMORY, TFM__JLIMIT or TFM__JOUTPUT_LIMIT */
+} tfm__jarena;
+
+#define TFM__JCHUNK_HEADER ((sizeof(tfm__jchunk) + 15) & ~(size_t)15)
+
+/* bytes (16-byte aligned) from the arena; NULL (and a->failed set) when out of memory. */
+TFM_PRIVATE void *tfm__ja_alloc(tfm__jarena *a, size_t bytes) {
+    tfm__jchunk *c = a->head;
+    size_t need = (bytes + 15) & ~(size_t)15, chunk;
+    if (need < bytes) need = (size_t)-1;
+    if (c && c->bytes - c->used >= need) {
+        c->used += need;
+        return tfm__at(c, TFM__JCHUNK_HEADER + c->used - need);
+    }
+    chunk = need > TFM__CHAT_CHUNK_BYTES ? need : TFM__CHAT_CHUNK_BYTES;
+    if (chunk > a->limit - a->total) {
+        a->failed = TFM__JLIMIT;
+        return NULL;
+    }
+    c = TFM__CAST(tfm__jchunk *, tfm__alloc(&a->allocator, chunk + TFM__JCHUNK_HEADER));
+    if (!c) {
+        a->failed = TFM_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    c->next = a->head;
+    c->bytes = chunk;
+    c->used = need;
+    a->head = c;
+    a->total += chunk;
+    return tfm__at(c, TFM__JCHUNK_HEADER);
+}
+
+TFM_PRIVATE void tfm__ja_free(tfm__jarena *a) {
+    while (a->head) {
+        tfm__jchunk *next = a->head->next;
+        tfm__free(&a->allocator, a->head, a->head->bytes + TFM__JCHUNK_HEADER);
+        a->head = next;
+    }
+    a->total = 0;
+}
+
+/* --- values --- */
+
+enum {
+    TFM__JV_UNDEF = 0, TFM__JV_NONE, TFM__JV_BOOL, TFM__JV_INT, TFM__JV_FLOAT, TFM__JV_STR,
+    TFM__JV_LIST, TFM__JV_TUPLE, TFM__JV_DICT, TFM__JV_NS, TFM__JV_MACRO, TFM__JV_FUNC,
+    TFM__JV_METHOD, TFM__JV_LOOP, TFM__JV_GEN
+};
+#define TFM__JV_MARKUP 1 /* tfm__jv.fn of a STR: markupsafe's Markup (from safe / escape) */
+
+typedef struct tfm__jv tfm__jv;
+typedef struct tfm__jseq {              /* list / tuple items; dict / namespace: key, value pairs */
+    size_t n, cap;                      /* values in v (pairs count 2), room */
+    tfm__jv *v;
+} tfm__jseq;
+
+struct tfm__jv {
+    int type;                           /* TFM__JV_* */
+    int fn;                             /* FUNC, METHOD: builtin id; STR: TFM__JV_MARKUP or 0 */
+    size_t n;                           /* STR, UNDEF (its name): bytes */
+    union {
+        int64_t i;                      /* BOOL (0 / 1), INT */
+        double f;
+        const char *s;                  /* STR, UNDEF: the name that was looked up */
+        tfm__jseq *seq;                 /* LIST, TUPLE, DICT, NS, GEN (a generator's items) */
+        const void *p;                  /* MACRO, METHOD (its bound tfm__jv), LOOP */
+    } u;
+};
+
+typedef struct tfm__jloop {             /* the `loop` variable of one iteration */
+    const tfm__jseq *items;
+    size_t index0;
+} tfm__jloop;
+
+/* --- UTF-8 and Python's whitespace --- */
+
+/* The code point at s[0..n) and its length in *len (an invalid byte is itself, length 1). */
+TFM_PRIVATE uint32_t tfm__jutf8(const char *s, size_t n, size_t *len) {
+    const unsigned char *u = TFM__CAST(const unsigned char *, TFM__CAST(const void *, s));
+    uint32_t cp;
+    size_t k, i;
+    if (u[0] < 0x80) { *len = 1; return u[0]; }
+    if (u[0] >= 0xC2 && u[0] < 0xE0) { k = 2; cp = u[0] & 0x1Fu; }
+    else if (u[0] >= 0xE0 && u[0] < 0xF0) { k = 3; cp = u[0] & 0x0Fu; }
+    else if (u[0] >= 0xF0 && u[0] < 0xF5) { k = 4; cp = u[0] & 0x07u; }
+    else { *len = 1; return u[0]; }
+    if (k > n) { *len = 1; return u[0]; }
+    for (i = 1; i < k; i++) {
+        if ((u[i] & 0xC0u) != 0x80u) { *len = 1; return u[0]; }
+        cp = (cp << 6) | (u[i] & 0x3Fu);
+    }
+    if ((k == 3 && cp < 0x800u) || (k == 4 && (cp < 0x10000u || cp > 0x10FFFFu))) {
+        *len = 1;
+        return u[0];
+    }
+    *len = k;
+    return cp;
+}
+
+/* Python's str.isspace(): the White_Space code points plus U+001C..U+001F. */
+TFM_PRIVATE bool tfm__jspace(uint32_t cp) {
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 ||
+           cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+           cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+/* Bytes of whitespace at the start (from_end false) or end of s[0..n). */
+TFM_PRIVATE size_t tfm__jspace_run(const char *s, size_t n, bool from_end) {
+    size_t i = 0, len, last = 0;
+    if (!from_end) {
+        while (i < n && tfm__jspace(tfm__jutf8(s + i, n - i, &len))) i += len;
+        return i;
+    }
+    while (i < n) { /* the start of the trailing run */
+        uint32_t cp = tfm__jutf8(s + i, n - i, &len);
+        if (!tfm__jspace(cp)) last = i + len;
+        i += len;
+    }
+    return n - last;
+}
+
+/* Code points in s[0..n). */
+TFM_PRIVATE size_t tfm__jcp_count(const char *s, size_t n) {
+    size_t i = 0, count = 0, len;
+    while (i < n) { tfm__jutf8(s + i, n - i, &len); i += len; count++; }
+    return count;
+}
+
+/* Byte offset of code point k (k <= count) in s[0..n). */
+TFM_PRIVATE size_t tfm__jcp_offset(const char *s, size_t n, size_t k) {
+    size_t i = 0, len;
+    while (k > 0 && i < n) { tfm__jutf8(s + i, n - i, &len); i += len; k--; }
+    return i;
+}
+
+/* Appends cp as UTF-8 to out (room for 4); returns the bytes written. */
+TFM_PRIVATE size_t tfm__jput_utf8(uint32_t cp, char *out) {
+    unsigned char *o = TFM__CAST(unsigned char *, TFM__CAST(void *, out));
+    if (cp < 0x80) { o[0] = (unsigned char)cp; return 1; }
+    if (cp < 0x800) {
+        o[0] = (unsigned char)(0xC0u | (cp >> 6));
+        o[1] = (unsigned char)(0x80u | (cp & 0x3Fu));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xE0u | (cp >> 12));
+        o[1] = (unsigned char)(0x80u | ((cp >> 6) & 0x3Fu));
+        o[2] = (unsigned char)(0x80u | (cp & 0x3Fu));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0u | (cp >> 18));
+    o[1] = (unsigned char)(0x80u | ((cp >> 12) & 0x3Fu));
+    o[2] = (unsigned char)(0x80u | ((cp >> 6) & 0x3Fu));
+    o[3] = (unsigned char)(0x80u | (cp & 0x3Fu));
+    return 4;
+}
+
+TFM_PRIVATE bool tfm__jeq_str(const char *s, size_t n, const char *lit) {
+    return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+/* --- growable byte buffer in the arena (output, string building) --- */
+
+typedef struct tfm__jbuf {
+    char *p;
+    size_t n, cap, limit;               /* bytes used, room, most allowed (0: no limit) */
+    tfm__jarena *arena;
+} tfm__jbuf;
+
+/* Room for more bytes; false (arena failed, or past the limit) otherwise. */
+TFM_PRIVATE bool tfm__jbuf_reserve(tfm__jbuf *b, size_t more) {
+    size_t cap;
+    char *p;
+    if (more > (size_t)-1 / 2 - b->n || (b->limit && b->n + more > b->limit)) {
+        b->arena->failed = b->limit ? TFM__JOUTPUT_LIMIT : TFM__JLIMIT;
+        return false;
+    }
+    if (b->n + more <= b->cap) return true;
+    cap = b->cap ? b->cap * 2 : 64;
+    while (cap < b->n + more) cap *= 2;
+    if (!(p = TFM__CAST(char *, tfm__ja_alloc(b->arena, cap)))) return false;
+    if (b->n) memcpy(p, b->p, b->n);
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+TFM_PRIVATE bool tfm__jbuf_put(tfm__jbuf *b, const char *s, size_t n) {
+    if (!n) return true;
+    if (!tfm__jbuf_reserve(b, n)) return false;
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return true;
+}
+
+TFM_PRIVATE bool tfm__jbuf_puts(tfm__jbuf *b, const char *s) { return tfm__jbuf_put(b, s, strlen(s)); }
+
+TFM_PRIVATE bool tfm__jbuf_putc(tfm__jbuf *b, char c) { return tfm__jbuf_put(b, &c, 1); }
+
+TFM_PRIVATE void tfm__jbuf_init(tfm__jbuf *b, tfm__jarena *a) {
+    memset(b, 0, sizeof *b);
+    b->arena = a;
+}
+
+/* --- errors: the first failure of a create or render, with line and column --- */
+
+#define TFM__JNOPOS ((size_t)-1)
+
+typedef struct tfm__jctx {
+    tfm__jarena *arena;
+    const char *src;                    /* the normalized template (positions index it) */
+    size_t src_bytes;
+    tfm_result result;                  /* TFM_OK until the first failure */
+    char error[TFM__CHAT_ERROR_BYTES];
+    int depth;                          /* parse / render nesting now */
+    uint64_t steps;                     /* render steps taken */
+} tfm__jctx;
+
+/* Records the first failure (TFM_ERR_TEMPLATE) as "line L, column C: message"; returns false. */
+TFM_PRIVATE bool tfm__jfail(tfm__jctx *x, size_t pos, const char *fmt, ...) {
+    size_t line = 1, col = 1, i, at = 0;
+    va_list ap;
+    if (x->result != TFM_OK) return false;
+    x->result = TFM_ERR_TEMPLATE;
+    if (pos != TFM__JNOPOS && pos <= x->src_bytes) {
+        for (i = 0; i < pos; i++) {
+            if (x->src[i] == '\n') { line++; col = 1; }
+            else if ((x->src[i] & 0xC0) != 0x80) col++;
+        }
+        snprintf(x->error, sizeof x->error, "line %zu, column %zu: ", line, col);
+        at = strlen(x->error);
+    }
+    va_start(ap, fmt);
+    tfm__format(x->error + at, sizeof x->error - at, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* After an arena allocation returned NULL: out of memory, or over the memory limit. */
+TFM_PRIVATE bool tfm__jfail_mem(tfm__jctx *x) {
+    if (x->result != TFM_OK) return false;
+    if (x->arena->failed == TFM_ERR_OUT_OF_MEMORY) {
+        x->result = TFM_ERR_OUT_OF_MEMORY;
+        snprintf(x->error, sizeof x->error, "chat template: out of memory");
+        return false;
+    }
+    if (x->arena->failed == TFM__JOUTPUT_LIMIT)
+        return tfm__jfail(x, TFM__JNOPOS, "the output is longer than max_output_bytes");
+    return tfm__jfail(x, TFM__JNOPOS, "the template needs more than max_memory_bytes (%zu)",
+                      x->arena->limit);
+}
+
+TFM_PRIVATE void *tfm__jalloc(tfm__jctx *x, size_t bytes) {
+    void *p = tfm__ja_alloc(x->arena, bytes);
+    if (!p) tfm__jfail_mem(x);
+    return p;
+}
+
+/* --- lexer: the template becomes an array of tokens --- */
+
+enum {
+    TFM__JT_EOF = 0, TFM__JT_DATA, TFM__JT_VAR_BEGIN, TFM__JT_VAR_END, TFM__JT_BLOCK_BEGIN,
+    TFM__JT_BLOCK_END, TFM__JT_NAME, TFM__JT_STRING, TFM__JT_INT, TFM__JT_FLOAT, TFM__JT_OP
+};
+
+typedef struct tfm__jtok {
+    int type;                           /* TFM__JT_* */
+    size_t pos;                         /* byte offset in the source */
+    const char *s;                      /* DATA: text after whitespace control; STRING: raw body */
+    size_t n;
+} tfm__jtok;
+
+typedef struct tfm__jlexer {
+    tfm__jctx *x;
+    tfm__jtok *tok;
+    size_t n_tok, cap_tok, at;          /* tokens, room, read position in src */
+    bool line_starting;                 /* the last match ended a line (lstrip_blocks) */
+} tfm__jlexer;
+
+TFM_PRIVATE bool tfm__jlex_push(tfm__jlexer *L, int type, size_t pos, const char *s, size_t n) {
+    if (L->n_tok == L->cap_tok) {
+        size_t cap = L->cap_tok ? L->cap_tok * 2 : 256;
+        tfm__jtok *t = TFM__CAST(tfm__jtok *, tfm__jalloc(L->x, cap * sizeof *t));
+        if (!t) return false;
+        if (L->n_tok) memcpy(t, L->tok, L->n_tok * sizeof *t);
+        L->tok = t;
+        L->cap_tok = cap;
+    }
+    L->tok[L->n_tok].type = type;
+    L->tok[L->n_tok].pos = pos;
+    L->tok[L->n_tok].s = s;
+    L->tok[L->n_tok].n = n;
+    L->n_tok++;
+    return true;
+}
+
+/* Text before a tag, after `-` (strip all trailing whitespace) or lstrip_blocks (strip the
+   spaces between the line start and a {% or {# tag that is alone at the start of its line). */
+TFM_PRIVATE bool tfm__jlex_text(tfm__jlexer *L, size_t start, size_t end, char sign, bool is_var) {
+    const char *s = L->x->src + start;
+    size_t n = end - start, line_at, ws;
+    if (sign == '-') {
+        n -= tfm__jspace_run(s, n, true);
+    } else if (sign != '+' && !is_var) {
+        line_at = n;
+        while (line_at > 0 && s[line_at - 1] != '\n') line_at--;
+        ws = tfm__jspace_run(s + line_at, n - line_at, false);
+        if ((line_at > 0 || L->line_starting) && ws > 0 && line_at + ws == n) n = line_at;
+    }
+    return n == 0 || tfm__jlex_push(L, TFM__JT_DATA, start, s, n);
+}
+
+/* Whitespace after a tag: `-` strips all of it, trim_blocks one newline, `+` none. */
+TFM_PRIVATE void tfm__jlex_after(tfm__jlexer *L, char sign, bool trim) {
+    const char *src = L->x->src;
+    if (sign == '-') L->at += tfm__jspace_run(src + L->at, L->x->src_bytes - L->at, false);
+    else if (trim && sign != '+' && L->at < L->x->src_bytes && src[L->at] == '\n') L->at++;
+    L->line_starting = L->at > 0 && src[L->at - 1] == '\n';
+}
+
+/* The first "{%", "{{" or "{#" at or after from; src_bytes when none. */
+TFM_PRIVATE size_t tfm__jlex_find_tag(const tfm__jctx *x, size_t from) {
+    size_t i;
+    for (i = from; i + 1 < x->src_bytes; i++)
+        if (x->src[i] == '{' && (x->src[i + 1] == '%' || x->src[i + 1] == '{' || x->src[i + 1] == '#'))
+            return i;
+    return x->src_bytes;
+}
+
+/* At a "{%": is it "{%[-+] raw [-]%}"? Sets *end past it, *sign_after to its closing sign. */
+TFM_PRIVATE bool tfm__jlex_is_raw(const tfm__jctx *x, size_t at, const char *word, size_t *end,
+                                  char *sign_after) {
+    const char *s = x->src;
+    size_t n = x->src_bytes, i = at + 2, w = strlen(word);
+    if (i < n && (s[i] == '-' || s[i] == '+')) i++;
+    i += tfm__jspace_run(s + i, n - i, false);
+    if (n - i < w || memcmp(s + i, word, w) != 0) return false;
+    i += w;
+    i += tfm__jspace_run(s + i, n - i, false);
+    *sign_after = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+')) *sign_after = s[i++];
+    if (n - i < 2 || s[i] != '%' || s[i + 1] != '}') return false;
+    *end = i + 2;
+    return true;
+}
+
+/* {% raw %}...{% endraw %}: the body is text, whitespace control applied at both ends. */
+TFM_PRIVATE bool tfm__jlex_raw(tfm__jlexer *L, size_t tag_at, size_t raw_end, char sign_after) {
+    tfm__jctx *x = L->x;
+    size_t i, end = 0, body;
+    char close_sign = 0, open_sign;
+    L->at = raw_end;
+    tfm__jlex_after(L, sign_after, true);
+    body = L->at;
+    for (i = body;; i++) {
+        i = tfm__jlex_find_tag(x, i);
+        if (i >= x->src_bytes) return tfm__jfail(x, tag_at, "missing end of raw directive");
+        if (x->src[i + 1] == '%' && tfm__jlex_is_raw(x, i, "endraw", &end, &close_sign)) break;
+    }
+    open_sign = i + 2 < x->src_bytes ? x->src[i + 2] : 0;
+    if (!tfm__jlex_text(L, body, i, open_sign, false)) return false;
+    L->at = end;
+    tfm__jlex_after(L, close_sign, true);
+    return true;
+}
+
+/* {# comment #}: dropped, with its whitespace control. */
+TFM_PRIVATE bool tfm__jlex_comment(tfm__jlexer *L, size_t tag_at, size_t body) {
+    tfm__jctx *x = L->x;
+    size_t i;
+    char sign = 0;
+    for (i = body; i + 1 < x->src_bytes; i++)
+        if (x->src[i] == '#' && x->src[i + 1] == '}') break;
+    if (i + 1 >= x->src_bytes) return tfm__jfail(x, tag_at, "missing end of comment tag");
+    if (i > body && (x->src[i - 1] == '-' || x->src[i - 1] == '+')) sign = x->src[i - 1];
+    L->at = i + 2;
+    tfm__jlex_after(L, sign, true);
+    return true;
+}
+
+TFM_PRIVATE bool tfm__jis_digit(char c) { return c >= '0' && c <= '9'; }
+TFM_PRIVATE bool tfm__jis_name0(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+/* A number at L->at: INT, or FLOAT with a fraction or exponent (jinja2's float_re; never right
+   after a dot, so x.0.1 is two subscripts). Underscores between digits are allowed. */
+TFM_PRIVATE bool tfm__jlex_number(tfm__jlexer *L) {
+    const char *s = L->x->src;
+    size_t n = L->x->src_bytes, i = L->at, save;
+    int type = TFM__JT_INT;
+    while (i < n && (tfm__jis_digit(s[i]) || (s[i] == '_' && i + 1 < n && tfm__jis_digit(s[i + 1])))) i++;
+    if (!(L->at > 0 && s[L->at - 1] == '.')) {
+        if (i + 1 < n && s[i] == '.' && tfm__jis_digit(s[i + 1])) {
+            type = TFM__JT_FLOAT;
+            for (i++; i < n && (tfm__jis_digit(s[i]) || (s[i] == '_' && i + 1 < n && tfm__jis_digit(s[i + 1]))); i++) {}
+        }
+        save = i;
+        if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+            i++;
+            if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+            if (i < n && tfm__jis_digit(s[i])) {
+                type = TFM__JT_FLOAT;
+                while (i < n && tfm__jis_digit(s[i])) i++;
+            } else {
+                i = save;
+            }
+        }
+    }
+    if (!tfm__jlex_push(L, type, L->at, s + L->at, i - L->at)) return false;
+    L->at = i;
+    return true;
+}
+
+/* A quoted string at L->at; the token keeps the raw body (escapes are undone by the parser). */
+TFM_PRIVATE bool tfm__jlex_string(tfm__jlexer *L) {
+    const char *s = L->x->src;
+    size_t n = L->x->src_bytes, i = L->at + 1;
+    char q = s[L->at];
+    while (i < n && s[i] != q) i += (s[i] == '\\' && i + 1 < n) ? 2 : 1;
+    if (i >= n) return tfm__jfail(L->x, L->at, "unterminated string");
+    if (!tfm__jlex_push(L, TFM__JT_STRING, L->at, s + L->at + 1, i - L->at - 1)) return false;
+    L->at = i + 1;
+    return true;
+}
+
+/* An operator at L->at (longest first), tracking bracket balance so that "}}" or "%}" inside
+   brackets is not the end of the tag. */
+TFM_PRIVATE bool tfm__jlex_op(tfm__jlexer *L, char *stack, int *depth) {
+    static const char *const ops[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*",
+                                      "%", "~", "[", "]", "(", ")", "{", "}", ">", "<", "=",
+                                      ".", ":", "|", ",", ";"};
+    const char *s = L->x->src + L->at, *close = ")]}", *open = "([{";
+    size_t left = L->x->src_bytes - L->at, k, len;
+    for (k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        len = strlen(ops[k]);
+        if (len <= left && memcmp(s, ops[k], len) == 0) break;
+    }
+    if (k == sizeof ops / sizeof ops[0])
+        return tfm__jfail(L->x, L->at, "unexpected character '%c'", *s);
+    if (len == 1 && strchr(open, *s)) {
+        if (*depth >= TFM__CHAT_MAX_DEPTH) return tfm__jfail(L->x, L->at, "brackets nested too deeply");
+        stack[(*depth)++] = close[strchr(open, *s) - open];
+    } else if (len == 1 && strchr(close, *s)) {
+        if (*depth == 0 || stack[*depth - 1] != *s)
+            return tfm__jfail(L->x, L->at, "unexpected '%c'", *s);
+        (*depth)--;
+    }
+    if (!tfm__jlex_push(L, TFM__JT_OP, L->at, s, len)) return false;
+    L->at += len;
+    return true;
+}
+
+/* Length of the tag end at L->at ("-%}", "+%}", "%}"; "-}}", "}}"), 0 if none; its sign. */
+TFM_PRIVATE size_t tfm__jlex_end(const tfm__jlexer *L, bool is_var, char *sign) {
+    const char *s = L->x->src + L->at;
+    size_t left = L->x->src_bytes - L->at;
+    char c = is_var ? '}' : '%';
+    *sign = 0;
+    if (left >= 3 && (s[0] == '-' || (s[0] == '+' && !is_var)) && s[1] == c && s[2] == '}') {
+        *sign = s[0];
+        return 3;
+    }
+    return left >= 2 && s[0] == c && s[1] == '}' ? 2 : 0;
+}
+
+/* Tokens inside {{ }} or {% %}, up to and including the end of the tag. */
+TFM_PRIVATE bool tfm__jlex_tag(tfm__jlexer *L, bool is_var) {
+    char stack[TFM__CHAT_MAX_DEPTH], sign, c;
+    int depth = 0;
+    size_t len;
+    const tfm__jctx *x = L->x;
+    for (;;) {
+        if (L->at >= x->src_bytes) return tfm__jfail(L->x, L->at, "unexpected end of template");
+        if (depth == 0 && (len = tfm__jlex_end(L, is_var, &sign)) > 0) {
+            if (!tfm__jlex_push(L, is_var ? TFM__JT_VAR_END : TFM__JT_BLOCK_END, L->at, NULL, 0))
+                return false;
+            L->at += len;
+            tfm__jlex_after(L, sign, !is_var);
+            return true;
+        }
+        c = x->src[L->at];
+        len = tfm__jspace_run(x->src + L->at, x->src_bytes - L->at, false);
+        if (len > 0) { L->at += len; continue; }
+        if (tfm__jis_digit(c)) {
+            if (!tfm__jlex_number(L)) return false;
+        } else if (tfm__jis_name0(c)) {
+            size_t i = L->at;
+            while (i < x->src_bytes && (tfm__jis_name0(x->src[i]) || tfm__jis_digit(x->src[i]))) i++;
+            if (!tfm__jlex_push(L, TFM__JT_NAME, L->at, x->src + L->at, i - L->at)) return false;
+            L->at = i;
+        } else if (c == '\'' || c == '"') {
+            if (!tfm__jlex_string(L)) return false;
+        } else if (!tfm__jlex_op(L, stack, &depth)) {
+            return false;
+        }
+    }
+}
+
+/* The whole template into L->tok, ending with an EOF token. */
+TFM_PRIVATE bool tfm__jlex(tfm__jlexer *L) {
+    tfm__jctx *x = L->x;
+    size_t n = x->src_bytes, tag, end;
+    char sign, kind, sign_after;
+    L->line_starting = true;
+    while (L->at < n) {
+        tag = tfm__jlex_find_tag(x, L->at);
+        if (tag >= n) {
+            if (!tfm__jlex_push(L, TFM__JT_DATA, L->at, x->src + L->at, n - L->at)) return false;
+            break;
+        }
+        kind = x->src[tag + 1];
+        sign = tag + 2 < n && (x->src[tag + 2] == '-' || x->src[tag + 2] == '+') ? x->src[tag + 2] : 0;
+        if (kind == '%' && tfm__jlex_is_raw(x, tag, "raw", &end, &sign_after)) {
+            if (!tfm__jlex_text(L, L->at, tag, sign, false) || !tfm__jlex_raw(L, tag, end, sign_after))
+                return false;
+            continue;
+        }
+        if (!tfm__jlex_text(L, L->at, tag, sign, kind == '{')) return false;
+        L->at = tag + 2 + (sign ? 1 : 0);
+        if (kind == '#') {
+            if (!tfm__jlex_comment(L, tag, L->at)) return false;
+            continue;
+        }
+        if (!tfm__jlex_push(L, kind == '{' ? TFM__JT_VAR_BEGIN : TFM__JT_BLOCK_BEGIN, tag, NULL, 0) ||
+            !tfm__jlex_tag(L, kind == '{'))
+            return false;
+    }
+    return tfm__jlex_push(L, TFM__JT_EOF, n, NULL, 0);
+}
+
+/* --- syntax tree --- */
+
+enum {
+    TFM__JN_CONST = 0, TFM__JN_NAME, TFM__JN_ATTR, TFM__JN_ITEM, TFM__JN_SLICE, TFM__JN_CALL,
+    TFM__JN_KWARG, TFM__JN_FILTER, TFM__JN_TEST, TFM__JN_NOT, TFM__JN_NEG, TFM__JN_POS,
+    TFM__JN_BINOP, TFM__JN_AND, TFM__JN_OR, TFM__JN_COMPARE, TFM__JN_CMPOP, TFM__JN_COND,
+    TFM__JN_LIST, TFM__JN_TUPLE, TFM__JN_DICT, TFM__JN_PAIR,
+    /* statements */
+    TFM__JN_DATA, TFM__JN_OUTPUT, TFM__JN_IF, TFM__JN_FOR, TFM__JN_SET, TFM__JN_MACRO,
+    TFM__JN_PARAM, TFM__JN_BREAK, TFM__JN_CONTINUE, TFM__JN_FILTERBLOCK
+};
+
+enum { /* BINOP and CMPOP operators */
+    TFM__JO_ADD = 0, TFM__JO_SUB, TFM__JO_MUL, TFM__JO_DIV, TFM__JO_FLOORDIV, TFM__JO_MOD,
+    TFM__JO_POW, TFM__JO_CONCAT, TFM__JO_EQ, TFM__JO_NE, TFM__JO_LT, TFM__JO_LE, TFM__JO_GT,
+    TFM__JO_GE, TFM__JO_IN, TFM__JO_NOTIN
+};
+
+typedef struct tfm__jnode tfm__jnode;
+struct tfm__jnode {
+    int kind;                           /* TFM__JN_* */
+    int op;                             /* TFM__JO_*, filter or test id */
+    size_t pos;                         /* byte offset in the source, for errors */
+    tfm__jv value;                      /* CONST value; the name of NAME, ATTR, KWARG, MACRO, ... */
+    tfm__jnode *a, *b, *c, *d, *e;      /* children, by kind (see tfm__jp_*) */
+    tfm__jnode *next;                   /* the next argument, item or statement */
+};
+
+/* Filters and tests: name tables indexed by id (X-macros keep the enum and names in step). */
+#define TFM__JFILTERS(X) X(ABS, "abs") X(CAPITALIZE, "capitalize") X(COUNT, "count") \
+    X(D, "d") X(DEFAULT, "default") X(E, "e") X(ESCAPE, "escape") X(FIRST, "first") \
+    X(FLOAT, "float") X(FORMAT, "format") X(INDENT, "indent") X(INT, "int") X(ITEMS, "items") \
+    X(JOIN, "join") X(LAST, "last") X(LENGTH, "length") X(LIST, "list") X(LOWER, "lower") \
+    X(MAP, "map") X(MAX, "max") X(MIN, "min") X(REJECT, "reject") X(REJECTATTR, "rejectattr") \
+    X(REPLACE, "replace") X(REVERSE, "reverse") X(ROUND, "round") X(SAFE, "safe") \
+    X(SELECT, "select") X(SELECTATTR, "selectattr") X(SORT, "sort") X(STRING, "string") \
+    X(SUM, "sum") X(TITLE, "title") X(TOJSON, "tojson") X(TRIM, "trim") X(UNIQUE, "unique") \
+    X(UPPER, "upper")
+#define TFM__JTESTS(X) X(BOOLEAN, "boolean") X(CALLABLE, "callable") X(DEFINED, "defined") \
+    X(DIVISIBLEBY, "divisibleby") X(EQ, "eq") X(EQUALTO, "equalto") X(ESCAPED, "escaped") \
+    X(EVEN, "even") X(FALSE, "false") X(FLOAT, "float") X(GE, "ge") X(GT, "gt") \
+    X(GREATERTHAN, "greaterthan") X(IN, "in") X(INTEGER, "integer") X(ITERABLE, "iterable") \
+    X(LE, "le") X(LESSTHAN, "lessthan") X(LOWER, "lower") X(LT, "lt") X(MAPPING, "mapping") \
+    X(NE, "ne") X(NONE, "none") X(NUMBER, "number") X(ODD, "odd") X(SAMEAS, "sameas") \
+    X(SEQUENCE, "sequence") X(STRING, "string") X(TRUE, "true") X(UNDEFINED, "undefined") \
+    X(UPPER, "upper") X(OP_EQ, "==") X(OP_NE, "!=") X(OP_LT, "<") X(OP_LE, "<=") \
+    X(OP_GT, ">") X(OP_GE, ">=")
+#define TFM__JENUM_F(id, name) TFM__JF_##id,
+#define TFM__JENUM_T(id, name) TFM__JTEST_##id,
+#define TFM__JNAME(id, name) name,
+enum { TFM__JFILTERS(TFM__JENUM_F) TFM__JF_N_ };
+enum { TFM__JTESTS(TFM__JENUM_T) TFM__JTEST_N_ };
+static const char *const tfm__jfilter_names[] = { TFM__JFILTERS(TFM__JNAME) };
+static const char *const tfm__jtest_names[] = { TFM__JTESTS(TFM__JNAME) };
+
+/* Index of s[0..n) in names[0..count), or -1. */
+TFM_PRIVATE int tfm__jlookup(const char *const *names, int count, const char *s, size_t n) {
+    int i;
+    for (i = 0; i < count; i++)
+        if (tfm__jeq_str(s, n, names[i])) return i;
+    return -1;
+}
+
+/* --- parser: tokens to tree, jinja2's grammar --- */
+
+typedef struct tfm__jparser {
+    tfm__jctx *x;
+    const tfm__jtok *t;                 /* tokens, ending with EOF */
+    size_t at;
+    int loops;                          /* for loops open (break / continue allowed) */
+} tfm__jparser;
+
+TFM_PRIVATE const tfm__jtok *tfm__jp_cur(const tfm__jparser *p) { return &p->t[p->at]; }
+TFM_PRIVATE const tfm__jtok *tfm__jp_peek(const tfm__jparser *p, size_t k) {
+    size_t i;
+    for (i = 0; i < k && p->t[p->at + i].type != TFM__JT_EOF; i++) {}
+    return &p->t[p->at + i];
+}
+TFM_PRIVATE bool tfm__jtok_op(const tfm__jtok *t, const char *op) {
+    return t->type == TFM__JT_OP && tfm__jeq_str(t->s, t->n, op);
+}
+TFM_PRIVATE bool tfm__jtok_name(const tfm__jtok *t, const char *name) {
+    return t->type == TFM__JT_NAME && tfm__jeq_str(t->s, t->n, name);
+}
+TFM_PRIVATE bool tfm__jp_skip_op(tfm__jparser *p, const char *op) {
+    if (!tfm__jtok_op(tfm__jp_cur(p), op)) return false;
+    p->at++;
+    return true;
+}
+TFM_PRIVATE bool tfm__jp_skip_name(tfm__jparser *p, const char *name) {
+    if (!tfm__jtok_name(tfm__jp_cur(p), name)) return false;
+    p->at++;
+    return true;
+}
+
+/* "unexpected X" for the current token, with what was expected. */
+TFM_PRIVATE bool tfm__jp_unexpected(tfm__jparser *p, const char *expected) {
+    const tfm__jtok *t = tfm__jp_cur(p);
+    const char *what = t->type == TFM__JT_EOF ? "end of template" :
+                       t->type == TFM__JT_VAR_END ? "end of print statement" :
+                       t->type == TFM__JT_BLOCK_END ? "end of statement block" :
+                       t->type == TFM__JT_DATA ? "text" : NULL;
+    if (what) return tfm__jfail(p->x, t->pos, "unexpected %s, expected %s", what, expected);
+    return tfm__jfail(p->x, t->pos, "unexpected '%.*s', expected %s", (int)(t->n > 40 ? 40 : t->n),
+                      t->s, expected);
+}
+
+TFM_PRIVATE bool tfm__jp_expect_op(tfm__jparser *p, const char *op) {
+    char want[8];
+    if (tfm__jp_skip_op(p, op)) return true;
+    snprintf(want, sizeof want, "'%s'", op);
+    return tfm__jp_unexpected(p, want);
+}
+
+TFM_PRIVATE bool tfm__jp_expect(tfm__jparser *p, int type, const char *what) {
+    if (tfm__jp_cur(p)->type != type) return tfm__jp_unexpected(p, what);
+    p->at++;
+    return true;
+}
+
+TFM_PRIVATE tfm__jnode *tfm__jp_node(tfm__jparser *p, int kind, size_t pos) {
+    tfm__jnode *n = TFM__CAST(tfm__jnode *, tfm__jalloc(p->x, sizeof(tfm__jnode)));
+    if (!n) return NULL;
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->pos = pos;
+    return n;
+}
+
+TFM_PRIVATE tfm__jnode *tfm__jp_node2(tfm__jparser *p, int kind, int op, size_t pos, tfm__jnode *a,
+                                      tfm__jnode *b) {
+    tfm__jnode *n = a && b ? tfm__jp_node(p, kind, pos) : NULL;
+    if (!n) return NULL;
+    n->op = op;
+    n->a = a;
+    n->b = b;
+    return n;
+}
+
+TFM_PRIVATE void tfm__jv_str(tfm__jv *v, const char *s, size_t n) {
+    memset(v, 0, sizeof *v);
+    v->type = TFM__JV_STR;
+    v->u.s = s;
+    v->n = n;
+}
+
+/* Value of a hex digit, or -1. */
+TFM_PRIVATE int tfm__jhex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* One backslash escape (s: after the backslash, n bytes left), as Python's unicode-escape:
+   appends to out and returns the bytes used after the backslash; 0 for an unknown escape
+   (kept as written), TFM__JNOPOS for a truncated \x, \u or \U. */
+TFM_PRIVATE size_t tfm__junescape1(const char *s, size_t n, char *out, size_t *n_out) {
+    static const char from[] = "\\'\"abfnrtv\n", to[] = "\\'\"\a\b\f\n\r\t\v";
+    const char *hit = n ? strchr(from, s[0]) : NULL;
+    size_t want, i;
+    uint32_t cp = 0;
+    if (hit && s[0]) {
+        if (s[0] != '\n') out[(*n_out)++] = to[hit - from]; /* backslash-newline: nothing */
+        return 1;
+    }
+    if (n && s[0] >= '0' && s[0] <= '7') {
+        for (i = 0; i < 3 && i < n && s[i] >= '0' && s[i] <= '7'; i++) cp = cp * 8 + (uint32_t)(s[i] - '0');
+        *n_out += tfm__jput_utf8(cp, out + *n_out);
+        return i;
+    }
+    want = n && s[0] == 'x' ? 2 : n && s[0] == 'u' ? 4 : n && s[0] == 'U' ? 8 : 0;
+    if (!want) return 0;
+    for (i = 1; i <= want; i++) {
+        if (i >= n || tfm__jhex(s[i]) < 0) return TFM__JNOPOS;
+        cp = cp * 16 + (uint32_t)tfm__jhex(s[i]);
+    }
+    if (cp > 0x10FFFFu) return TFM__JNOPOS;
+    if (cp >= 0xD800u && cp <= 0xDFFFu) cp = 0xFFFDu; /* a lone surrogate cannot be UTF-8 */
+    *n_out += tfm__jput_utf8(cp, out + *n_out);
+    return want + 1;
+}
+
+/* A string literal's body with its escapes undone, into the arena (escapes never grow). */
+TFM_PRIVATE bool tfm__jp_string(tfm__jparser *p, const tfm__jtok *t, tfm__jv *out) {
+    char *buf = TFM__CAST(char *, tfm__jalloc(p->x, t->n + 1));
+    size_t i = 0, n = 0, used;
+    if (!buf) return false;
+    while (i < t->n) {
+        if (t->s[i] != '\\' || i + 1 >= t->n) { buf[n++] = t->s[i++]; continue; }
+        used = tfm__junescape1(t->s + i + 1, t->n - i - 1, buf, &n);
+        if (used == TFM__JNOPOS)
+            return tfm__jfail(p->x, t->pos + i + 1, "truncated \\%c escape", t->s[i + 1]);
+        if (used == 0) buf[n++] = '\\';
+        i += 1 + used;
+    }
+    tfm__jv_str(out, buf, n);
+    return true;
+}
+
+/* Locale-proof strtod of s[0..n): '.' becomes the C library's decimal point first. */
+TFM_PRIVATE bool tfm__jstrtod(const char *s, size_t n, double *out) {
+    char buf[TFM__CHAT_NUM_BYTES * 4], point[8], *end;
+    size_t i, k = 0;
+    snprintf(point, sizeof point, "%.1f", 0.5);
+    for (i = 0; i < n; i++) {
+        if (s[i] == '_') continue;
+        if (k + 1 >= sizeof buf) return false;
+        buf[k++] = s[i] == '.' ? point[1] : s[i];
+    }
+    buf[k] = '\0';
+    *out = strtod(buf, &end);
+    return k > 0 && end == buf + k;
+}
+
+/* Decimal digits (underscores allowed) to int64; false on overflow. */
+TFM_PRIVATE bool tfm__jstrtoi(const char *s, size_t n, int64_t *out) {
+    uint64_t v = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if (s[i] == '_') continue;
+        if (v > ((uint64_t)INT64_MAX - (uint64_t)(s[i] - '0')) / 10) return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = (int64_t)v;
+    return true;
+}
+
+TFM_PRIVATE tfm__jnode *tfm__jp_expression(tfm__jparser *p);
+
+/* Arguments after "(": positional expressions, then name=value (KWARG nodes), up to ")". */
+TFM_PRIVATE bool tfm__jp_args(tfm__jparser *p, tfm__jnode **out) {
+    tfm__jnode **tail = out, *n;
+    bool keywords = false;
+    *out = NULL;
+    while (!tfm__jp_skip_op(p, ")")) {
+        const tfm__jtok *t = tfm__jp_cur(p);
+        if (*out && !tfm__jp_expect_op(p, ",")) return false;
+        if (*out && tfm__jp_skip_op(p, ")")) break;
+        t = tfm__jp_cur(p);
+        if (tfm__jtok_op(t, "*") || tfm__jtok_op(t, "**"))
+            return tfm__jfail(p->x, t->pos, "*args and **kwargs are not supported");
+        if (t->type == TFM__JT_NAME && tfm__jtok_op(tfm__jp_peek(p, 1), "=")) {
+            if (!(n = tfm__jp_node(p, TFM__JN_KWARG, t->pos))) return false;
+            tfm__jv_str(&n->value, t->s, t->n);
+            p->at += 2;
+            if (!(n->a = tfm__jp_expression(p))) return false;
+            keywords = true;
+        } else {
+            if (keywords) return tfm__jfail(p->x, t->pos, "positional argument after a keyword argument");
+            if (!(n = tfm__jp_expression(p))) return false;
+        }
+        *tail = n;
+        tail = &n->next;
+    }
+    return true;
+}
+
+/* A name, possibly dotted (filter and test names), into v. */
+TFM_PRIVATE bool tfm__jp_dotted(tfm__jparser *p, tfm__jv *v) {
+    const tfm__jtok *t = tfm__jp_cur(p);
+    size_t end;
+    if (t->type != TFM__JT_NAME) return tfm__jp_unexpected(p, "a name");
+    end = t->pos + t->n;
+    p->at++;
+    while (tfm__jtok_op(tfm__jp_cur(p), ".") && tfm__jp_peek(p, 1)->type == TFM__JT_NAME) {
+        end = tfm__jp_peek(p, 1)->pos + tfm__jp_peek(p, 1)->n;
+        p->at += 2;
+    }
+    tfm__jv_str(v, p->x->src + t->pos, end - t->pos);
+    return true;
+}
+
+/* "| name(args)" applied to node; the name must be a known filter. */
+TFM_PRIVATE tfm__jnode *tfm__jp_filter(tfm__jparser *p, tfm__jnode *node) {
+    tfm__jnode *f = tfm__jp_node(p, TFM__JN_FILTER, tfm__jp_cur(p)->pos);
+    if (!f || !tfm__jp_dotted(p, &f->value)) return NULL;
+    f->op = tfm__jlookup(tfm__jfilter_names, TFM__JF_N_, f->value.u.s, f->value.n);
+    if (f->op < 0) {
+        tfm__jfail(p->x, f->pos, "no filter named '%.*s'", (int)f->value.n, f->value.u.s);
+        return NULL;
+    }
+    f->a = node;
+    if (tfm__jp_skip_op(p, "(") && !tfm__jp_args(p, &f->b)) return NULL;
+    return f;
+}
+
+TFM_PRIVATE tfm__jnode *tfm__jp_primary(tfm__jparser *p);
+TFM_PRIVATE tfm__jnode *tfm__jp_postfix(tfm__jparser *p, tfm__jnode *node);
+
+/* "is [not] name [arg | (args)]" applied to node, as jinja2's parse_test. */
+TFM_PRIVATE tfm__jnode *tfm__jp_test(tfm__jparser *p, tfm__jnode *node) {
+    size_t pos = tfm__jp_cur(p)->pos;
+    bool negated = tfm__jp_skip_name(p, "not");
+    tfm__jnode *t = tfm__jp_node(p, TFM__JN_TEST, pos), *neg;
+    const tfm__jtok *c;
+    if (!t || !tfm__jp_dotted(p, &t->value)) return NULL;
+    t->op = tfm__jlookup(tfm__jtest_names, TFM__JTEST_N_, t->value.u.s, t->value.n);
+    if (t->op < 0) {
+        tfm__jfail(p->x, pos, "no test named '%.*s'", (int)t->value.n, t->value.u.s);
+        return NULL;
+    }
+    t->a = node;
+    c = tfm__jp_cur(p);
+    if (tfm__jp_skip_op(p, "(")) {
+        if (!tfm__jp_args(p, &t->b)) return NULL;
+    } else if ((c->type == TFM__JT_NAME || c->type == TFM__JT_STRING || c->type == TFM__JT_INT ||
+                c->type == TFM__JT_FLOAT || tfm__jtok_op(c, "[") || tfm__jtok_op(c, "{")) &&
+               !tfm__jtok_name(c, "else") && !tfm__jtok_name(c, "or") && !tfm__jtok_name(c, "and")) {
+        if (tfm__jtok_name(c, "is")) {
+            tfm__jfail(p->x, c->pos, "you cannot chain multiple tests with is");
+            return NULL;
+        }
+        if (!(t->b = tfm__jp_primary(p)) || !(t->b = tfm__jp_postfix(p, t->b))) return NULL;
+    }
+    if (!negated) return t;
+    if (!(neg = tfm__jp_node(p, TFM__JN_NOT, pos))) return NULL;
+    neg->a = t;
+    return neg;
+}
+
+/* [start:stop:step] or [index], after the "[". */
+TFM_PRIVATE tfm__jnode *tfm__jp_subscript(tfm__jparser *p, tfm__jnode *node, size_t pos) {
+    tfm__jnode *n, *part[3] = {NULL, NULL, NULL};
+    int k = 0;
+    bool slice = false;
+    for (;;) {
+        const tfm__jtok *c = tfm__jp_cur(p);
+        if (!tfm__jtok_op(c, ":") && !tfm__jtok_op(c, "]") && !(part[k] = tfm__jp_expression(p)))
+            return NULL;
+        if (!tfm__jtok_op(tfm__jp_cur(p), ":") || k == 2) break;
+        p->at++;
+        slice = true;
+        k++;
+    }
+    if (!tfm__jp_expect_op(p, "]")) return NULL;
+    if (!slice && !part[0]) {
+        tfm__jfail(p->x, pos, "expected a subscript expression");
+        return NULL;
+    }
+    if (!(n = tfm__jp_node(p, slice ? TFM__JN_SLICE : TFM__JN_ITEM, pos))) return NULL;
+    n->a = node;
+    n->b = part[0];
+    n->c = part[1];
+    n->d = part[2];
+    return n;
+}
+
+/* .name, .0, [subscript] and (call) after a primary. */
+TFM_PRIVATE tfm__jnode *tfm__jp_postfix(tfm__jparser *p, tfm__jnode *node) {
+    for (;;) {
+        const tfm__jtok *c = tfm__jp_cur(p), *t;
+        tfm__jnode *n;
+        if (tfm__jtok_op(c, ".")) {
+            t = tfm__jp_peek(p, 1);
+            if (t->type != TFM__JT_NAME && t->type != TFM__JT_INT) {
+                p->at++;
+                tfm__jp_unexpected(p, "a name or number");
+                return NULL;
+            }
+            if (!(n = tfm__jp_node(p, t->type == TFM__JT_NAME ? TFM__JN_ATTR : TFM__JN_ITEM, c->pos)))
+                return NULL;
+            n->a = node;
+            if (t->type == TFM__JT_NAME) {
+                tfm__jv_str(&n->value, t->s, t->n);
+            } else {
+                if (!(n->b = tfm__jp_node(p, TFM__JN_CONST, t->pos))) return NULL;
+                n->b->value.type = TFM__JV_INT;
+                if (!tfm__jstrtoi(t->s, t->n, &n->b->value.u.i)) {
+                    tfm__jfail(p->x, t->pos, "integer too large");
+                    return NULL;
+                }
+            }
+            p->at += 2;
+        } else if (tfm__jtok_op(c, "[")) {
+            p->at++;
+            if (!(n = tfm__jp_subscript(p, node, c->pos))) return NULL;
+        } else if (tfm__jtok_op(c, "(")) {
+            p->at++;
+            if (!(n = tfm__jp_node(p, TFM__JN_CALL, c->pos))) return NULL;
+            n->a = node;
+            if (!tfm__jp_args(p, &n->b)) return NULL;
+        } else {
+            return node;
+        }
+        node = n;
+    }
+}
+
+/* Items up to the closing bracket: [a, b], {k: v, ...}, separated by commas, trailing allowed. */
+TFM_PRIVATE bool tfm__jp_items(tfm__jparser *p, const char *close, bool pairs, tfm__jnode **out) {
+    tfm__jnode **tail = out, *n, *k;
+    *out = NULL;
+    while (!tfm__jp_skip_op(p, close)) {
+        if (*out && !tfm__jp_expect_op(p, ",")) return false;
+        if (*out && tfm__jp_skip_op(p, close)) break;
+        if (!(n = tfm__jp_expression(p))) return false;
+        if (pairs) {
+            k = n;
+            if (!tfm__jp_expect_op(p, ":") || !(n = tfm__jp_node(p, TFM__JN_PAIR, k->pos))) return false;
+            n->a = k;
+            if (!(n->b = tfm__jp_expression(p))) return false;
+        }
+        *tail = n;
+        tail = &n->next;
+    }
+    return true;
+}
+
+/* ( expr ) or a tuple: () (a,) (a, b). */
+TFM_PRIVATE tfm__jnode *tfm__jp_paren(tfm__jparser *p, size_t pos) {
+    tfm__jnode *first, *t, **tail;
+    if (tfm__jp_skip_op(p, ")")) return tfm__jp_node(p, TFM__JN_TUPLE, pos);
+    if (!(first = tfm__jp_expression(p))) return NULL;
+    if (tfm__jp_skip_op(p, ")")) return first;
+    if (!(t = tfm__jp_node(p, TFM__JN_TUPLE, pos))) return NULL;
+    t->b = first;
+    tail = &first->next;
+    while (tfm__jp_skip_op(p, ",")) {
+        if (tfm__jtok_op(tfm__jp_cur(p), ")")) break;
+        if (!(*tail = tfm__jp_expression(p))) return NULL;
+        tail = &(*tail)->next;
+    }
+    return tfm__jp_expect_op(p, ")") ? t : NULL;
+}
+
+/* A name or a literal: true/false/none, strings (adjacent ones joined), numbers, ( ), [ ], { }. */
+TFM_PRIVATE tfm__jnode *tfm__jp_primary(tfm__jparser *p) {
+    const tfm__jtok *t = tfm__jp_cur(p);
+    tfm__jnode *n = tfm__jp_node(p, TFM__JN_CONST, t->pos);
+    if (!n) return NULL;
+    p->at++;
+    if (t->type == TFM__JT_NAME) {
+        if (tfm__jtok_name(t, "true") || tfm__jtok_name(t, "True") || tfm__jtok_name(t, "false") ||
+            tfm__jtok_name(t, "False")) {
+            n->value.type = TFM__JV_BOOL;
+            n->value.u.i = t->s[0] == 't' || t->s[0] == 'T';
+        } else if (tfm__jtok_name(t, "none") || tfm__jtok_name(t, "None")) {
+            n->value.type = TFM__JV_NONE;
+        } else {
+            n->kind = TFM__JN_NAME;
+            tfm__jv_str(&n->value, t->s, t->n);
+        }
+    } else if (t->type == TFM__JT_STRING) {
+        tfm__jbuf b;
+        tfm__jv part;
+        if (!tfm__jp_string(p, t, &n->value)) return NULL;
+        if (tfm__jp_cur(p)->type != TFM__JT_STRING) return n;
+        tfm__jbuf_init(&b, p->x->arena);
+        if (!tfm__jbuf_put(&b, n->value.u.s, n->value.n)) { tfm__jfail_mem(p->x); return NULL; }
+        while (tfm__jp_cur(p)->type == TFM__JT_STRING) {
+            if (!tfm__jp_string(p, tfm__jp_cur(p), &part)) return NULL;
+            if (!tfm__jbuf_put(&b, part.u.s, part.n)) { tfm__jfail_mem(p->x); return NULL; }
+            p->at++;
+        }
+        tfm__jv_str(&n->value, b.p, b.n);
+    } else if (t->type == TFM__JT_INT) {
+        n->value.type = TFM__JV_INT;
+        if (!tfm__jstrtoi(t->s, t->n, &n->value.u.i)) { tfm__jfail(p->x, t->pos, "integer too large"); return NULL; }
+    } else if (t->type == TFM__JT_FLOAT) {
+        n->value.type = TFM__JV_FLOAT;
+        if (!tfm__jstrtod(t->s, t->n, &n->value.u.f)) { tfm__jfail(p->x, t->pos, "bad number"); return NULL; }
+    } else if (tfm__jtok_op(t, "(")) {
+        return tfm__jp_paren(p, t->pos);
+    } else if (tfm__jtok_op(t, "[") || tfm__jtok_op(t, "{")) {
+        n->kind = t->s[0] == '[' ? TFM__JN_LIST : TFM__JN_DICT;
+        if (!tfm__jp_items(p, t->s[0] == '[' ? "]" : "}", t->s[0] == '{', &n->b)) return NULL;
+    } else {
+        p->at--;
+        tfm__jp_unexpected(p, "an expression");
+        return NULL;
+    }
+    return n;
+}
+
+/* Depth guard for the recursive parts of the grammar. */
+TFM_PRIVATE bool tfm__jp_enter(tfm__jparser *p) {
+    if (++p->x->depth <= TFM__CHAT_MAX_DEPTH) return true;
+    return tfm__jfail(p->x, tfm__jp_cur(p)->pos, "expression nested too deeply (more than %d)",
+                      TFM__CHAT_MAX_DEPTH);
+}
+
+/* Unary - and +, a primary, its postfix, then (with_filter) filters, tests and calls. */
+TFM_PRIVATE tfm__jnode *tfm__jp_unary(tfm__jparser *p, bool with_filter) {
+    const tfm__jtok *t = tfm__jp_cur(p);
+    tfm__jnode *n = NULL;
+    if (!tfm__jp_enter(p)) return NULL;
+    if (tfm__jtok_op(t, "-") || tfm__jtok_op(t, "+")) {
+        p->at++;
+        if ((n = tfm__jp_node(p, t->s[0] == '-' ? TFM__JN_NEG : TFM__JN_POS, t->pos)) &&
+            !(n->a = tfm__jp_unary(p, false)))
+            n = NULL;
+    } else {
+        n = tfm__jp_primary(p);
+    }
+    if (n) n = tfm__jp_postfix(p, n);
+    while (n && with_filter) {
+        const tfm__jtok *c = tfm__jp_cur(p);
+        if (tfm__jtok_op(c, "|")) {
+            p->at++;
+            n = tfm__jp_filter(p, n);
+        } else if (tfm__jtok_name(c, "is")) {
+            p->at++;
+            n = tfm__jp_test(p, n);
+        } else if (tfm__jtok_op(c, "(")) {
+            n = tfm__jp_postfix(p, n);
+        } else {
+            break;
+        }
+    }
+    p->x->depth--;
+    return n;
+}
+
+/* Left-associative binary levels: ** ; * / // % ; ~ ; + - */
+TFM_PRIVATE tfm__jnode *tfm__jp_binary(tfm__jparser *p, int level) {
+    static const char *const ops[4][4] = {{"**", NULL, NULL, NULL}, {"*", "/", "//", "%"},
+                                          {"~", NULL, NULL, NULL}, {"+", "-", NULL, NULL}};
+    static const int codes[4][4] = {{TFM__JO_POW, 0, 0, 0},
+                                    {TFM__JO_MUL, TFM__JO_DIV, TFM__JO_FLOORDIV, TFM__JO_MOD},
+                                    {TFM__JO_CONCAT, 0, 0, 0}, {TFM__JO_ADD, TFM__JO_SUB, 0, 0}};
+    tfm__jnode *left = level == 0 ? tfm__jp_unary(p, true) : tfm__jp_binary(p, level - 1), *right;
+    int k;
+    while (left) {
+        const tfm__jtok *t = tfm__jp_cur(p);
+        for (k = 0; k < 4 && ops[level][k] && !tfm__jtok_op(t, ops[level][k]); k++) {}
+        if (k == 4 || !ops[level][k]) break;
+        p->at++;
+        right = level == 0 ? tfm__jp_unary(p, true) : tfm__jp_binary(p, level - 1);
+        left = tfm__jp_node2(p, TFM__JN_BINOP, codes[level][k], t->pos, left, right);
+    }
+    return left;
+}
+
+/* a == b, a < b < c (chained), a in b, a not in b. */
+TFM_PRIVATE tfm__jnode *tfm__jp_compare(tfm__jparser *p) {
+    static const char *const ops[] = {"==", "!=", "<", "<=", ">", ">="};
+    static const int codes[] = {TFM__JO_EQ, TFM__JO_NE, TFM__JO_LT, TFM__JO_LE, TFM__JO_GT, TFM__JO_GE};
+    tfm__jnode *first = tfm__jp_binary(p, 3), *cmp = NULL, **tail = NULL, *op;
+    while (first) {
+        const tfm__jtok *t = tfm__jp_cur(p);
+        int code = -1, k;
+        for (k = 0; k < 6; k++)
+            if (tfm__jtok_op(t, ops[k])) code = codes[k];
+        if (tfm__jtok_name(t, "in")) code = TFM__JO_IN;
+        if (tfm__jtok_name(t, "not") && tfm__jtok_name(tfm__jp_peek(p, 1), "in")) {
+            code = TFM__JO_NOTIN;
+            p->at++;
+        }
+        if (code < 0) break;
+        p->at++;
+        if (!cmp && !(cmp = tfm__jp_node(p, TFM__JN_COMPARE, first->pos))) return NULL;
+        if (!tail) { cmp->a = first; tail = &cmp->b; }
+        if (!(op = tfm__jp_node(p, TFM__JN_CMPOP, t->pos)) || !(op->a = tfm__jp_binary(p, 3))) return NULL;
+        op->op = code;
+        *tail = op;
+        tail = &op->next;
+    }
+    return cmp ? cmp : first;
+}
+
+TFM_PRIVATE tfm__jnode *tfm__jp_not(tfm__jparser *p) {
+    const tfm__jtok *t = tfm__jp_cur(p);
+    tfm__jnode *n;
+    if (!tfm__jtok_name(t, "not")) return tfm__jp_compare(p);
+    p->at++;
+    if (!tfm__jp_enter(p)) return NULL;
+    if ((n = tfm__jp_node(p, TFM__JN_NOT, t->pos)) && !(n->a = tfm__jp_not(p))) n = NULL;
+    p->x->depth--;
+    return n;
+}
+
+/* or (level 1) over and (level 0) over not. */
+TFM_PRIVATE tfm__jnode *tfm__jp_logic(tfm__jparser *p, int level) {
+    const char *word = level ? "or" : "and";
+    tfm__jnode *left = level ? tfm__jp_logic(p, 0) : tfm__jp_not(p), *right;
+    while (left && tfm__jtok_name(tfm__jp_cur(p), word)) {
+        size_t pos = tfm__jp_cur(p)->pos;
+        p->at++;
+        right = level ? tfm__jp_logic(p, 0) : tfm__jp_not(p);
+        left = tfm__jp_node2(p, level ? TFM__JN_OR : TFM__JN_AND, 0, pos, left, right);
+    }
+    return left;
+}
+
+/* A full expression: or-expressions with inline "x if cond else y" (else optional). */
+TFM_PRIVATE tfm__jnode *tfm__jp_expression(tfm__jparser *p) {
+    tfm__jnode *n, *c;
+    if (!tfm__jp_enter(p)) return NULL;
+    n = tfm__jp_logic(p, 1);
+    while (n && tfm__jtok_name(tfm__jp_cur(p), "if")) {
+        size_t pos = tfm__jp_cur(p)->pos;
+        p->at++;
+        if (!(c = tfm__jp_node(p, TFM__JN_COND, pos)) || !(c->a = tfm__jp_logic(p, 1))) { n = NULL; break; }
+        c->b = n;
+        if (tfm__jp_skip_name(p, "else") && !(c->c = tfm__jp_expression(p))) { n = NULL; break; }
+        n = c;
+    }
+    p->x->depth--;
+    return n;
+}
+
+/* An expression, or several separated by commas as a tuple (in {{ }}, set and for). */
+TFM_PRIVATE tfm__jnode *tfm__jp_tuple(tfm__jparser *p, bool with_condexpr) {
+    tfm__jnode *first = with_condexpr ? tfm__jp_expression(p) : tfm__jp_logic(p, 1), *t, **tail;
+    const tfm__jtok *c;
+    if (!first || !tfm__jtok_op(tfm__jp_cur(p), ",")) return first;
+    if (!(t = tfm__jp_node(p, TFM__JN_TUPLE, first->pos))) return NULL;
+    t->b = first;
+    tail = &first->next;
+    while (tfm__jp_skip_op(p, ",")) {
+        c = tfm__jp_cur(p);
+        if (c->type == TFM__JT_VAR_END || c->type == TFM__JT_BLOCK_END || tfm__jtok_op(c, ")") ||
+            tfm__jtok_name(c, "if") || tfm__jtok_name(c, "recursive"))
+            break;
+        if (!(*tail = with_condexpr ? tfm__jp_expression(p) : tfm__jp_logic(p, 1))) return NULL;
+        tail = &(*tail)->next;
+    }
+    return t;
+}
+
+/* --- statements --- */
+
+TFM_PRIVATE bool tfm__jp_body(tfm__jparser *p, const char *const *ends, tfm__jnode **out);
+
+/* An assignment target: a name, a (possibly parenthesized) tuple of names, or with
+   allow_ns a namespace attribute ns.attr. */
+TFM_PRIVATE tfm__jnode *tfm__jp_target(tfm__jparser *p, bool allow_ns) {
+    const tfm__jtok *t = tfm__jp_cur(p);
+    tfm__jnode *first, *tuple, **tail;
+    if (allow_ns && t->type == TFM__JT_NAME && tfm__jtok_op(tfm__jp_peek(p, 1), ".") &&
+        tfm__jp_peek(p, 2)->type == TFM__JT_NAME) {
+        tfm__jnode *base = tfm__jp_node(p, TFM__JN_NAME, t->pos), *attr;
+        if (!base || !(attr = tfm__jp_node(p, TFM__JN_ATTR, t->pos))) return NULL;
+        tfm__jv_str(&base->value, t->s, t->n);
+        attr->a = base;
+        tfm__jv_str(&attr->value, tfm__jp_peek(p, 2)->s, tfm__jp_peek(p, 2)->n);
+        p->at += 3;
+        return attr;
+    }
+    if (!(first = tfm__jp_primary(p))) return NULL;
+    if (first->kind == TFM__JN_TUPLE) {
+        for (tuple = first->b; tuple; tuple = tuple->next)
+            if (tuple->kind != TFM__JN_NAME) break;
+        if (!tuple) return first;
+    }
+    if (first->kind != TFM__JN_NAME) {
+        tfm__jfail(p->x, first->pos, "cannot assign to this expression");
+        return NULL;
+    }
+    if (!tfm__jtok_op(tfm__jp_cur(p), ",")) return first;
+    if (!(tuple = tfm__jp_node(p, TFM__JN_TUPLE, first->pos))) return NULL;
+    tuple->b = first;
+    tail = &first->next;
+    while (tfm__jp_skip_op(p, ",")) {
+        t = tfm__jp_cur(p);
+        if (t->type != TFM__JT_NAME || tfm__jtok_name(t, "in")) break;
+        if (!(*tail = tfm__jp_primary(p))) return NULL;
+        tail = &(*tail)->next;
+    }
+    return tuple;
+}
+
+/* The end of a tag: "%}". */
+TFM_PRIVATE bool tfm__jp_end(tfm__jparser *p) { return tfm__jp_expect(p, TFM__JT_BLOCK_END, "'%}'"); }
+
+/* if / elif / else / endif; elif becomes a nested IF in the else branch. */
+TFM_PRIVATE tfm__jnode *tfm__jp_if(tfm__jparser *p, size_t pos) {
+    static const char *const ends[] = {"elif", "else", "endif", NULL};
+    static const char *const endif[] = {"endif", NULL};
+    tfm__jnode *n = tfm__jp_node(p, TFM__JN_IF, pos);
+    if (!n || !(n->a = tfm__jp_tuple(p, false)) || !tfm__jp_end(p) || !tfm__jp_body(p, ends, &n->b))
+        return NULL;
+    if (tfm__jtok_name(tfm__jp_cur(p), "elif")) {
+        size_t at = tfm__jp_cur(p)->pos;
+        p->at++;
+        return (n->c = tfm__jp_if(p, at)) ? n : NULL;
+    }
+    if (tfm__jp_skip_name(p, "else") && (!tfm__jp_end(p) || !tfm__jp_body(p, endif, &n->c)))
+        return NULL;
+    p->at++; /* endif */
+    return tfm__jp_end(p) ? n : NULL;
+}
+
+/* for target in iter [if cond] ... [else ...] endfor. */
+TFM_PRIVATE tfm__jnode *tfm__jp_for(tfm__jparser *p, size_t pos) {
+    static const char *const ends[] = {"else", "endfor", NULL};
+    static const char *const endfor[] = {"endfor", NULL};
+    tfm__jnode *n = tfm__jp_node(p, TFM__JN_FOR, pos);
+    if (!n || !(n->a = tfm__jp_target(p, false))) return NULL;
+    if (!tfm__jp_skip_name(p, "in")) { tfm__jp_unexpected(p, "'in'"); return NULL; }
+    if (!(n->b = tfm__jp_tuple(p, false))) return NULL;
+    if (tfm__jp_skip_name(p, "if") && !(n->e = tfm__jp_expression(p))) return NULL;
+    if (tfm__jtok_name(tfm__jp_cur(p), "recursive")) {
+        tfm__jfail(p->x, tfm__jp_cur(p)->pos, "recursive loops are not supported");
+        return NULL;
+    }
+    if (!tfm__jp_end(p)) return NULL;
+    p->loops++;
+    if (!tfm__jp_body(p, ends, &n->c)) return NULL;
+    p->loops--;
+    if (tfm__jp_skip_name(p, "else") && (!tfm__jp_end(p) || !tfm__jp_body(p, endfor, &n->d)))
+        return NULL;
+    p->at++; /* endfor */
+    return tfm__jp_end(p) ? n : NULL;
+}
+
+/* set target = expr, or set target %} body {% endset. */
+TFM_PRIVATE tfm__jnode *tfm__jp_set(tfm__jparser *p, size_t pos) {
+    static const char *const endset[] = {"endset", NULL};
+    tfm__jnode *n = tfm__jp_node(p, TFM__JN_SET, pos);
+    if (!n || !(n->a = tfm__jp_target(p, true))) return NULL;
+    if (tfm__jp_skip_op(p, "=")) return (n->b = tfm__jp_tuple(p, true)) && tfm__jp_end(p) ? n : NULL;
+    if (n->a->kind != TFM__JN_NAME && n->a->kind != TFM__JN_ATTR) {
+        tfm__jp_unexpected(p, "'='");
+        return NULL;
+    }
+    if (!tfm__jp_end(p) || !tfm__jp_body(p, endset, &n->c)) return NULL;
+    p->at++;
+    return tfm__jp_end(p) ? n : NULL;
+}
+
+/* macro name(param, param=default, ...) body endmacro. */
+TFM_PRIVATE tfm__jnode *tfm__jp_macro(tfm__jparser *p, size_t pos) {
+    static const char *const endmacro[] = {"endmacro", NULL};
+    tfm__jnode *n = tfm__jp_node(p, TFM__JN_MACRO, pos), **tail, *param;
+    const tfm__jtok *t = tfm__jp_cur(p);
+    int loops = p->loops;
+    if (!n) return NULL;
+    if (t->type != TFM__JT_NAME) { tfm__jp_unexpected(p, "a macro name"); return NULL; }
+    tfm__jv_str(&n->value, t->s, t->n);
+    p->at++;
+    if (!tfm__jp_expect_op(p, "(")) return NULL;
+    tail = &n->b;
+    while (!tfm__jp_skip_op(p, ")")) {
+        if (n->b && !tfm__jp_expect_op(p, ",")) return NULL;
+        t = tfm__jp_cur(p);
+        if (t->type != TFM__JT_NAME) { tfm__jp_unexpected(p, "a parameter name"); return NULL; }
+        if (!(param = tfm__jp_node(p, TFM__JN_PARAM, t->pos))) return NULL;
+        tfm__jv_str(&param->value, t->s, t->n);
+        p->at++;
+        if (tfm__jp_skip_op(p, "=") && !(param->a = tfm__jp_expression(p))) return NULL;
+        *tail = param;
+        tail = &param->next;
+    }
+    p->loops = 0;
+    if (!tfm__jp_end(p) || !tfm__jp_body(p, endmacro, &n->c)) return NULL;
+    p->loops = loops;
+    p->at++;
+    return tfm__jp_end(p) ? n : NULL;
+}
+
+/* filter name(args) | name(args) ... endfilter: the filters (b, their operands unset) apply
+   to the body's output (c). */
+TFM_PRIVATE tfm__jnode *tfm__jp_filterblock(tfm__jparser *p, size_t pos) {
+    static const char *const endfilter[] = {"endfilter", NULL};
+    tfm__jnode *n = tfm__jp_node(p, TFM__JN_FILTERBLOCK, pos), **tail, *f;
+    if (!n) return NULL;
+    tail = &n->b;
+    do {
+        if (!(f = tfm__jp_filter(p, NULL))) return NULL;
+        *tail = f;
+        tail = &f->next;
+    } while (tfm__jp_skip_op(p, "|"));
+    if (!tfm__jp_end(p) || !tfm__jp_body(p, endfilter, &n->c)) return NULL;
+    p->at++;
+    return tfm__jp_end(p) ? n : NULL;
+}
+
+/* One {% tag %} after its name ({% generation %} is an always-true if around its body). */
+TFM_PRIVATE tfm__jnode *tfm__jp_tag(tfm__jparser *p) {
+    static const char *const endgen[] = {"endgeneration", NULL};
+    const tfm__jtok *t = tfm__jp_cur(p);
+    tfm__jnode *n;
+    p->at++;
+    if (tfm__jtok_name(t, "if")) return tfm__jp_if(p, t->pos);
+    if (tfm__jtok_name(t, "for")) return tfm__jp_for(p, t->pos);
+    if (tfm__jtok_name(t, "set")) return tfm__jp_set(p, t->pos);
+    if (tfm__jtok_name(t, "macro")) return tfm__jp_macro(p, t->pos);
+    if (tfm__jtok_name(t, "filter")) return tfm__jp_filterblock(p, t->pos);
+    if (tfm__jtok_name(t, "break") || tfm__jtok_name(t, "continue")) {
+        if (!p->loops) {
+            tfm__jfail(p->x, t->pos, "'%.*s' outside a loop", (int)t->n, t->s);
+            return NULL;
+        }
+        n = tfm__jp_node(p, t->s[0] == 'b' ? TFM__JN_BREAK : TFM__JN_CONTINUE, t->pos);
+        return n && tfm__jp_end(p) ? n : NULL;
+    }
+    if (tfm__jtok_name(t, "generation")) { /* transformers' assistant-mask tag: just its body */
+        if (!(n = tfm__jp_node(p, TFM__JN_IF, t->pos))) return NULL;
+        n->a = tfm__jp_node(p, TFM__JN_CONST, t->pos);
+        if (!n->a || !tfm__jp_end(p) || !tfm__jp_body(p, endgen, &n->b)) return NULL;
+        n->a->value.type = TFM__JV_BOOL;
+        n->a->value.u.i = 1;
+        p->at++;
+        return tfm__jp_end(p) ? n : NULL;
+    }
+    if (t->type == TFM__JT_NAME)
+        tfm__jfail(p->x, t->pos, "unknown or unexpected tag '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s);
+    else
+        tfm__jp_unexpected(p, "a tag name");
+    return NULL;
+}
+
+/* Statements up to a {% name %} with name in ends (left as the current token, after the
+   "{%"), or to the end of the template when ends is NULL. */
+TFM_PRIVATE bool tfm__jp_body(tfm__jparser *p, const char *const *ends, tfm__jnode **out) {
+    tfm__jnode **tail = out, *n = NULL;
+    bool ok = tfm__jp_enter(p);
+    int k;
+    *out = NULL;
+    while (ok) {
+        const tfm__jtok *t = tfm__jp_cur(p);
+        if (t->type == TFM__JT_EOF) {
+            if (ends) ok = tfm__jfail(p->x, t->pos, "unexpected end of template: '%s' is missing", ends[0]);
+            break;
+        }
+        p->at++;
+        if (t->type == TFM__JT_DATA) {
+            if ((n = tfm__jp_node(p, TFM__JN_DATA, t->pos))) tfm__jv_str(&n->value, t->s, t->n);
+        } else if (t->type == TFM__JT_VAR_BEGIN) {
+            if ((n = tfm__jp_node(p, TFM__JN_OUTPUT, t->pos)) &&
+                (!(n->a = tfm__jp_tuple(p, true)) || !tfm__jp_expect(p, TFM__JT_VAR_END, "'}}'")))
+                n = NULL;
+        } else if (t->type == TFM__JT_BLOCK_BEGIN) {
+            for (k = 0; ends && ends[k]; k++)
+                if (tfm__jtok_name(tfm__jp_cur(p), ends[k])) break;
+            if (ends && ends[k]) break;
+            n = tfm__jp_tag(p);
+        } else {
+            p->at--;
+            n = NULL;
+            tfm__jp_unexpected(p, "text or a tag");
+        }
+        if (!n) { ok = false; break; }
+        *tail = n;
+        tail = &n->next;
+    }
+    p->x->depth--;
+    return ok && p->x->result == TFM_OK;
+}
+
+/* --- render state and values --- */
+
+typedef struct tfm__jframe {            /* variables of the template, one loop iteration or call */
+    struct tfm__jframe *parent;
+    tfm__jseq vars;                     /* name, value pairs */
+} tfm__jframe;
+
+typedef struct tfm__jmacro {
+    const tfm__jnode *def;
+    tfm__jframe *closure;               /* where it was defined: names resolve from there */
+} tfm__jmacro;
+
+enum { TFM__JCTL_NONE = 0, TFM__JCTL_BREAK, TFM__JCTL_CONTINUE };
+
+typedef struct tfm__jx {
+    tfm__jctx c;
+    tfm__jbuf out;                      /* where output goes now (set blocks and macros swap it) */
+    const tfm_chat_date *date;          /* NULL: strftime_now is undefined */
+    int ctl;                            /* a pending break / continue */
+} tfm__jx;
+
+/* Counts one step; false (an error) past TFM__CHAT_MAX_STEPS. */
+TFM_PRIVATE bool tfm__jx_step(tfm__jx *x, size_t pos) {
+    if (++x->c.steps <= TFM__CHAT_MAX_STEPS) return true;
+    return tfm__jfail(&x->c, pos, "the template takes more than %u steps", TFM__CHAT_MAX_STEPS);
+}
+
+TFM_PRIVATE tfm__jv tfm__jv_make(int type) {
+    tfm__jv v;
+    memset(&v, 0, sizeof v);
+    v.type = type;
+    return v;
+}
+
+TFM_PRIVATE tfm__jv tfm__jv_int(int64_t i) {
+    tfm__jv v = tfm__jv_make(TFM__JV_INT);
+    v.u.i = i;
+    return v;
+}
+
+TFM_PRIVATE tfm__jv tfm__jv_bool(bool b) {
+    tfm__jv v = tfm__jv_make(TFM__JV_BOOL);
+    v.u.i = b;
+    return v;
+}
+
+TFM_PRIVATE tfm__jv tfm__jv_float(double f) {
+    tfm__jv v = tfm__jv_make(TFM__JV_FLOAT);
+    v.u.f = f;
+    return v;
+}
+
+TFM_PRIVATE tfm__jv tfm__jv_s(const char *s, size_t n) {
+    tfm__jv v;
+    tfm__jv_str(&v, s, n);
+    return v;
+}
+
+/* An Undefined that remembers the name looked up (for "'x' is undefined"). */
+TFM_PRIVATE tfm__jv tfm__jv_undef(const char *name, size_t n) {
+    tfm__jv v = tfm__jv_make(TFM__JV_UNDEF);
+    v.u.s = name;
+    v.n = n;
+    return v;
+}
+
+/* A new empty list (type LIST, TUPLE, DICT or NS) with room for cap values. */
+TFM_PRIVATE bool tfm__jv_seq(tfm__jx *x, int type, size_t cap, tfm__jv *out) {
+    tfm__jseq *s = TFM__CAST(tfm__jseq *, tfm__jalloc(&x->c, sizeof(tfm__jseq)));
+    size_t bytes;
+    *out = tfm__jv_make(type);
+    if (!s) return false;
+    s->n = 0;
+    s->cap = cap;
+    s->v = NULL;
+    if (cap) {
+        if (!tfm__mul_size(cap, sizeof(tfm__jv), &bytes)) return tfm__jfail_mem(&x->c);
+        if (!(s->v = TFM__CAST(tfm__jv *, tfm__jalloc(&x->c, bytes)))) return false;
+    }
+    out->u.seq = s;
+    return true;
+}
+
+/* Appends v to a sequence, growing it in the arena. */
+TFM_PRIVATE bool tfm__jseq_push(tfm__jx *x, tfm__jseq *s, const tfm__jv *v) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8, bytes;
+        tfm__jv *nv;
+        if (!tfm__mul_size(cap, sizeof(tfm__jv), &bytes)) return tfm__jfail_mem(&x->c);
+        if (!(nv = TFM__CAST(tfm__jv *, tfm__jalloc(&x->c, bytes)))) return false;
+        if (s->n) memcpy(nv, s->v, s->n * sizeof(tfm__jv));
+        s->v = nv;
+        s->cap = cap;
+    }
+    s->v[s->n++] = *v;
+    return true;
+}
+
+/* Copies s[0..n) into the arena as a string value. */
+TFM_PRIVATE bool tfm__jv_strdup(tfm__jx *x, const char *s, size_t n, tfm__jv *out) {
+    char *p = TFM__CAST(char *, tfm__jalloc(&x->c, n ? n : 1));
+    if (!p) return false;
+    if (n) memcpy(p, s, n);
+    *out = tfm__jv_s(p, n);
+    return true;
+}
+
+TFM_PRIVATE bool tfm__jv_is_seq(const tfm__jv *v) { return v->type == TFM__JV_LIST || v->type == TFM__JV_TUPLE; }
+TFM_PRIVATE bool tfm__jv_is_num(const tfm__jv *v) {
+    return v->type == TFM__JV_INT || v->type == TFM__JV_FLOAT || v->type == TFM__JV_BOOL;
+}
+TFM_PRIVATE double tfm__jv_num(const tfm__jv *v) { return v->type == TFM__JV_FLOAT ? v->u.f : (double)v->u.i; }
+
+/* Python truthiness. */
+TFM_PRIVATE bool tfm__jv_truthy(const tfm__jv *v) {
+    switch (v->type) {
+    case TFM__JV_UNDEF: case TFM__JV_NONE: return false;
+    case TFM__JV_BOOL: case TFM__JV_INT: return v->u.i != 0;
+    case TFM__JV_FLOAT: return v->u.f != 0.0;
+    case TFM__JV_STR: return v->n > 0;
+    case TFM__JV_LIST: case TFM__JV_TUPLE: case TFM__JV_DICT: return v->u.seq->n > 0;
+    default: return true;
+    }
+}
+
+/* Python ==: numbers across int / float / bool, strings by bytes, sequences and dicts deeply
+   (a list never equals a tuple), Undefined only Undefined. */
+TFM_PRIVATE bool tfm__jv_eq(const tfm__jv *a, const tfm__jv *b) {
+    size_t i, j;
+    if (tfm__jv_is_num(a) && tfm__jv_is_num(b)) {
+        if (a->type != TFM__JV_FLOAT && b->type != TFM__JV_FLOAT) return a->u.i == b->u.i;
+        return tfm__jv_num(a) == tfm__jv_num(b);
+    }
+    if (a->type != b->type) return false;
+    switch (a->type) {
+    case TFM__JV_UNDEF: case TFM__JV_NONE: return true;
+    case TFM__JV_STR: return a->n == b->n && (a->n == 0 || memcmp(a->u.s, b->u.s, a->n) == 0);
+    case TFM__JV_LIST: case TFM__JV_TUPLE:
+        if (a->u.seq->n != b->u.seq->n) return false;
+        for (i = 0; i < a->u.seq->n; i++)
+            if (!tfm__jv_eq(&a->u.seq->v[i], &b->u.seq->v[i])) return false;
+        return true;
+    case TFM__JV_DICT:
+        if (a->u.seq->n != b->u.seq->n) return false;
+        for (i = 0; i < a->u.seq->n; i += 2) {
+            for (j = 0; j < b->u.seq->n; j += 2)
+                if (tfm__jv_eq(&a->u.seq->v[i], &b->u.seq->v[j])) break;
+            if (j == b->u.seq->n || !tfm__jv_eq(&a->u.seq->v[i + 1], &b->u.seq->v[j + 1])) return false;
+        }
+        return true;
+    default: return a->u.p == b->u.p && a->fn == b->fn;
+    }
+}
+
+/* Python's < <= > >= as -1 / 0 / 1 in *out: numbers, strings (code point order is byte order
+   in UTF-8), sequences of the same kind element by element. False: not comparable. */
+TFM_PRIVATE bool tfm__jv_order(const tfm__jv *a, const tfm__jv *b, int *out) {
+    size_t i, n;
+    int c;
+    if (tfm__jv_is_num(a) && tfm__jv_is_num(b)) {
+        if (a->type != TFM__JV_FLOAT && b->type != TFM__JV_FLOAT) *out = (a->u.i > b->u.i) - (a->u.i < b->u.i);
+        else *out = (tfm__jv_num(a) > tfm__jv_num(b)) - (tfm__jv_num(a) < tfm__jv_num(b));
+        return true;
+    }
+    if (a->type != b->type) return false;
+    if (a->type == TFM__JV_STR) {
+        n = a->n < b->n ? a->n : b->n;
+        c = n ? memcmp(a->u.s, b->u.s, n) : 0;
+        *out = c ? (c > 0) - (c < 0) : (a->n > b->n) - (a->n < b->n);
+        return true;
+    }
+    if (!tfm__jv_is_seq(a)) return false;
+    n = a->u.seq->n < b->u.seq->n ? a->u.seq->n : b->u.seq->n;
+    for (i = 0; i < n; i++) {
+        if (tfm__jv_eq(&a->u.seq->v[i], &b->u.seq->v[i])) continue;
+        return tfm__jv_order(&a->u.seq->v[i], &b->u.seq->v[i], out);
+    }
+    *out = (a->u.seq->n > b->u.seq->n) - (a->u.seq->n < b->u.seq->n);
+    return true;
+}
+
+TFM_PRIVATE const char *tfm__jtype_name(const tfm__jv *v) {
+    static const char *const names[] = {"undefined", "NoneType", "bool", "int", "float", "str",
+                                        "list", "tuple", "dict", "Namespace", "Macro",
+                                        "function", "method", "LoopContext", "generator"};
+    return names[v->type];
+}
+
+/* --- Python's str(), repr() and json.dumps --- */
+
+/* Python repr() of a float: the shortest digits that read back exactly, positional for
+   decimal exponents -4..15, else d.ddde+XX; "inf", "nan". */
+TFM_PRIVATE void tfm__jfloat_repr(double f, char *out, size_t cap, bool json) {
+    char e[TFM__CHAT_NUM_BYTES], digits[TFM__CHAT_NUM_BYTES];
+    int prec, exp10, nd = 0, k;
+    size_t i, o = 0;
+    double back;
+    if (f != f) { snprintf(out, cap, "%s", json ? "NaN" : "nan"); return; }
+    if (f == HUGE_VAL || f == -HUGE_VAL) {
+        snprintf(out, cap, "%s%s", f < 0 ? "-" : "", json ? "Infinity" : "inf");
+        return;
+    }
+    for (prec = 1; prec <= TFM__CHAT_FLOAT_DIGITS; prec++) {
+        snprintf(e, sizeof e, "%.*e", prec - 1, f);
+        for (i = 0; e[i]; i++)
+            if (e[i] != '-' && e[i] != '+' && e[i] != 'e' && (e[i] < '0' || e[i] > '9')) e[i] = '.';
+        if (tfm__jstrtod(e, strlen(e), &back) && back == f) break;
+    }
+    for (i = 0; e[i] && e[i] != 'e'; i++)
+        if (e[i] >= '0' && e[i] <= '9') digits[nd++] = e[i];
+    exp10 = atoi(e + i + 1);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    if (f < 0 || (f == 0 && 1.0 / f < 0)) out[o++] = '-';
+    if (exp10 >= TFM__CHAT_REPR_FIXED_MIN && exp10 < TFM__CHAT_REPR_FIXED_MAX) {
+        if (exp10 < 0) {
+            out[o++] = '0'; out[o++] = '.';
+            for (k = -1; k > exp10; k--) out[o++] = '0';
+            for (k = 0; k < nd; k++) out[o++] = digits[k];
+        } else {
+            for (k = 0; k <= exp10; k++) out[o++] = k < nd ? digits[k] : '0';
+            out[o++] = '.';
+            if (nd <= exp10 + 1) out[o++] = '0';
+            for (k = exp10 + 1; k < nd; k++) out[o++] = digits[k];
+        }
+        out[o] = '\0';
+        return;
+    }
+    out[o++] = digits[0];
+    if (nd > 1) {
+        out[o++] = '.';
+        for (k = 1; k < nd; k++) out[o++] = digits[k];
+    }
+    snprintf(out + o, cap - o, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+}
+
+/* Python repr() of a string: single quotes unless it holds ' and no ". */
+TFM_PRIVATE bool tfm__jrepr_str(tfm__jbuf *b, const char *s, size_t n) {
+    char q = '\'', esc[12];
+    size_t i, len;
+    bool ok;
+    if (memchr(s, '\'', n) && !memchr(s, '"', n)) q = '"';
+    ok = tfm__jbuf_putc(b, q);
+    for (i = 0; ok && i < n; i += len) {
+        uint32_t cp = tfm__jutf8(s + i, n - i, &len);
+        if (cp == (uint32_t)q || cp == '\\') { esc[0] = '\\'; esc[1] = (char)cp; ok = tfm__jbuf_put(b, esc, 2); }
+        else if (cp == '\n') ok = tfm__jbuf_puts(b, "\\n");
+        else if (cp == '\r') ok = tfm__jbuf_puts(b, "\\r");
+        else if (cp == '\t') ok = tfm__jbuf_puts(b, "\\t");
+        else if (cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD) {
+            snprintf(esc, sizeof esc, "\\x%02x", (unsigned)cp);
+            ok = tfm__jbuf_puts(b, esc);
+        } else if (cp == 0x2028 || cp == 0x2029) {
+            snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+            ok = tfm__jbuf_puts(b, esc);
+        } else {
+            ok = tfm__jbuf_put(b, s + i, len);
+        }
+    }
+    return ok && tfm__jbuf_putc(b, q);
+}
+
+TFM_PRIVATE bool tfm__jv_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, bool repr);
+
+/* repr of list / tuple / dict items. */
+TFM_PRIVATE bool tfm__jv_write_seq(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v) {
+    const tfm__jseq *s = v->u.seq;
+    bool dict = v->type == TFM__JV_DICT || v->type == TFM__JV_NS;
+    size_t i;
+    bool ok = tfm__jbuf_puts(b, v->type == TFM__JV_NS ? "<Namespace {" : dict ? "{" :
+                                v->type == TFM__JV_LIST ? "[" : "(");
+    for (i = 0; ok && i < s->n; i += dict ? 2 : 1) {
+        if (i) ok = tfm__jbuf_puts(b, ", ");
+        ok = ok && tfm__jv_write(x, b, &s->v[i], true);
+        if (dict) ok = ok && tfm__jbuf_puts(b, ": ") && tfm__jv_write(x, b, &s->v[i + 1], true);
+    }
+    if (ok && v->type == TFM__JV_TUPLE && s->n == 1) ok = tfm__jbuf_putc(b, ',');
+    return ok && tfm__jbuf_puts(b, v->type == TFM__JV_NS ? "}>" : dict ? "}" :
+                                v->type == TFM__JV_LIST ? "]" : ")");
+}
+
+/* Python str(v) (repr false) or repr(v) appended to b. */
+TFM_PRIVATE bool tfm__jv_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, bool repr) {
+    char num[TFM__CHAT_NUM_BYTES];
+    bool ok = true;
+    switch (v->type) {
+    case TFM__JV_UNDEF: if (repr) ok = tfm__jbuf_puts(b, "Undefined"); break;
+    case TFM__JV_NONE: ok = tfm__jbuf_puts(b, "None"); break;
+    case TFM__JV_BOOL: ok = tfm__jbuf_puts(b, v->u.i ? "True" : "False"); break;
+    case TFM__JV_INT:
+        snprintf(num, sizeof num, "%lld", (long long)v->u.i);
+        ok = tfm__jbuf_puts(b, num);
+        break;
+    case TFM__JV_FLOAT:
+        tfm__jfloat_repr(v->u.f, num, sizeof num, false);
+        ok = tfm__jbuf_puts(b, num);
+        break;
+    case TFM__JV_STR: ok = repr ? tfm__jrepr_str(b, v->u.s, v->n) : tfm__jbuf_put(b, v->u.s, v->n); break;
+    case TFM__JV_LIST: case TFM__JV_TUPLE: case TFM__JV_DICT: case TFM__JV_NS:
+        if (++x->c.depth > TFM__CHAT_MAX_DEPTH) return tfm__jfail(&x->c, TFM__JNOPOS, "value nested too deeply");
+        ok = tfm__jv_write_seq(x, b, v);
+        x->c.depth--;
+        break;
+    case TFM__JV_MACRO: ok = tfm__jbuf_puts(b, "<Macro>"); break;
+    case TFM__JV_GEN: ok = tfm__jbuf_puts(b, "<generator object>"); break;
+    case TFM__JV_LOOP: {
+        const tfm__jloop *l = TFM__CAST(const tfm__jloop *, v->u.p);
+        snprintf(num, sizeof num, "<LoopContext %zu/%zu>", l->index0 + 1, l->items->n);
+        ok = tfm__jbuf_puts(b, num);
+        break;
+    }
+    default: ok = tfm__jbuf_puts(b, "<function>"); break;
+    }
+    return ok || tfm__jfail_mem(&x->c);
+}
+
+/* str(v) as a string value (strings themselves are returned as they are). */
+TFM_PRIVATE bool tfm__jv_to_str(tfm__jx *x, const tfm__jv *v, tfm__jv *out) {
+    tfm__jbuf b;
+    if (v->type == TFM__JV_STR) { *out = *v; return true; }
+    tfm__jbuf_init(&b, x->c.arena);
+    if (!tfm__jv_write(x, &b, v, false)) return false;
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    return true;
+}
+
+typedef struct tfm__jjson {             /* json.dumps options */
+    int indent;                         /* -1: none */
+    const tfm__jv *item_sep, *key_sep;  /* NULL: ", " / "," with indent, and ": " */
+    bool sort_keys, ensure_ascii;
+} tfm__jjson;
+
+/* A JSON string literal as Python's json.dumps writes it. */
+TFM_PRIVATE bool tfm__jjson_str(tfm__jbuf *b, const char *s, size_t n, bool ascii) {
+    char esc[16];
+    size_t i, len;
+    bool ok = tfm__jbuf_putc(b, '"');
+    for (i = 0; ok && i < n; i += len) {
+        uint32_t cp = tfm__jutf8(s + i, n - i, &len);
+        const char *e = cp == '"' ? "\\\"" : cp == '\\' ? "\\\\" : cp == '\n' ? "\\n" : cp == '\r' ? "\\r" :
+                        cp == '\t' ? "\\t" : cp == '\b' ? "\\b" : cp == '\f' ? "\\f" : NULL;
+        if (e) ok = tfm__jbuf_puts(b, e);
+        else if (cp < 0x20 || (ascii && cp >= 0x80 && cp < 0x10000)) {
+            snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+            ok = tfm__jbuf_puts(b, esc);
+        } else if (ascii && cp >= 0x10000) {
+            snprintf(esc, sizeof esc, "\\u%04x\\u%04x", (unsigned)(0xD800 + ((cp - 0x10000) >> 10)),
+                     (unsigned)(0xDC00 + ((cp - 0x10000) & 0x3FF)));
+            ok = tfm__jbuf_puts(b, esc);
+        } else {
+            ok = tfm__jbuf_put(b, s + i, len);
+        }
+    }
+    return ok && tfm__jbuf_putc(b, '"');
+}
+
+TFM_PRIVATE bool tfm__jjson_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level);
+
+/* Newline and indent before an item (with an indent), else nothing. */
+TFM_PRIVATE bool tfm__jjson_nl(tfm__jbuf *b, const tfm__jjson *o, int level) {
+    int i;
+    if (o->indent < 0) return true;
+    if (!tfm__jbuf_putc(b, '\n')) return false;
+    for (i = 0; i < o->indent * level; i++)
+        if (!tfm__jbuf_putc(b, ' ')) return false;
+    return true;
+}
+
+/* Keys of a dict in output order (sort_keys: by key, strings only). */
+TFM_PRIVATE bool tfm__jjson_order(tfm__jx *x, const tfm__jseq *s, bool sort, size_t **out) {
+    size_t n = s->n / 2, i, j, t;
+    int c;
+    *out = TFM__CAST(size_t *, tfm__jalloc(&x->c, (n ? n : 1) * sizeof(size_t)));
+    if (!*out) return false;
+    for (i = 0; i < n; i++) (*out)[i] = 2 * i;
+    for (i = 1; sort && i < n; i++) /* insertion sort: stable, dicts in templates are small */
+        for (j = i; j > 0; j--) {
+            if (!tfm__jv_order(&s->v[(*out)[j - 1]], &s->v[(*out)[j]], &c))
+                return tfm__jfail(&x->c, TFM__JNOPOS, "tojson: sort_keys needs comparable keys");
+            if (c <= 0 || !tfm__jx_step(x, TFM__JNOPOS)) break;
+            t = (*out)[j]; (*out)[j] = (*out)[j - 1]; (*out)[j - 1] = t;
+        }
+    return x->c.result == TFM_OK;
+}
+
+/* A list or dict as JSON. */
+TFM_PRIVATE bool tfm__jjson_seq(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level) {
+    const tfm__jseq *s = v->u.seq;
+    bool dict = v->type == TFM__JV_DICT, ok;
+    size_t i, n = dict ? s->n / 2 : s->n, *order = NULL;
+    const char *isep = o->indent >= 0 ? "," : ", ";
+    if (n == 0) return tfm__jbuf_puts(b, dict ? "{}" : "[]") || tfm__jfail_mem(&x->c);
+    if (dict && !tfm__jjson_order(x, s, o->sort_keys, &order)) return false;
+    ok = tfm__jbuf_putc(b, dict ? '{' : '[');
+    for (i = 0; ok && i < n; i++) {
+        const tfm__jv *item = dict ? &s->v[order[i]] : &s->v[i];
+        if (i) ok = o->item_sep ? tfm__jbuf_put(b, o->item_sep->u.s, o->item_sep->n) : tfm__jbuf_puts(b, isep);
+        ok = ok && tfm__jjson_nl(b, o, level + 1);
+        if (ok && dict) {
+            tfm__jv key = *item;
+            char num[TFM__CHAT_NUM_BYTES];
+            if (key.type == TFM__JV_STR) ok = tfm__jjson_str(b, key.u.s, key.n, o->ensure_ascii);
+            else if (key.type == TFM__JV_INT) { snprintf(num, sizeof num, "\"%lld\"", (long long)key.u.i); ok = tfm__jbuf_puts(b, num); }
+            else return tfm__jfail(&x->c, TFM__JNOPOS, "tojson: keys must be str or int, not %s", tfm__jtype_name(&key));
+            ok = ok && (o->key_sep ? tfm__jbuf_put(b, o->key_sep->u.s, o->key_sep->n) : tfm__jbuf_puts(b, ": "));
+            item++;
+        }
+        ok = ok && tfm__jjson_write(x, b, item, o, level + 1);
+    }
+    ok = ok && (n == 0 || tfm__jjson_nl(b, o, level)) && tfm__jbuf_putc(b, dict ? '}' : ']');
+    return ok || tfm__jfail_mem(&x->c);
+}
+
+/* json.dumps(v) with transformers' options (ensure_ascii false by default). */
+TFM_PRIVATE bool tfm__jjson_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level) {
+    char num[TFM__CHAT_NUM_BYTES];
+    bool ok;
+    if (level > TFM__CHAT_MAX_DEPTH) return tfm__jfail(&x->c, TFM__JNOPOS, "tojson: value nested too deeply");
+    if (!tfm__jx_step(x, TFM__JNOPOS)) return false;
+    switch (v->type) {
+    case TFM__JV_NONE: ok = tfm__jbuf_puts(b, "null"); break;
+    case TFM__JV_BOOL: ok = tfm__jbuf_puts(b, v->u.i ? "true" : "false"); break;
+    case TFM__JV_INT:
+        snprintf(num, sizeof num, "%lld", (long long)v->u.i);
+        ok = tfm__jbuf_puts(b, num);
+        break;
+    case TFM__JV_FLOAT:
+        tfm__jfloat_repr(v->u.f, num, sizeof num, true);
+        ok = tfm__jbuf_puts(b, num);
+        break;
+    case TFM__JV_STR: ok = tfm__jjson_str(b, v->u.s, v->n, o->ensure_ascii); break;
+    case TFM__JV_LIST: case TFM__JV_TUPLE: case TFM__JV_DICT: return tfm__jjson_seq(x, b, v, o, level);
+    default:
+        return tfm__jfail(&x->c, TFM__JNOPOS, "tojson: object of type %s is not JSON serializable",
+                          v->type == TFM__JV_UNDEF ? "Undefined" : tfm__jtype_name(v));
+    }
+    return ok || tfm__jfail_mem(&x->c);
+}
+
+/* --- frames: names to values, searched innermost first --- */
+
+TFM_PRIVATE tfm__jframe *tfm__jframe_new(tfm__jx *x, tfm__jframe *parent) {
+    tfm__jframe *f = TFM__CAST(tfm__jframe *, tfm__jalloc(&x->c, sizeof(tfm__jframe)));
+    if (!f) return NULL;
+    memset(f, 0, sizeof *f);
+    f->parent = parent;
+    return f;
+}
+
+/* The value slot of key in a dict / namespace / frame (pairs), or NULL. */
+TFM_PRIVATE tfm__jv *tfm__jpairs_find(const tfm__jseq *s, const tfm__jv *key) {
+    size_t i;
+    for (i = 0; i < s->n; i += 2)
+        if (tfm__jv_eq(&s->v[i], key)) return &s->v[i + 1];
+    return NULL;
+}
+
+TFM_PRIVATE tfm__jv *tfm__jpairs_find_str(const tfm__jseq *s, const char *name, size_t n) {
+    tfm__jv key = tfm__jv_s(name, n);
+    return tfm__jpairs_find(s, &key);
+}
+
+/* Sets key to v in pairs (replacing, or appending in insertion order). */
+TFM_PRIVATE bool tfm__jpairs_set(tfm__jx *x, tfm__jseq *s, const tfm__jv *key, const tfm__jv *v) {
+    tfm__jv *slot = tfm__jpairs_find(s, key);
+    if (slot) { *slot = *v; return true; }
+    return tfm__jseq_push(x, s, key) && tfm__jseq_push(x, s, v);
+}
+
+TFM_PRIVATE bool tfm__jframe_set(tfm__jx *x, tfm__jframe *f, const char *name, size_t n, const tfm__jv *v) {
+    tfm__jv key = tfm__jv_s(name, n);
+    return tfm__jpairs_set(x, &f->vars, &key, v);
+}
+
+/* A name's value, innermost frame first; Undefined (with the name) when none has it. */
+TFM_PRIVATE tfm__jv tfm__jframe_get(const tfm__jframe *f, const char *name, size_t n) {
+    for (; f; f = f->parent) {
+        const tfm__jv *v = tfm__jpairs_find_str(&f->vars, name, n);
+        if (v) return *v;
+    }
+    return tfm__jv_undef(name, n);
+}
+
+/* "'x' is undefined" for an Undefined used where a value is needed. */
+TFM_PRIVATE bool tfm__jundefined(tfm__jx *x, size_t pos, const tfm__jv *v) {
+    if (v->n) return tfm__jfail(&x->c, pos, "'%.*s' is undefined", (int)v->n, v->u.s);
+    return tfm__jfail(&x->c, pos, "a value is undefined");
+}
+
+/* --- attributes, items and slices (jinja2's getattr / getitem) --- */
+
+enum { /* methods of str, dict and loop */
+    TFM__JM_STRIP = 0, TFM__JM_LSTRIP, TFM__JM_RSTRIP, TFM__JM_SPLIT, TFM__JM_RSPLIT,
+    TFM__JM_STARTSWITH, TFM__JM_ENDSWITH, TFM__JM_REPLACE, TFM__JM_UPPER, TFM__JM_LOWER,
+    TFM__JM_TITLE, TFM__JM_CAPITALIZE, TFM__JM_FIND, TFM__JM_COUNT, TFM__JM_JOIN,
+    TFM__JM_N_STR_,
+    TFM__JM_ITEMS = TFM__JM_N_STR_, TFM__JM_KEYS, TFM__JM_VALUES, TFM__JM_GET, TFM__JM_N_DICT_,
+    TFM__JM_CYCLE = TFM__JM_N_DICT_
+};
+static const char *const tfm__jmethod_names[] = {
+    "strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith", "replace", "upper",
+    "lower", "title", "capitalize", "find", "count", "join", "items", "keys", "values", "get"};
+
+enum { /* global functions */
+    TFM__JG_RANGE = 0, TFM__JG_NAMESPACE, TFM__JG_DICT, TFM__JG_RAISE, TFM__JG_STRFTIME
+};
+
+/* A method bound to a copy of self. */
+TFM_PRIVATE bool tfm__jv_method(tfm__jx *x, const tfm__jv *self, int fn, tfm__jv *out) {
+    tfm__jv *copy = TFM__CAST(tfm__jv *, tfm__jalloc(&x->c, sizeof(tfm__jv)));
+    if (!copy) return false;
+    *copy = *self;
+    *out = tfm__jv_make(TFM__JV_METHOD);
+    out->fn = fn;
+    out->u.p = copy;
+    return true;
+}
+
+/* loop.index, loop.first, ... of one iteration. */
+TFM_PRIVATE bool tfm__jloop_attr(tfm__jx *x, const tfm__jv *obj, const char *s, size_t n, tfm__jv *out) {
+    const tfm__jloop *l = TFM__CAST(const tfm__jloop *, obj->u.p);
+    int64_t i0 = (int64_t)l->index0, len = (int64_t)l->items->n;
+    if (tfm__jeq_str(s, n, "index")) *out = tfm__jv_int(i0 + 1);
+    else if (tfm__jeq_str(s, n, "index0")) *out = tfm__jv_int(i0);
+    else if (tfm__jeq_str(s, n, "revindex")) *out = tfm__jv_int(len - i0);
+    else if (tfm__jeq_str(s, n, "revindex0")) *out = tfm__jv_int(len - i0 - 1);
+    else if (tfm__jeq_str(s, n, "first")) *out = tfm__jv_bool(i0 == 0);
+    else if (tfm__jeq_str(s, n, "last")) *out = tfm__jv_bool(i0 == len - 1);
+    else if (tfm__jeq_str(s, n, "length")) *out = tfm__jv_int(len);
+    else if (tfm__jeq_str(s, n, "depth")) *out = tfm__jv_int(1);
+    else if (tfm__jeq_str(s, n, "depth0")) *out = tfm__jv_int(0);
+    else if (tfm__jeq_str(s, n, "previtem"))
+        *out = i0 > 0 ? l->items->v[i0 - 1] : tfm__jv_undef(s, n);
+    else if (tfm__jeq_str(s, n, "nextitem"))
+        *out = i0 + 1 < len ? l->items->v[i0 + 1] : tfm__jv_undef(s, n);
+    else if (tfm__jeq_str(s, n, "cycle")) return tfm__jv_method(x, obj, TFM__JM_CYCLE, out);
+    else *out = tfm__jv_undef(s, n);
+    return true;
+}
+
+/* obj.name: a method of str / dict, a dict key, a namespace attribute, a loop attribute;
+   Undefined otherwise. An Undefined obj is an error. */
+TFM_PRIVATE bool tfm__jx_getattr(tfm__jx *x, size_t pos, const tfm__jv *obj, const char *s, size_t n,
+                                 tfm__jv *out) {
+    int m = tfm__jlookup(tfm__jmethod_names, TFM__JM_N_DICT_, s, n);
+    const tfm__jv *hit;
+    if (obj->type == TFM__JV_UNDEF) return tfm__jundefined(x, pos, obj);
+    if (obj->type == TFM__JV_STR && m >= 0 && m < TFM__JM_N_STR_) return tfm__jv_method(x, obj, m, out);
+    if (obj->type == TFM__JV_DICT && m >= TFM__JM_N_STR_) return tfm__jv_method(x, obj, m, out);
+    if (obj->type == TFM__JV_LOOP) return tfm__jloop_attr(x, obj, s, n, out);
+    if ((obj->type == TFM__JV_DICT || obj->type == TFM__JV_NS) &&
+        (hit = tfm__jpairs_find_str(obj->u.seq, s, n)) != NULL) {
+        *out = *hit;
+        return true;
+    }
+    *out = tfm__jv_undef(s, n);
+    return true;
+}
+
+/* Python's slice.indices: clamps start / stop for a length and a step. */
+TFM_PRIVATE void tfm__jslice_adjust(int64_t len, int64_t step, const tfm__jv *a, const tfm__jv *b,
+                                    int64_t *start, int64_t *stop) {
+    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? len - 1 : len;
+    *start = step < 0 ? hi : lo;
+    *stop = step < 0 ? lo : hi;
+    if (a->type == TFM__JV_INT || a->type == TFM__JV_BOOL) {
+        *start = a->u.i < 0 ? a->u.i + len : a->u.i;
+        if (*start < lo) *start = lo;
+        if (*start > hi) *start = hi;
+    }
+    if (b->type == TFM__JV_INT || b->type == TFM__JV_BOOL) {
+        *stop = b->u.i < 0 ? b->u.i + len : b->u.i;
+        if (*stop < lo) *stop = lo;
+        if (*stop > hi) *stop = hi;
+    }
+}
+
+/* seq[a:b:c] for a list, tuple or string (code points); None bounds are open. */
+TFM_PRIVATE bool tfm__jx_slice(tfm__jx *x, size_t pos, const tfm__jv *obj, const tfm__jv *a,
+                               const tfm__jv *b, const tfm__jv *c, tfm__jv *out) {
+    int64_t step = 1, start, stop, i, len;
+    const tfm__jv *bound[3];
+    int k;
+    bound[0] = a; bound[1] = b; bound[2] = c;
+    for (k = 0; k < 3; k++)
+        if (bound[k]->type != TFM__JV_NONE && bound[k]->type != TFM__JV_INT && bound[k]->type != TFM__JV_BOOL)
+            return tfm__jfail(&x->c, pos, "slice indices must be integers or None");
+    if (c->type != TFM__JV_NONE) step = c->u.i;
+    if (step == 0) return tfm__jfail(&x->c, pos, "slice step cannot be zero");
+    if (obj->type == TFM__JV_STR) {
+        tfm__jbuf buf;
+        len = (int64_t)tfm__jcp_count(obj->u.s, obj->n);
+        tfm__jslice_adjust(len, step, a, b, &start, &stop);
+        tfm__jbuf_init(&buf, x->c.arena);
+        for (i = start; step > 0 ? i < stop : i > stop; i += step) {
+            size_t at = tfm__jcp_offset(obj->u.s, obj->n, (size_t)i), l;
+            tfm__jutf8(obj->u.s + at, obj->n - at, &l);
+            if (!tfm__jx_step(x, pos)) return false;
+            if (!tfm__jbuf_put(&buf, obj->u.s + at, l)) return tfm__jfail_mem(&x->c);
+        }
+        *out = tfm__jv_s(buf.p ? buf.p : "", buf.n);
+        return true;
+    }
+    if (!tfm__jv_is_seq(obj)) {
+        if (obj->type == TFM__JV_UNDEF) return tfm__jundefined(x, pos, obj);
+        *out = tfm__jv_undef(NULL, 0);
+        return true;
+    }
+    len = (int64_t)obj->u.seq->n;
+    tfm__jslice_adjust(len, step, a, b, &start, &stop);
+    if (!tfm__jv_seq(x, obj->type, 0, out)) return false;
+    for (i = start; step > 0 ? i < stop : i > stop; i += step)
+        if (!tfm__jx_step(x, pos) || !tfm__jseq_push(x, out->u.seq, &obj->u.seq->v[i])) return false;
+    return true;
+}
+
+/* obj[key]: list / tuple / str by (negative) int, dict by key, then attribute by name;
+   Undefined when missing. */
+TFM_PRIVATE bool tfm__jx_getitem(tfm__jx *x, size_t pos, const tfm__jv *obj, const tfm__jv *key, tfm__jv *out) {
+    bool int_key = key->type == TFM__JV_INT || key->type == TFM__JV_BOOL;
+    const tfm__jv *hit;
+    if (obj->type == TFM__JV_UNDEF) return tfm__jundefined(x, pos, obj);
+    if (int_key && (tfm__jv_is_seq(obj) || obj->type == TFM__JV_STR)) {
+        int64_t len = obj->type == TFM__JV_STR ? (int64_t)tfm__jcp_count(obj->u.s, obj->n)
+                                               : (int64_t)obj->u.seq->n;
+        int64_t i = key->u.i < 0 ? key->u.i + len : key->u.i;
+        *out = tfm__jv_undef(NULL, 0);
+        if (i < 0 || i >= len) return true;
+        if (obj->type != TFM__JV_STR) {
+            *out = obj->u.seq->v[i];
+        } else {
+            size_t at = tfm__jcp_offset(obj->u.s, obj->n, (size_t)i), l;
+            tfm__jutf8(obj->u.s + at, obj->n - at, &l);
+            *out = tfm__jv_s(obj->u.s + at, l);
+        }
+        return true;
+    }
+    if (obj->type == TFM__JV_DICT && (hit = tfm__jpairs_find(obj->u.seq, key)) != NULL) {
+        *out = *hit;
+        return true;
+    }
+    if (key->type == TFM__JV_STR) return tfm__jx_getattr(x, pos, obj, key->u.s, key->n, out);
+    *out = tfm__jv_undef(NULL, 0);
+    return true;
+}
+
+/* --- call arguments --- */
+
+typedef struct tfm__jargs {
+    tfm__jv *v;                         /* positional values, then keyword values */
+    const tfm__jnode **kw;              /* [n_kw] the KWARG nodes (their names) */
+    size_t n_pos, n_kw, pos;            /* counts, and the call's position for errors */
+} tfm__jargs;
+
+#define TFM__JMAX_PARAMS 6
+
+/* Matches args to params (NULL-terminated names): out[i] is the argument for params[i] or
+   NULL. Too many positional arguments, or an unknown or repeated keyword, is an error. */
+TFM_PRIVATE bool tfm__jbind(tfm__jx *x, const tfm__jargs *a, const char *const *params,
+                            const char *what, const tfm__jv **out) {
+    size_t i, k, n_params = 0;
+    while (params[n_params]) out[n_params] = NULL, n_params++;
+    if (a->n_pos > n_params)
+        return tfm__jfail(&x->c, a->pos, "%s takes at most %zu argument(s), %zu given", what,
+                          n_params, a->n_pos);
+    for (i = 0; i < a->n_pos; i++) out[i] = &a->v[i];
+    for (i = 0; i < a->n_kw; i++) {
+        const tfm__jv *name = &a->kw[i]->value;
+        for (k = 0; k < n_params && !tfm__jeq_str(name->u.s, name->n, params[k]); k++) {}
+        if (k == n_params || out[k])
+            return tfm__jfail(&x->c, a->kw[i]->pos, "%s: %s keyword argument '%.*s'", what,
+                              k == n_params ? "unexpected" : "repeated", (int)name->n, name->u.s);
+        out[k] = &a->v[a->n_pos + i];
+    }
+    return true;
+}
+
+/* An int argument (bool counts), or def when absent. */
+TFM_PRIVATE bool tfm__jarg_int(tfm__jx *x, size_t pos, const tfm__jv *v, int64_t def, int64_t *out) {
+    if (!v || v->type == TFM__JV_NONE) { *out = def; return true; }
+    if (v->type != TFM__JV_INT && v->type != TFM__JV_BOOL)
+        return tfm__jfail(&x->c, pos, "expected an integer, not %s", tfm__jtype_name(v));
+    *out = v->u.i;
+    return true;
+}
+
+/* A string argument (None or absent: *out untouched, returns false in *given). */
+TFM_PRIVATE bool tfm__jarg_str(tfm__jx *x, size_t pos, const tfm__jv *v, bool *given) {
+    *given = v && v->type != TFM__JV_NONE;
+    if (*given && v->type != TFM__JV_STR)
+        return tfm__jfail(&x->c, pos, "expected a string, not %s", tfm__jtype_name(v));
+    return true;
+}
+
+/* --- str methods, as Python's --- */
+
+/* Is code point cp in the set of code points of chars? */
+TFM_PRIVATE bool tfm__jin_set(uint32_t cp, const tfm__jv *chars) {
+    size_t i, len;
+    for (i = 0; i < chars->n; i += len)
+        if (tfm__jutf8(chars->u.s + i, chars->n - i, &len) == cp) return true;
+    return false;
+}
+
+/* s.strip(chars) / lstrip / rstrip: chars NULL strips whitespace. */
+TFM_PRIVATE tfm__jv tfm__jstrip(const tfm__jv *s, const tfm__jv *chars, bool left, bool right) {
+    size_t start = 0, end = s->n, i, len, keep_end;
+    while (left && start < end) {
+        uint32_t cp = tfm__jutf8(s->u.s + start, end - start, &len);
+        if (chars ? !tfm__jin_set(cp, chars) : !tfm__jspace(cp)) break;
+        start += len;
+    }
+    if (right) {
+        for (i = start, keep_end = start; i < end; i += len) {
+            uint32_t cp = tfm__jutf8(s->u.s + i, end - i, &len);
+            if (chars ? !tfm__jin_set(cp, chars) : !tfm__jspace(cp)) keep_end = i + len;
+        }
+        end = keep_end;
+    }
+    return tfm__jv_s(s->u.s + start, end - start);
+}
+
+/* Byte offset of needle in hay at or after from (0-length needles match at from); n when none. */
+TFM_PRIVATE size_t tfm__jfind(const char *hay, size_t n, const char *needle, size_t k, size_t from) {
+    size_t i;
+    if (k == 0) return from;
+    for (i = from; i + k <= n; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, k) == 0) return i;
+    return n;
+}
+
+/* s.split(sep, maxsplit): sep None splits on whitespace runs and drops empty parts. */
+TFM_PRIVATE bool tfm__jsplit(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *sep, int64_t maxsplit,
+                             tfm__jv *out) {
+    size_t i = 0, at, len;
+    tfm__jv part;
+    if (!tfm__jv_seq(x, TFM__JV_LIST, 0, out)) return false;
+    if (sep && sep->n == 0) return tfm__jfail(&x->c, pos, "split: empty separator");
+    while (i <= s->n) {
+        if (!tfm__jx_step(x, pos)) return false;
+        if (!sep) {
+            i += tfm__jspace_run(s->u.s + i, s->n - i, false);
+            if (i == s->n) break;
+            if (maxsplit >= 0 && (int64_t)out->u.seq->n >= maxsplit) {
+                part = tfm__jv_s(s->u.s + i, s->n - i); /* the rest keeps its trailing spaces */
+                return tfm__jseq_push(x, out->u.seq, &part);
+            }
+            for (at = i; at < s->n && !tfm__jspace(tfm__jutf8(s->u.s + at, s->n - at, &len)); at += len) {}
+        } else {
+            at = maxsplit >= 0 && (int64_t)out->u.seq->n >= maxsplit ? s->n
+                 : tfm__jfind(s->u.s, s->n, sep->u.s, sep->n, i);
+        }
+        part = tfm__jv_s(s->u.s + i, at - i);
+        if (!tfm__jseq_push(x, out->u.seq, &part)) return false;
+        if (at == s->n) break;
+        i = at + (sep ? sep->n : 0);
+        if (sep && i == s->n) { /* a separator at the end leaves an empty last part */
+            part = tfm__jv_s(s->u.s + i, 0);
+            return tfm__jseq_push(x, out->u.seq, &part);
+        }
+    }
+    return true;
+}
+
+/* s.rsplit(sep, maxsplit): as split, from the right (sep given). */
+TFM_PRIVATE bool tfm__jrsplit(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *sep, int64_t maxsplit,
+                              tfm__jv *out) {
+    size_t end = s->n, i, k, splits = 0;
+    tfm__jv part, t;
+    if (!sep || maxsplit < 0) return tfm__jsplit(x, pos, s, sep, maxsplit, out);
+    if (sep->n == 0) return tfm__jfail(&x->c, pos, "rsplit: empty separator");
+    if (!tfm__jv_seq(x, TFM__JV_LIST, 0, out)) return false;
+    for (i = s->n; i >= sep->n && (int64_t)splits < maxsplit;) {
+        if (memcmp(s->u.s + i - sep->n, sep->u.s, sep->n) == 0) {
+            part = tfm__jv_s(s->u.s + i, end - i);
+            if (!tfm__jseq_push(x, out->u.seq, &part)) return false;
+            i -= sep->n;
+            end = i;
+            splits++;
+        } else {
+            i--;
+        }
+    }
+    part = tfm__jv_s(s->u.s, end);
+    if (!tfm__jseq_push(x, out->u.seq, &part)) return false;
+    for (k = 0; k < out->u.seq->n / 2; k++) { /* collected right to left */
+        t = out->u.seq->v[k];
+        out->u.seq->v[k] = out->u.seq->v[out->u.seq->n - 1 - k];
+        out->u.seq->v[out->u.seq->n - 1 - k] = t;
+    }
+    return true;
+}
+
+/* s.replace(old, new, count): an empty old inserts new around every code point. */
+TFM_PRIVATE bool tfm__jreplace(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *old,
+                               const tfm__jv *rep, int64_t count, tfm__jv *out) {
+    tfm__jbuf b;
+    size_t i = 0, at, len;
+    int64_t done = 0;
+    tfm__jbuf_init(&b, x->c.arena);
+    for (;;) {
+        if (!tfm__jx_step(x, pos)) return false;
+        at = (count >= 0 && done >= count) ? s->n : tfm__jfind(s->u.s, s->n, old->u.s, old->n, i);
+        if (at >= s->n && !(old->n == 0 && at == s->n && (count < 0 || done < count) && i == s->n)) {
+            if (!tfm__jbuf_put(&b, s->u.s + i, s->n - i)) return tfm__jfail_mem(&x->c);
+            break;
+        }
+        if (!tfm__jbuf_put(&b, s->u.s + i, at - i) || !tfm__jbuf_put(&b, rep->u.s, rep->n))
+            return tfm__jfail_mem(&x->c);
+        done++;
+        if (old->n) {
+            i = at + old->n;
+        } else {
+            if (at == s->n) break;
+            tfm__jutf8(s->u.s + at, s->n - at, &len);
+            if (!tfm__jbuf_put(&b, s->u.s + at, len)) return tfm__jfail_mem(&x->c);
+            i = at + len;
+        }
+    }
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    return true;
+}
+
+enum { TFM__JCASE_UPPER = 0, TFM__JCASE_LOWER, TFM__JCASE_CAPITALIZE, TFM__JCASE_TITLE_METHOD,
+       TFM__JCASE_TITLE_FILTER };
+
+TFM_PRIVATE char tfm__jupper(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 32) : c; }
+TFM_PRIVATE char tfm__jlower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
+TFM_PRIVATE bool tfm__jalpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* Case changes of ASCII letters: upper, lower, capitalize, str.title (a letter after a
+   non-letter starts a word) and the title filter (words start after - ( { [ < or space). */
+TFM_PRIVATE bool tfm__jcase(tfm__jx *x, const tfm__jv *s, int mode, tfm__jv *out) {
+    char *p = TFM__CAST(char *, tfm__jalloc(&x->c, s->n ? s->n : 1));
+    size_t i;
+    bool start = true;
+    if (!p) return false;
+    for (i = 0; i < s->n; i++) {
+        char c = s->u.s[i];
+        unsigned char u = (unsigned char)c;
+        if (mode == TFM__JCASE_UPPER) p[i] = tfm__jupper(c);
+        else if (mode == TFM__JCASE_LOWER) p[i] = tfm__jlower(c);
+        else if (mode == TFM__JCASE_CAPITALIZE) p[i] = i == 0 ? tfm__jupper(c) : tfm__jlower(c);
+        else if (mode == TFM__JCASE_TITLE_METHOD) {
+            p[i] = start ? tfm__jupper(c) : tfm__jlower(c);
+            start = !tfm__jalpha(c) && u < 0x80;
+        } else {
+            p[i] = start ? tfm__jupper(c) : tfm__jlower(c);
+            start = strchr("-({[< \t\n\r\f\v", c) != NULL && c != '\0';
+        }
+    }
+    *out = tfm__jv_s(p, s->n);
+    return true;
+}
+
+/* s.startswith(prefix or tuple of prefixes) / endswith. */
+TFM_PRIVATE bool tfm__jaffix(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *arg, bool end,
+                             tfm__jv *out) {
+    size_t i, n = tfm__jv_is_seq(arg) ? arg->u.seq->n : 1;
+    for (i = 0; i < n; i++) {
+        const tfm__jv *a = tfm__jv_is_seq(arg) ? &arg->u.seq->v[i] : arg;
+        if (a->type != TFM__JV_STR)
+            return tfm__jfail(&x->c, pos, "%s: expected a string or a tuple of strings",
+                              end ? "endswith" : "startswith");
+        if (a->n <= s->n && memcmp(s->u.s + (end ? s->n - a->n : 0), a->u.s, a->n) == 0) {
+            *out = tfm__jv_bool(true);
+            return true;
+        }
+    }
+    *out = tfm__jv_bool(false);
+    return true;
+}
+
+/* sep.join(items): every item must be a string. */
+TFM_PRIVATE bool tfm__jjoin(tfm__jx *x, size_t pos, const tfm__jv *sep, const tfm__jseq *items,
+                            bool convert, tfm__jv *out) {
+    tfm__jbuf b;
+    tfm__jv s;
+    size_t i;
+    tfm__jbuf_init(&b, x->c.arena);
+    for (i = 0; i < items->n; i++) {
+        if (!tfm__jx_step(x, pos)) return false;
+        if (items->v[i].type != TFM__JV_STR && !convert)
+            return tfm__jfail(&x->c, pos, "join: item %zu is %s, not a string", i, tfm__jtype_name(&items->v[i]));
+        if (!tfm__jv_to_str(x, &items->v[i], &s)) return false;
+        if ((i && !tfm__jbuf_put(&b, sep->u.s, sep->n)) || !tfm__jbuf_put(&b, s.u.s, s.n))
+            return tfm__jfail_mem(&x->c);
+    }
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    return true;
+}
+
+/* escape: & < > " ' as HTML entities (markupsafe); the result is Markup, and Markup is
+   returned as it is. */
+TFM_PRIVATE bool tfm__jescape(tfm__jx *x, const tfm__jv *s, tfm__jv *out) {
+    tfm__jbuf b;
+    size_t i;
+    bool ok = true;
+    if (s->fn & TFM__JV_MARKUP) { *out = *s; return true; }
+    tfm__jbuf_init(&b, x->c.arena);
+    for (i = 0; ok && i < s->n; i++) {
+        char c = s->u.s[i];
+        ok = c == '&' ? tfm__jbuf_puts(&b, "&amp;") : c == '<' ? tfm__jbuf_puts(&b, "&lt;") :
+             c == '>' ? tfm__jbuf_puts(&b, "&gt;") : c == '"' ? tfm__jbuf_puts(&b, "&#34;") :
+             c == '\'' ? tfm__jbuf_puts(&b, "&#39;") : tfm__jbuf_putc(&b, c);
+    }
+    if (!ok) return tfm__jfail_mem(&x->c);
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    out->fn = TFM__JV_MARKUP;
+    return true;
+}
+
+/* fmt % args with %s, %r, %d, %i and %%. */
+TFM_PRIVATE bool tfm__jpercent(tfm__jx *x, size_t pos, const tfm__jv *fmt, const tfm__jv *args, tfm__jv *out) {
+    tfm__jbuf b;
+    size_t i, used = 0, n_args = args->type == TFM__JV_TUPLE ? args->u.seq->n : 1;
+    tfm__jbuf_init(&b, x->c.arena);
+    for (i = 0; i < fmt->n; i++) {
+        const tfm__jv *a;
+        char c = i + 1 < fmt->n ? fmt->u.s[i + 1] : '\0';
+        bool ok;
+        if (fmt->u.s[i] != '%') { if (!tfm__jbuf_putc(&b, fmt->u.s[i])) return tfm__jfail_mem(&x->c); continue; }
+        i++;
+        if (c == '%') { if (!tfm__jbuf_putc(&b, '%')) return tfm__jfail_mem(&x->c); continue; }
+        if (c != 's' && c != 'r' && c != 'd' && c != 'i')
+            return tfm__jfail(&x->c, pos, "format: only %%s, %%r, %%d and %%i are supported");
+        if (used >= n_args) return tfm__jfail(&x->c, pos, "not enough arguments for format string");
+        a = args->type == TFM__JV_TUPLE ? &args->u.seq->v[used] : args;
+        used++;
+        if ((c == 'd' || c == 'i') && !tfm__jv_is_num(a))
+            return tfm__jfail(&x->c, pos, "%%d format: a number is required, not %s", tfm__jtype_name(a));
+        {
+            tfm__jbuf one;
+            tfm__jv t = (c == 'd' || c == 'i') && a->type == TFM__JV_FLOAT ? tfm__jv_int((int64_t)a->u.f) : *a, text;
+            tfm__jbuf_init(&one, x->c.arena);
+            ok = tfm__jv_write(x, &one, &t, c == 'r');
+            text = tfm__jv_s(one.p ? one.p : "", one.n);
+            if (ok && (fmt->fn & TFM__JV_MARKUP)) ok = tfm__jescape(x, &text, &text); /* Markup % escapes */
+            if (!ok) return false;
+            if (!tfm__jbuf_put(&b, text.u.s, text.n)) return tfm__jfail_mem(&x->c);
+        }
+    }
+    if (used < n_args) return tfm__jfail(&x->c, pos, "not all arguments converted during string formatting");
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    out->fn = fmt->fn;
+    return true;
+}
+
+/* strftime(fmt) of the render's date: %Y %y %m %d %e %H %I %M %S %p %j %a %A %b %B %%, and
+   glibc's %-d %-m %-H %-I %-M %-S %-j (no padding). */
+TFM_PRIVATE bool tfm__jstrftime(tfm__jx *x, size_t pos, const tfm__jv *fmt, tfm__jv *out) {
+    static const char *const days[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday",
+                                       "Friday", "Saturday"};
+    static const char *const months[] = {"January", "February", "March", "April", "May", "June", "July",
+                                         "August", "September", "October", "November", "December"};
+    static const int cum[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+    static const int sak[] = {0, 3, 2, 5, 0, 3, 5, 1, 4, 6, 2, 4};
+    const tfm_chat_date *d = x->date;
+    tfm__jbuf b;
+    char num[TFM__CHAT_NUM_BYTES];
+    int y = d->year, leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0, ys, wday, yday;
+    size_t i;
+    ys = d->month < 3 ? y - 1 : y;
+    wday = (ys + ys / 4 - ys / 100 + ys / 400 + sak[d->month - 1] + d->day) % 7;
+    yday = cum[d->month - 1] + d->day + (leap && d->month > 2);
+    tfm__jbuf_init(&b, x->c.arena);
+    for (i = 0; i < fmt->n; i++) {
+        bool nopad = false;
+        char c;
+        int v = -1, width = 2;
+        if (fmt->u.s[i] != '%' || i + 1 >= fmt->n) {
+            if (!tfm__jbuf_putc(&b, fmt->u.s[i])) return tfm__jfail_mem(&x->c);
+            continue;
+        }
+        c = fmt->u.s[++i];
+        if (c == '-' && i + 1 < fmt->n) { nopad = true; c = fmt->u.s[++i]; }
+        num[0] = '\0';
+        switch (c) {
+        case 'Y': snprintf(num, sizeof num, "%d", y); break;
+        case 'y': v = y % 100; break;
+        case 'm': v = d->month; break;
+        case 'd': v = d->day; break;
+        case 'e': snprintf(num, sizeof num, nopad ? "%d" : "%2d", d->day); break;
+        case 'H': v = d->hour; break;
+        case 'I': v = d->hour % 12 ? d->hour % 12 : 12; break;
+        case 'M': v = d->minute; break;
+        case 'S': v = d->second; break;
+        case 'j': v = yday; width = 3; break;
+        case 'p': snprintf(num, sizeof num, "%s", d->hour < 12 ? "AM" : "PM"); break;
+        case 'a': snprintf(num, sizeof num, "%.3s", days[wday]); break;
+        case 'A': snprintf(num, sizeof num, "%s", days[wday]); break;
+        case 'b': case 'h': snprintf(num, sizeof num, "%.3s", months[d->month - 1]); break;
+        case 'B': snprintf(num, sizeof num, "%s", months[d->month - 1]); break;
+        case '%': snprintf(num, sizeof num, "%%"); break;
+        default: return tfm__jfail(&x->c, pos, "strftime_now: %%%c is not supported", c);
+        }
+        if (v >= 0 && nopad) snprintf(num, sizeof num, "%d", v);
+        else if (v >= 0) snprintf(num, sizeof num, "%0*d", width, v);
+        if (!tfm__jbuf_puts(&b, num)) return tfm__jfail_mem(&x->c);
+    }
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    return true;
+}
+
+/* --- iteration, membership, tests --- */
+
+/* The items a for loop (or list()) sees: a list / tuple as it is, a string's code points, a
+   dict's keys, nothing for Undefined. Anything else is an error. */
+TFM_PRIVATE bool tfm__jx_iter(tfm__jx *x, size_t pos, const tfm__jv *v, tfm__jseq **out) {
+    tfm__jv list, item;
+    size_t i, len;
+    if (tfm__jv_is_seq(v) || v->type == TFM__JV_GEN) { *out = v->u.seq; return true; }
+    if (v->type != TFM__JV_STR && v->type != TFM__JV_DICT && v->type != TFM__JV_UNDEF)
+        return tfm__jfail(&x->c, pos, "'%s' object is not iterable", tfm__jtype_name(v));
+    if (!tfm__jv_seq(x, TFM__JV_LIST, 0, &list)) return false;
+    if (v->type == TFM__JV_STR) {
+        for (i = 0; i < v->n; i += len) {
+            tfm__jutf8(v->u.s + i, v->n - i, &len);
+            item = tfm__jv_s(v->u.s + i, len);
+            if (!tfm__jx_step(x, pos) || !tfm__jseq_push(x, list.u.seq, &item)) return false;
+        }
+    } else if (v->type == TFM__JV_DICT) {
+        for (i = 0; i < v->u.seq->n; i += 2)
+            if (!tfm__jseq_push(x, list.u.seq, &v->u.seq->v[i])) return false;
+    }
+    *out = list.u.seq;
+    return true;
+}
+
+/* item in container, as Python's `in`. */
+TFM_PRIVATE bool tfm__jx_contains(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *c, bool *out) {
+    size_t i;
+    *out = false;
+    if (c->type == TFM__JV_STR) {
+        if (item->type != TFM__JV_STR)
+            return tfm__jfail(&x->c, pos, "'in <string>' requires string as left operand, not %s",
+                              tfm__jtype_name(item));
+        *out = tfm__jfind(c->u.s, c->n, item->u.s, item->n, 0) < c->n || item->n == 0;
+        return true;
+    }
+    if (c->type == TFM__JV_DICT) { *out = tfm__jpairs_find(c->u.seq, item) != NULL; return true; }
+    if (c->type == TFM__JV_UNDEF) return true;
+    if (!tfm__jv_is_seq(c) && c->type != TFM__JV_GEN)
+        return tfm__jfail(&x->c, pos, "argument of type '%s' is not iterable", tfm__jtype_name(c));
+    for (i = 0; i < c->u.seq->n && !*out; i++) {
+        if (!tfm__jx_step(x, pos)) return false;
+        *out = tfm__jv_eq(item, &c->u.seq->v[i]);
+    }
+    return true;
+}
+
+/* Has s a cased ASCII letter, and are all of them upper (want_upper) or lower? */
+TFM_PRIVATE bool tfm__jcased(const tfm__jv *s, bool want_upper) {
+    size_t i;
+    bool cased = false;
+    for (i = 0; i < s->n; i++) {
+        char c = s->u.s[i];
+        if (!tfm__jalpha(c)) continue;
+        cased = true;
+        if ((c >= 'A' && c <= 'Z') != want_upper) return false;
+    }
+    return cased;
+}
+
+/* Type tests: defined, none, string, mapping, ... (those without an argument). */
+TFM_PRIVATE bool tfm__jtest_type(int id, const tfm__jv *v) {
+    int t = v->type;
+    switch (id) {
+    case TFM__JTEST_BOOLEAN: return t == TFM__JV_BOOL;
+    case TFM__JTEST_CALLABLE: return t == TFM__JV_MACRO || t == TFM__JV_FUNC || t == TFM__JV_METHOD;
+    case TFM__JTEST_DEFINED: return t != TFM__JV_UNDEF;
+    case TFM__JTEST_UNDEFINED: return t == TFM__JV_UNDEF;
+    case TFM__JTEST_ESCAPED: return false;
+    case TFM__JTEST_FALSE: return t == TFM__JV_BOOL && !v->u.i;
+    case TFM__JTEST_TRUE: return t == TFM__JV_BOOL && v->u.i;
+    case TFM__JTEST_FLOAT: return t == TFM__JV_FLOAT;
+    case TFM__JTEST_INTEGER: return t == TFM__JV_INT;
+    case TFM__JTEST_NUMBER: return t == TFM__JV_INT || t == TFM__JV_FLOAT || t == TFM__JV_BOOL;
+    case TFM__JTEST_ITERABLE:
+        return t == TFM__JV_STR || t == TFM__JV_LIST || t == TFM__JV_TUPLE || t == TFM__JV_DICT ||
+               t == TFM__JV_UNDEF || t == TFM__JV_GEN;
+    case TFM__JTEST_SEQUENCE:
+        return t == TFM__JV_STR || t == TFM__JV_LIST || t == TFM__JV_TUPLE || t == TFM__JV_DICT;
+    case TFM__JTEST_MAPPING: return t == TFM__JV_DICT;
+    case TFM__JTEST_NONE: return t == TFM__JV_NONE;
+    case TFM__JTEST_STRING: return t == TFM__JV_STR;
+    case TFM__JTEST_LOWER: return t == TFM__JV_STR && tfm__jcased(v, false);
+    case TFM__JTEST_UPPER: return t == TFM__JV_STR && tfm__jcased(v, true);
+    default: return false;
+    }
+}
+
+/* `v is test(arg)` for test id; the comparison tests take one argument. */
+TFM_PRIVATE bool tfm__jx_test(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jv *arg, bool *out) {
+    int c = 0;
+    bool ordered = id == TFM__JTEST_GE || id == TFM__JTEST_GT || id == TFM__JTEST_GREATERTHAN ||
+                   id == TFM__JTEST_LE || id == TFM__JTEST_LT || id == TFM__JTEST_LESSTHAN ||
+                   (id >= TFM__JTEST_OP_LT && id <= TFM__JTEST_OP_GE);
+    bool takes_arg = ordered || id == TFM__JTEST_DIVISIBLEBY || id == TFM__JTEST_EQ || id == TFM__JTEST_EQUALTO ||
+                     id == TFM__JTEST_NE || id == TFM__JTEST_IN || id == TFM__JTEST_SAMEAS ||
+                     id == TFM__JTEST_OP_EQ || id == TFM__JTEST_OP_NE;
+    if (takes_arg != (arg != NULL))
+        return tfm__jfail(&x->c, pos, "test '%s' takes %s argument", tfm__jtest_names[id], takes_arg ? "one" : "no");
+    if (!takes_arg && id != TFM__JTEST_ODD && id != TFM__JTEST_EVEN) { *out = tfm__jtest_type(id, v); return true; }
+    if (id == TFM__JTEST_ODD || id == TFM__JTEST_EVEN || id == TFM__JTEST_DIVISIBLEBY) {
+        int64_t m = id == TFM__JTEST_DIVISIBLEBY ? 0 : 2;
+        if (v->type != TFM__JV_INT && v->type != TFM__JV_BOOL)
+            return tfm__jfail(&x->c, pos, "test '%s' needs an integer", tfm__jtest_names[id]);
+        if (id == TFM__JTEST_DIVISIBLEBY && !tfm__jarg_int(x, pos, arg, 1, &m)) return false;
+        if (m == 0) return tfm__jfail(&x->c, pos, "integer division or modulo by zero");
+        *out = (id == TFM__JTEST_ODD) == (v->u.i % m != 0);
+        return true;
+    }
+    if (id == TFM__JTEST_IN) return tfm__jx_contains(x, pos, v, arg, out);
+    if (id == TFM__JTEST_SAMEAS) {
+        *out = v->type == arg->type && (v->type <= TFM__JV_BOOL ? v->u.i == arg->u.i : tfm__jv_eq(v, arg) &&
+                                        (v->type < TFM__JV_STR || v->u.p == arg->u.p));
+        return true;
+    }
+    if (!ordered) {
+        *out = tfm__jv_eq(v, arg) == (id == TFM__JTEST_EQ || id == TFM__JTEST_EQUALTO || id == TFM__JTEST_OP_EQ);
+        return true;
+    }
+    if (!tfm__jv_order(v, arg, &c))
+        return tfm__jfail(&x->c, pos, "'%s' not supported between %s and %s", tfm__jtest_names[id],
+                          tfm__jtype_name(v), tfm__jtype_name(arg));
+    switch (id) {
+    case TFM__JTEST_GE: case TFM__JTEST_OP_GE: *out = c >= 0; break;
+    case TFM__JTEST_GT: case TFM__JTEST_GREATERTHAN: case TFM__JTEST_OP_GT: *out = c > 0; break;
+    case TFM__JTEST_LE: case TFM__JTEST_OP_LE: *out = c <= 0; break;
+    default: *out = c < 0; break;
+    }
+    return true;
+}
+
+/* A test given by name at render time (select, selectattr): the id, or an error. */
+TFM_PRIVATE bool tfm__jtest_by_name(tfm__jx *x, size_t pos, const tfm__jv *name, int *id) {
+    if (name->type != TFM__JV_STR) return tfm__jfail(&x->c, pos, "a test name must be a string");
+    *id = tfm__jlookup(tfm__jtest_names, TFM__JTEST_N_, name->u.s, name->n);
+    if (*id < 0) return tfm__jfail(&x->c, pos, "no test named '%.*s'", (int)name->n, name->u.s);
+    return true;
+}
+
+/* --- methods of str, dict and loop --- */
+
+/* s.find(sub) in code points (-1 when absent) or s.count(sub) (non-overlapping). */
+TFM_PRIVATE tfm__jv tfm__jfind_count(const tfm__jv *s, const tfm__jv *sub, bool count) {
+    size_t at = 0, found, n = 0;
+    if (!count) {
+        found = tfm__jfind(s->u.s, s->n, sub->u.s, sub->n, 0);
+        return tfm__jv_int(found > s->n || (found == s->n && sub->n) ? -1 : (int64_t)tfm__jcp_count(s->u.s, found));
+    }
+    if (sub->n == 0) return tfm__jv_int((int64_t)tfm__jcp_count(s->u.s, s->n) + 1);
+    while ((found = tfm__jfind(s->u.s, s->n, sub->u.s, sub->n, at)) < s->n) { n++; at = found + sub->n; }
+    return tfm__jv_int((int64_t)n);
+}
+
+TFM_PRIVATE bool tfm__jx_str_method(tfm__jx *x, int fn, const tfm__jv *self, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const p_chars[] = {"chars", NULL}, *const p_split[] = {"sep", "maxsplit", NULL};
+    static const char *const p_one[] = {"x", NULL}, *const p_rep[] = {"old", "new", "count", NULL};
+    static const char *const p_none[] = {NULL};
+    const tfm__jv *v[TFM__JMAX_PARAMS];
+    bool given = false, g2 = false;
+    int64_t n = -1;
+    const char *const *params = fn <= TFM__JM_RSTRIP ? p_chars : fn <= TFM__JM_RSPLIT ? p_split :
+                                fn == TFM__JM_REPLACE ? p_rep : (fn >= TFM__JM_UPPER && fn <= TFM__JM_CAPITALIZE) ? p_none : p_one;
+    if (!tfm__jbind(x, a, params, tfm__jmethod_names[fn], v)) return false;
+    if (params == p_one && !v[0]) return tfm__jfail(&x->c, a->pos, "%s() needs an argument", tfm__jmethod_names[fn]);
+    switch (fn) {
+    case TFM__JM_STRIP: case TFM__JM_LSTRIP: case TFM__JM_RSTRIP:
+        if (!tfm__jarg_str(x, a->pos, v[0], &given)) return false;
+        *out = tfm__jstrip(self, given ? v[0] : NULL, fn != TFM__JM_RSTRIP, fn != TFM__JM_LSTRIP);
+        return true;
+    case TFM__JM_SPLIT: case TFM__JM_RSPLIT:
+        if (!tfm__jarg_str(x, a->pos, v[0], &given) || !tfm__jarg_int(x, a->pos, v[1], -1, &n)) return false;
+        return (fn == TFM__JM_SPLIT ? tfm__jsplit : tfm__jrsplit)(x, a->pos, self, given ? v[0] : NULL, n, out);
+    case TFM__JM_STARTSWITH: case TFM__JM_ENDSWITH:
+        return tfm__jaffix(x, a->pos, self, v[0], fn == TFM__JM_ENDSWITH, out);
+    case TFM__JM_REPLACE:
+        if (!v[0] || !v[1] || !tfm__jarg_str(x, a->pos, v[0], &given) || !tfm__jarg_str(x, a->pos, v[1], &g2) ||
+            !given || !g2 || !tfm__jarg_int(x, a->pos, v[2], -1, &n))
+            return x->c.result == TFM_OK ? tfm__jfail(&x->c, a->pos, "replace() needs two strings") : false;
+        return tfm__jreplace(x, a->pos, self, v[0], v[1], n, out);
+    case TFM__JM_UPPER: return tfm__jcase(x, self, TFM__JCASE_UPPER, out);
+    case TFM__JM_LOWER: return tfm__jcase(x, self, TFM__JCASE_LOWER, out);
+    case TFM__JM_TITLE: return tfm__jcase(x, self, TFM__JCASE_TITLE_METHOD, out);
+    case TFM__JM_CAPITALIZE: return tfm__jcase(x, self, TFM__JCASE_CAPITALIZE, out);
+    case TFM__JM_FIND: case TFM__JM_COUNT:
+        if (!tfm__jarg_str(x, a->pos, v[0], &given) || !given)
+            return x->c.result == TFM_OK ? tfm__jfail(&x->c, a->pos, "%s() needs a string", tfm__jmethod_names[fn]) : false;
+        *out = tfm__jfind_count(self, v[0], fn == TFM__JM_COUNT);
+        return true;
+    default: { /* join */
+        tfm__jseq *items;
+        return tfm__jx_iter(x, a->pos, v[0], &items) && tfm__jjoin(x, a->pos, self, items, false, out);
+    }
+    }
+}
+
+/* dict.items() / keys() / values() / get(key, default=None); loop.cycle(*values). */
+TFM_PRIVATE bool tfm__jx_method(tfm__jx *x, const tfm__jv *m, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const p_get[] = {"key", "default", NULL}, *const p_none[] = {NULL};
+    const tfm__jv *self = TFM__CAST(const tfm__jv *, m->u.p), *v[TFM__JMAX_PARAMS], *hit;
+    size_t i;
+    if (m->fn < TFM__JM_N_STR_) return tfm__jx_str_method(x, m->fn, self, a, out);
+    if (m->fn == TFM__JM_CYCLE) {
+        const tfm__jloop *l = TFM__CAST(const tfm__jloop *, self->u.p);
+        if (a->n_kw || !a->n_pos) return tfm__jfail(&x->c, a->pos, "loop.cycle() needs positional arguments");
+        *out = a->v[l->index0 % a->n_pos];
+        return true;
+    }
+    if (!tfm__jbind(x, a, m->fn == TFM__JM_GET ? p_get : p_none, tfm__jmethod_names[m->fn], v)) return false;
+    if (m->fn == TFM__JM_GET) {
+        if (!v[0]) return tfm__jfail(&x->c, a->pos, "get() needs a key");
+        hit = tfm__jpairs_find(self->u.seq, v[0]);
+        *out = hit ? *hit : v[1] ? *v[1] : tfm__jv_make(TFM__JV_NONE);
+        return true;
+    }
+    if (!tfm__jv_seq(x, TFM__JV_LIST, self->u.seq->n / 2 + 1, out)) return false;
+    for (i = 0; i < self->u.seq->n; i += 2) {
+        tfm__jv item = self->u.seq->v[i + (m->fn == TFM__JM_VALUES)];
+        if (m->fn == TFM__JM_ITEMS) {
+            tfm__jv pair;
+            if (!tfm__jv_seq(x, TFM__JV_TUPLE, 2, &pair)) return false;
+            pair.u.seq->v[0] = self->u.seq->v[i];
+            pair.u.seq->v[1] = self->u.seq->v[i + 1];
+            pair.u.seq->n = 2;
+            item = pair;
+        }
+        if (!tfm__jseq_push(x, out->u.seq, &item)) return false;
+    }
+    return true;
+}
+
+/* --- filters --- */
+
+/* item's attribute path "a.b.0" (getitem per part, ints for digit parts), as jinja2's
+   make_attrgetter. */
+TFM_PRIVATE bool tfm__jattr_path(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *path, tfm__jv *out) {
+    size_t i = 0, end;
+    *out = *item;
+    if (path->type == TFM__JV_INT) return tfm__jx_getitem(x, pos, item, path, out);
+    if (path->type != TFM__JV_STR) return tfm__jfail(&x->c, pos, "attribute must be a string");
+    while (i <= path->n) {
+        tfm__jv key, cur = *out;
+        int64_t k;
+        for (end = i; end < path->n && path->u.s[end] != '.'; end++) {}
+        key = tfm__jv_s(path->u.s + i, end - i);
+        if (end > i && tfm__jis_digit(path->u.s[i]) && tfm__jstrtoi(path->u.s + i, end - i, &k)) key = tfm__jv_int(k);
+        if (cur.type == TFM__JV_UNDEF) return true;
+        if (!tfm__jx_getitem(x, pos, &cur, &key, out)) return false;
+        i = end + 1;
+    }
+    return true;
+}
+
+/* len(v) for the length filter. */
+TFM_PRIVATE bool tfm__jlen(tfm__jx *x, size_t pos, const tfm__jv *v, tfm__jv *out) {
+    if (v->type == TFM__JV_STR) *out = tfm__jv_int((int64_t)tfm__jcp_count(v->u.s, v->n));
+    else if (tfm__jv_is_seq(v)) *out = tfm__jv_int((int64_t)v->u.seq->n);
+    else if (v->type == TFM__JV_DICT) *out = tfm__jv_int((int64_t)v->u.seq->n / 2);
+    else if (v->type == TFM__JV_UNDEF) *out = tfm__jv_int(0);
+    else return tfm__jfail(&x->c, pos, "object of type '%s' has no len()", tfm__jtype_name(v));
+    return true;
+}
+
+/* The key a value sorts / compares by: its attribute, lowercased when a case-insensitive
+   string. */
+TFM_PRIVATE bool tfm__jsort_key(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *attr, bool cs, tfm__jv *out) {
+    if (attr && attr->type != TFM__JV_NONE) { if (!tfm__jattr_path(x, pos, item, attr, out)) return false; }
+    else *out = *item;
+    if (!cs && out->type == TFM__JV_STR) return tfm__jcase(x, out, TFM__JCASE_LOWER, out);
+    return true;
+}
+
+/* Keys of items (by attribute, lowercased unless case-sensitive) for sort / unique / min / max. */
+TFM_PRIVATE bool tfm__jsort_keys(tfm__jx *x, size_t pos, const tfm__jseq *items, const tfm__jv *attr,
+                                 bool cs, tfm__jv **keys) {
+    size_t i;
+    if (!(*keys = TFM__CAST(tfm__jv *, tfm__jalloc(&x->c, (items->n + 1) * sizeof(tfm__jv))))) return false;
+    for (i = 0; i < items->n; i++)
+        if (!tfm__jsort_key(x, pos, &items->v[i], attr, cs, &(*keys)[i])) return false;
+    return true;
+}
+
+/* -1 / 0 / 1 for two keys, or an error. */
+TFM_PRIVATE bool tfm__jkey_order(tfm__jx *x, size_t pos, int id, const tfm__jv *a, const tfm__jv *b, int *c) {
+    if (!tfm__jx_step(x, pos)) return false;
+    if (tfm__jv_order(a, b, c)) return true;
+    return tfm__jfail(&x->c, pos, "%s: cannot compare %s and %s", tfm__jfilter_names[id], tfm__jtype_name(a),
+                      tfm__jtype_name(b));
+}
+
+/* sort (stable), unique (first of each key), min and max (first extreme) over an iterable. */
+TFM_PRIVATE bool tfm__jx_sortlike(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const p_sort[] = {"reverse", "case_sensitive", "attribute", NULL};
+    static const char *const p_other[] = {"case_sensitive", "attribute", NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    bool sort = id == TFM__JF_SORT, rev;
+    tfm__jseq *items;
+    tfm__jv *keys, list, kt;
+    size_t i, j, best = 0;
+    int c = 0;
+    if (!tfm__jbind(x, a, sort ? p_sort : p_other, tfm__jfilter_names[id], p) || !tfm__jx_iter(x, pos, v, &items) ||
+        !tfm__jsort_keys(x, pos, items, p[sort ? 2 : 1], p[sort ? 1 : 0] && tfm__jv_truthy(p[sort ? 1 : 0]), &keys))
+        return false;
+    rev = sort && p[0] && tfm__jv_truthy(p[0]);
+    if (id == TFM__JF_MIN || id == TFM__JF_MAX) {
+        for (i = 1; i < items->n; i++) {
+            if (!tfm__jkey_order(x, pos, id, &keys[i], &keys[best], &c)) return false;
+            if (id == TFM__JF_MIN ? c < 0 : c > 0) best = i;
+        }
+        *out = items->n ? items->v[best] : tfm__jv_undef(NULL, 0);
+        return true;
+    }
+    if (!tfm__jv_seq(x, TFM__JV_LIST, items->n + 1, &list)) return false;
+    for (i = 0; i < items->n; i++) {
+        size_t n = list.u.seq->n;
+        if (!sort) { /* unique: keys[0..n) hold the keys kept so far */
+            for (j = 0; j < n && !tfm__jv_eq(&keys[j], &keys[i]); j++)
+                if (!tfm__jx_step(x, pos)) return false;
+            if (j < n) continue;
+            keys[n] = keys[i];
+            list.u.seq->v[list.u.seq->n++] = items->v[i];
+            continue;
+        }
+        kt = keys[i]; /* insertion sort: keys[0..n) are the sorted keys */
+        for (j = n; j > 0; j--) {
+            if (!tfm__jkey_order(x, pos, id, &keys[j - 1], &kt, &c)) return false;
+            if (rev ? c >= 0 : c <= 0) break;
+        }
+        memmove(&keys[j + 1], &keys[j], (n - j) * sizeof(tfm__jv));
+        memmove(&list.u.seq->v[j + 1], &list.u.seq->v[j], (n - j) * sizeof(tfm__jv));
+        keys[j] = kt;
+        list.u.seq->v[j] = items->v[i];
+        list.u.seq->n++;
+    }
+    *out = list;
+    if (!sort) out->type = TFM__JV_GEN; /* jinja2's unique yields */
+    return true;
+}
+
+/* select / reject (test on the item) and selectattr / rejectattr (test on an attribute);
+   without a test name, the value's truthiness. */
+TFM_PRIVATE bool tfm__jx_select(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    bool attr = id == TFM__JF_SELECTATTR || id == TFM__JF_REJECTATTR;
+    bool keep_if = id == TFM__JF_SELECT || id == TFM__JF_SELECTATTR, hit;
+    size_t first = attr ? 1 : 0, i;
+    int test = -1;
+    tfm__jseq *items;
+    if (a->n_kw) return tfm__jfail(&x->c, pos, "%s takes no keyword arguments", tfm__jfilter_names[id]);
+    if (attr && a->n_pos == 0) return tfm__jfail(&x->c, pos, "%s needs an attribute", tfm__jfilter_names[id]);
+    if (a->n_pos > first + 2) return tfm__jfail(&x->c, pos, "%s: too many arguments", tfm__jfilter_names[id]);
+    if (a->n_pos > first && !tfm__jtest_by_name(x, pos, &a->v[first], &test)) return false;
+    if (!tfm__jv_seq(x, TFM__JV_GEN, 0, out)) return false; /* jinja2 yields: a generator */
+    if (!tfm__jv_truthy(v)) return true; /* jinja2: `if value:` before iterating */
+    if (!tfm__jx_iter(x, pos, v, &items)) return false;
+    for (i = 0; i < items->n; i++) {
+        tfm__jv item = items->v[i];
+        if (!tfm__jx_step(x, pos)) return false;
+        if (attr && !tfm__jattr_path(x, pos, &items->v[i], &a->v[0], &item)) return false;
+        if (test < 0) hit = tfm__jv_truthy(&item);
+        else if (!tfm__jx_test(x, pos, test, &item, a->n_pos > first + 1 ? &a->v[first + 1] : NULL, &hit)) return false;
+        if (hit == keep_if && !tfm__jseq_push(x, out->u.seq, &items->v[i])) return false;
+    }
+    return true;
+}
+
+TFM_PRIVATE bool tfm__jx_filter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out);
+
+/* map(attribute=..., default=...) or map('filter', args...). */
+TFM_PRIVATE bool tfm__jx_map(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    tfm__jseq *items;
+    size_t i, k;
+    const tfm__jv *attr = NULL, *def = NULL;
+    int id = -1;
+    tfm__jargs rest = *a;
+    for (k = 0; k < a->n_kw; k++) {
+        const tfm__jv *name = &a->kw[k]->value;
+        if (tfm__jeq_str(name->u.s, name->n, "attribute")) attr = &a->v[a->n_pos + k];
+        else if (tfm__jeq_str(name->u.s, name->n, "default")) def = &a->v[a->n_pos + k];
+    }
+    if (!attr) {
+        if (a->n_pos == 0 || a->v[0].type != TFM__JV_STR)
+            return tfm__jfail(&x->c, pos, "map needs attribute= or a filter name");
+        id = tfm__jlookup(tfm__jfilter_names, TFM__JF_N_, a->v[0].u.s, a->v[0].n);
+        if (id < 0) return tfm__jfail(&x->c, pos, "no filter named '%.*s'", (int)a->v[0].n, a->v[0].u.s);
+        rest.v++;
+        rest.n_pos--;
+    } else if (a->n_pos) {
+        return tfm__jfail(&x->c, pos, "map with attribute= takes no positional arguments");
+    }
+    if (!tfm__jv_truthy(v)) return tfm__jv_seq(x, TFM__JV_GEN, 0, out); /* as select */
+    if (!tfm__jx_iter(x, pos, v, &items) || !tfm__jv_seq(x, TFM__JV_GEN, items->n + 1, out)) return false;
+    for (i = 0; i < items->n; i++) {
+        tfm__jv r;
+        if (!tfm__jx_step(x, pos)) return false;
+        if (attr) {
+            if (!tfm__jattr_path(x, pos, &items->v[i], attr, &r)) return false;
+            if (r.type == TFM__JV_UNDEF && def) r = *def;
+        } else if (!tfm__jx_filter(x, pos, id, &items->v[i], &rest, &r)) {
+            return false;
+        }
+        out->u.seq->v[out->u.seq->n++] = r;
+    }
+    return true;
+}
+
+/* Python's str.splitlines() boundaries: the length of a line break at s[i], 0 if none. */
+TFM_PRIVATE size_t tfm__jline_break(const char *s, size_t n, size_t i) {
+    size_t len;
+    uint32_t cp = tfm__jutf8(s + i, n - i, &len);
+    if (cp == '\r' && i + 1 < n && s[i + 1] == '\n') return 2;
+    if (cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || (cp >= 0x1C && cp <= 0x1E) || cp == 0x85 ||
+        cp == 0x2028 || cp == 0x2029)
+        return len;
+    return 0;
+}
+
+/* indent(width=4, first=False, blank=False), jinja2 3.x: lines after the first get the
+   indent (blank lines too only with blank). */
+TFM_PRIVATE bool tfm__jx_indent(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const params[] = {"width", "first", "blank", NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    tfm__jbuf b, ind;
+    int64_t width = 4, k;
+    size_t i = 0, br, start;
+    bool first_line = true, blank, ok = true;
+    if (!tfm__jbind(x, a, params, "indent", p)) return false;
+    tfm__jbuf_init(&b, x->c.arena);
+    tfm__jbuf_init(&ind, x->c.arena);
+    if (p[0] && p[0]->type == TFM__JV_STR) ok = tfm__jbuf_put(&ind, p[0]->u.s, p[0]->n);
+    else if (!tfm__jarg_int(x, pos, p[0], 4, &width)) return false;
+    for (k = 0; ok && k < width && !(p[0] && p[0]->type == TFM__JV_STR); k++) ok = tfm__jbuf_putc(&ind, ' ');
+    blank = p[2] && tfm__jv_truthy(p[2]);
+    if (ok && p[1] && tfm__jv_truthy(p[1])) ok = tfm__jbuf_put(&b, ind.p, ind.n);
+    while (ok && i < s->n) { /* each line of s + "\n", joined by "\n" */
+        for (start = i; i < s->n && !(br = tfm__jline_break(s->u.s, s->n, i)); i++) {}
+        if (i >= s->n) br = 0;
+        if (!first_line) {
+            ok = tfm__jbuf_putc(&b, '\n');
+            if (ok && (blank || i > start)) ok = tfm__jbuf_put(&b, ind.p, ind.n);
+        }
+        ok = ok && tfm__jbuf_put(&b, s->u.s + start, i - start);
+        first_line = false;
+        i += br;
+    }
+    if (!ok) return tfm__jfail_mem(&x->c);
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    return true;
+}
+
+/* Python int(str): optional whitespace and sign, digits with single underscores between. */
+TFM_PRIVATE bool tfm__jparse_int(const tfm__jv *v, int64_t *out) {
+    tfm__jv t = tfm__jstrip(v, NULL, true, true);
+    size_t sign = t.n && (t.u.s[0] == '-' || t.u.s[0] == '+'), k;
+    if (t.n <= sign || !tfm__jis_digit(t.u.s[sign]) || !tfm__jis_digit(t.u.s[t.n - 1])) return false;
+    for (k = sign; k < t.n; k++)
+        if (!tfm__jis_digit(t.u.s[k]) && !(t.u.s[k] == '_' && tfm__jis_digit(t.u.s[k + 1]))) return false;
+    if (!tfm__jstrtoi(t.u.s + sign, t.n - sign, out)) return false;
+    if (t.u.s[0] == '-') *out = -*out;
+    return true;
+}
+
+#define TFM__JINT_FROM_FLOAT_MAX 9.2e18 /* doubles below this convert to int64 exactly */
+
+/* int(value, default=0) and float(value, default=0.0), as jinja2's do_int / do_float: a
+   number, a numeric string, else the default. */
+TFM_PRIVATE bool tfm__jx_number(tfm__jx *x, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const p_int[] = {"default", "base", NULL}, *const p_float[] = {"default", NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    double f = 0.0;
+    int64_t i = 0;
+    bool ok = false, is_int = false;
+    if (!tfm__jbind(x, a, id == TFM__JF_INT ? p_int : p_float, tfm__jfilter_names[id], p)) return false;
+    if (v->type == TFM__JV_INT || v->type == TFM__JV_BOOL) { i = v->u.i; is_int = ok = true; }
+    else if (v->type == TFM__JV_FLOAT) { f = v->u.f; ok = true; }
+    else if (v->type == TFM__JV_STR) {
+        tfm__jv t = tfm__jstrip(v, NULL, true, true);
+        if (tfm__jparse_int(v, &i)) is_int = ok = true;
+        else ok = !memchr(t.u.s, '_', t.n) && tfm__jstrtod(t.u.s, t.n, &f);
+    }
+    if (ok && id == TFM__JF_INT && !is_int) {
+        ok = f == f && f > -TFM__JINT_FROM_FLOAT_MAX && f < TFM__JINT_FROM_FLOAT_MAX;
+        i = ok ? (int64_t)f : 0;
+    }
+    if (!ok) *out = p[0] ? *p[0] : id == TFM__JF_INT ? tfm__jv_int(0) : tfm__jv_float(0.0);
+    else *out = id == TFM__JF_INT ? tfm__jv_int(i) : tfm__jv_float(is_int ? (double)i : f);
+    return true;
+}
+
+/* tojson(ensure_ascii=False, indent=None, separators=None, sort_keys=False): transformers'
+   own filter, json.dumps with those options. */
+TFM_PRIVATE bool tfm__jx_tojson(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const params[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    tfm__jjson o;
+    tfm__jbuf b;
+    int64_t indent = -1;
+    if (!tfm__jbind(x, a, params, "tojson", p) || !tfm__jarg_int(x, pos, p[1], -1, &indent)) return false;
+    memset(&o, 0, sizeof o);
+    o.ensure_ascii = p[0] && tfm__jv_truthy(p[0]);
+    o.sort_keys = p[3] && tfm__jv_truthy(p[3]);
+    if (indent > TFM__CHAT_JSON_INDENT_MAX) return tfm__jfail(&x->c, pos, "tojson: indent above %d", TFM__CHAT_JSON_INDENT_MAX);
+    o.indent = indent < 0 ? -1 : (int)indent;
+    if (p[2] && p[2]->type != TFM__JV_NONE) {
+        if (!tfm__jv_is_seq(p[2]) || p[2]->u.seq->n != 2 || p[2]->u.seq->v[0].type != TFM__JV_STR ||
+            p[2]->u.seq->v[1].type != TFM__JV_STR)
+            return tfm__jfail(&x->c, pos, "tojson: separators must be two strings");
+        o.item_sep = &p[2]->u.seq->v[0];
+        o.key_sep = &p[2]->u.seq->v[1];
+    }
+    tfm__jbuf_init(&b, x->c.arena);
+    if (!tfm__jjson_write(x, &b, v, &o, 0)) return false;
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    return true;
+}
+
+/* round(value, precision=0, method='common'|'ceil'|'floor'): common is Python's round
+   (half to even). */
+TFM_PRIVATE bool tfm__jx_round(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const params[] = {"precision", "method", NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    int64_t prec = 0;
+    double scale, f;
+    if (!tfm__jbind(x, a, params, "round", p) || !tfm__jarg_int(x, pos, p[0], 0, &prec)) return false;
+    if (!tfm__jv_is_num(v)) return tfm__jfail(&x->c, pos, "round: %s is not a number", tfm__jtype_name(v));
+    if (prec < -308 || prec > 308) return tfm__jfail(&x->c, pos, "round: precision out of range");
+    scale = pow(10.0, (double)prec);
+    f = tfm__jv_num(v) * scale;
+    if (p[1] && p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "ceil")) f = ceil(f);
+    else if (p[1] && p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "floor")) f = floor(f);
+    else if (!p[1] || (p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "common"))) {
+        double r = floor(f + 0.5);
+        if (r - f == 0.5 && fmod(r, 2.0) != 0.0) r -= 1.0;
+        f = r;
+    } else {
+        return tfm__jfail(&x->c, pos, "round: method must be common, ceil or floor");
+    }
+    *out = v->type != TFM__JV_FLOAT && (!p[1] || p[1]->u.s[1] == 'o') ? tfm__jv_int((int64_t)(f / scale))
+                                                                      : tfm__jv_float(f / scale);
+    return true;
+}
+
+/* sum(iterable, attribute=None, start=0). */
+TFM_PRIVATE bool tfm__jx_sum(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const params[] = {"attribute", "start", NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    tfm__jseq *items;
+    size_t i;
+    if (!tfm__jbind(x, a, params, "sum", p) || !tfm__jx_iter(x, pos, v, &items)) return false;
+    *out = p[1] ? *p[1] : tfm__jv_int(0);
+    for (i = 0; i < items->n; i++) {
+        tfm__jv item = items->v[i];
+        if (p[0] && !tfm__jattr_path(x, pos, &items->v[i], p[0], &item)) return false;
+        if (!tfm__jv_is_num(&item) || !tfm__jv_is_num(out))
+            return tfm__jfail(&x->c, pos, "sum: %s is not a number", tfm__jtype_name(&item));
+        if (item.type == TFM__JV_FLOAT || out->type == TFM__JV_FLOAT) *out = tfm__jv_float(tfm__jv_num(out) + tfm__jv_num(&item));
+        else if ((item.u.i > 0 && out->u.i > INT64_MAX - item.u.i) || (item.u.i < 0 && out->u.i < INT64_MIN - item.u.i))
+            return tfm__jfail(&x->c, pos, "integer overflow");
+        else *out = tfm__jv_int(out->u.i + item.u.i);
+    }
+    return true;
+}
+
+/* default / d(default_value='', boolean=False) and join(d='', attribute=None). */
+TFM_PRIVATE bool tfm__jx_default_join(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const p_def[] = {"default_value", "boolean", NULL}, *const p_join[] = {"d", "attribute", NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    tfm__jseq *items;
+    tfm__jv list, sep = tfm__jv_s("", 0), item;
+    size_t i;
+    if (!tfm__jbind(x, a, id == TFM__JF_JOIN ? p_join : p_def, tfm__jfilter_names[id], p)) return false;
+    if (id != TFM__JF_JOIN) {
+        bool use = v->type == TFM__JV_UNDEF || (p[1] && tfm__jv_truthy(p[1]) && !tfm__jv_truthy(v));
+        *out = !use ? *v : p[0] ? *p[0] : tfm__jv_s("", 0);
+        return true;
+    }
+    if ((p[0] && !tfm__jv_to_str(x, p[0], &sep)) || !tfm__jx_iter(x, pos, v, &items)) return false;
+    if (p[1]) {
+        if (!tfm__jv_seq(x, TFM__JV_LIST, items->n + 1, &list)) return false;
+        for (i = 0; i < items->n; i++) {
+            if (!tfm__jattr_path(x, pos, &items->v[i], p[1], &item)) return false;
+            list.u.seq->v[list.u.seq->n++] = item;
+        }
+        items = list.u.seq;
+    }
+    return tfm__jjoin(x, pos, &sep, items, true, out);
+}
+
+/* first, last, list, reverse, items: views of an iterable. */
+TFM_PRIVATE bool tfm__jx_seqview(tfm__jx *x, size_t pos, int id, const tfm__jv *v, tfm__jv *out) {
+    tfm__jseq *items;
+    size_t i;
+    if (id == TFM__JF_ITEMS) {
+        tfm__jv m;
+        if (v->type == TFM__JV_UNDEF) return tfm__jv_seq(x, TFM__JV_LIST, 0, out);
+        if (v->type != TFM__JV_DICT) return tfm__jfail(&x->c, pos, "items: can only get item pairs from a mapping");
+        m = tfm__jv_make(TFM__JV_METHOD);
+        m.fn = TFM__JM_ITEMS;
+        m.u.p = v;
+        {
+            tfm__jargs none;
+            memset(&none, 0, sizeof none);
+            none.pos = pos;
+            if (!tfm__jx_method(x, &m, &none, out)) return false;
+            out->type = TFM__JV_GEN; /* jinja2's items filter yields */
+            return true;
+        }
+    }
+    if (id == TFM__JF_REVERSE && v->type == TFM__JV_STR) {
+        char *p = TFM__CAST(char *, tfm__jalloc(&x->c, v->n ? v->n : 1));
+        size_t len, at = v->n;
+        if (!p) return false;
+        for (i = 0; i < v->n; i += len) {
+            tfm__jutf8(v->u.s + i, v->n - i, &len);
+            at -= len;
+            memcpy(p + at, v->u.s + i, len);
+        }
+        *out = tfm__jv_s(p, v->n);
+        return true;
+    }
+    if (!tfm__jx_iter(x, pos, v, &items)) return false;
+    if (id == TFM__JF_LAST && v->type == TFM__JV_GEN)
+        return tfm__jfail(&x->c, pos, "'generator' object is not reversible");
+    if (id == TFM__JF_FIRST || id == TFM__JF_LAST) {
+        *out = items->n == 0 ? tfm__jv_undef(NULL, 0) : items->v[id == TFM__JF_FIRST ? 0 : items->n - 1];
+        return true;
+    }
+    /* list() is a list; reversed() an iterator, or a list for a generator */
+    if (!tfm__jv_seq(x, id == TFM__JF_REVERSE && v->type != TFM__JV_GEN ? TFM__JV_GEN : TFM__JV_LIST,
+                     items->n + 1, out))
+        return false;
+    for (i = 0; i < items->n; i++) out->u.seq->v[i] = items->v[id == TFM__JF_REVERSE ? items->n - 1 - i : i];
+    out->u.seq->n = items->n;
+    return true;
+}
+
+/* trim(chars=None), replace(old, new, count=None), format(*args) and the case filters on
+   str(value). */
+TFM_PRIVATE bool tfm__jx_strfilter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const p_trim[] = {"chars", NULL}, *const p_rep[] = {"old", "new", "count", NULL};
+    static const char *const p_none[] = {NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    tfm__jv s, args;
+    int64_t count = -1;
+    bool given;
+    if (!tfm__jv_to_str(x, v, &s)) return false;
+    if (id == TFM__JF_FORMAT) {
+        if (a->n_kw) return tfm__jfail(&x->c, pos, "format: keyword arguments are not supported");
+        if (!tfm__jv_seq(x, TFM__JV_TUPLE, 0, &args)) return false;
+        args.u.seq->v = a->v;
+        args.u.seq->n = args.u.seq->cap = a->n_pos;
+        return tfm__jpercent(x, pos, &s, &args, out);
+    }
+    if (!tfm__jbind(x, a, id == TFM__JF_TRIM ? p_trim : id == TFM__JF_REPLACE ? p_rep : p_none, tfm__jfilter_names[id], p))
+        return false;
+    switch (id) {
+    case TFM__JF_TRIM:
+        if (!tfm__jarg_str(x, pos, p[0], &given)) return false;
+        *out = tfm__jstrip(&s, given ? p[0] : NULL, true, true);
+        return true;
+    case TFM__JF_REPLACE: {
+        tfm__jv old, rep;
+        if (!p[0] || !p[1]) return tfm__jfail(&x->c, pos, "replace needs old and new");
+        if (!tfm__jv_to_str(x, p[0], &old) || !tfm__jv_to_str(x, p[1], &rep) || !tfm__jarg_int(x, pos, p[2], -1, &count))
+            return false;
+        return tfm__jreplace(x, pos, &s, &old, &rep, count, out);
+    }
+    case TFM__JF_ESCAPE: case TFM__JF_E: return tfm__jescape(x, &s, out);
+    case TFM__JF_UPPER: return tfm__jcase(x, &s, TFM__JCASE_UPPER, out);
+    case TFM__JF_LOWER: return tfm__jcase(x, &s, TFM__JCASE_LOWER, out);
+    case TFM__JF_CAPITALIZE: return tfm__jcase(x, &s, TFM__JCASE_CAPITALIZE, out);
+    case TFM__JF_TITLE: return tfm__jcase(x, &s, TFM__JCASE_TITLE_FILTER, out);
+    default: *out = s; return true; /* string */
+    }
+}
+
+/* value | filter(args). */
+TFM_PRIVATE bool tfm__jx_filter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+    static const char *const p_none[] = {NULL};
+    const tfm__jv *p[TFM__JMAX_PARAMS];
+    if (!tfm__jx_step(x, pos)) return false;
+    switch (id) {
+    case TFM__JF_D: case TFM__JF_DEFAULT: case TFM__JF_JOIN: return tfm__jx_default_join(x, pos, id, v, a, out);
+    case TFM__JF_SORT: case TFM__JF_UNIQUE: case TFM__JF_MIN: case TFM__JF_MAX:
+        return tfm__jx_sortlike(x, pos, id, v, a, out);
+    case TFM__JF_SELECT: case TFM__JF_REJECT: case TFM__JF_SELECTATTR: case TFM__JF_REJECTATTR:
+        return tfm__jx_select(x, pos, id, v, a, out);
+    case TFM__JF_MAP: return tfm__jx_map(x, pos, v, a, out);
+    case TFM__JF_TOJSON: return tfm__jx_tojson(x, pos, v, a, out);
+    case TFM__JF_INDENT: {
+        tfm__jv s;
+        return tfm__jv_to_str(x, v, &s) && tfm__jx_indent(x, pos, &s, a, out);
+    }
+    case TFM__JF_INT: case TFM__JF_FLOAT: return tfm__jx_number(x, id, v, a, out);
+    case TFM__JF_ROUND: return tfm__jx_round(x, pos, v, a, out);
+    case TFM__JF_SUM: return tfm__jx_sum(x, pos, v, a, out);
+    case TFM__JF_TRIM: case TFM__JF_REPLACE: case TFM__JF_FORMAT: case TFM__JF_ESCAPE: case TFM__JF_E:
+    case TFM__JF_UPPER: case TFM__JF_LOWER: case TFM__JF_CAPITALIZE: case TFM__JF_TITLE: case TFM__JF_STRING:
+        return tfm__jx_strfilter(x, pos, id, v, a, out);
+    default: break;
+    }
+    if (!tfm__jbind(x, a, p_none, tfm__jfilter_names[id], p)) return false;
+    switch (id) {
+    case TFM__JF_LENGTH: case TFM__JF_COUNT: return tfm__jlen(x, pos, v, out);
+    case TFM__JF_SAFE:
+        if (!tfm__jv_to_str(x, v, out)) return false;
+        out->fn = TFM__JV_MARKUP;
+        return true;
+    case TFM__JF_ABS:
+        if (v->type == TFM__JV_FLOAT) *out = tfm__jv_float(fabs(v->u.f));
+        else if (tfm__jv_is_num(v) && v->u.i != INT64_MIN) *out = tfm__jv_int(v->u.i < 0 ? -v->u.i : v->u.i);
+        else return tfm__jfail(&x->c, pos, "abs: bad operand type %s", tfm__jtype_name(v));
+        return true;
+    default: return tfm__jx_seqview(x, pos, id, v, out); /* first, last, list, reverse, items */
+    }
+}
+
+/* --- evaluation --- */
+
+TFM_PRIVATE bool tfm__jx_eval(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out);
+TFM_PRIVATE bool tfm__jx_exec(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n);
+
+/* Arguments of a call, filter or test: positional values first, then keyword values. */
+TFM_PRIVATE bool tfm__jx_args(tfm__jx *x, tfm__jframe *f, const tfm__jnode *list, size_t pos, tfm__jargs *a) {
+    const tfm__jnode *n;
+    size_t count = 0, i = 0, k = 0;
+    memset(a, 0, sizeof *a);
+    a->pos = pos;
+    for (n = list; n; n = n->next) { count++; a->n_kw += n->kind == TFM__JN_KWARG; }
+    a->n_pos = count - a->n_kw;
+    if (!count) return true;
+    a->v = TFM__CAST(tfm__jv *, tfm__jalloc(&x->c, count * sizeof(tfm__jv)));
+    a->kw = TFM__CAST(const tfm__jnode **, tfm__jalloc(&x->c, count * sizeof(tfm__jnode *)));
+    if (!a->v || !a->kw) return false;
+    for (n = list; n; n = n->next) {
+        if (n->kind == TFM__JN_KWARG) {
+            a->kw[k] = n;
+            if (!tfm__jx_eval(x, f, n->a, &a->v[a->n_pos + k++])) return false;
+        } else if (!tfm__jx_eval(x, f, n, &a->v[i++])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Runs body with its output captured into a string (macros, set blocks). */
+TFM_PRIVATE bool tfm__jx_capture(tfm__jx *x, tfm__jframe *f, const tfm__jnode *body, tfm__jv *out) {
+    tfm__jbuf saved = x->out;
+    bool ok;
+    tfm__jbuf_init(&x->out, x->c.arena);
+    x->out.limit = saved.limit;
+    ok = tfm__jx_exec(x, f, body);
+    *out = tfm__jv_s(x->out.p ? x->out.p : "", x->out.n);
+    x->out = saved;
+    return ok;
+}
+
+/* A macro call: parameters bound by position or name (missing ones take their default or
+   are Undefined), the body rendered to a string. */
+TFM_PRIVATE bool tfm__jx_call_macro(tfm__jx *x, const tfm__jv *m, const tfm__jargs *a, tfm__jv *out) {
+    const tfm__jmacro *mac = TFM__CAST(const tfm__jmacro *, m->u.p);
+    const tfm__jnode *param;
+    tfm__jframe *f = tfm__jframe_new(x, mac->closure);
+    size_t i = 0, k, n_params = 0;
+    bool ok;
+    if (!f) return false;
+    for (param = mac->def->b; param; param = param->next) n_params++;
+    if (a->n_pos > n_params)
+        return tfm__jfail(&x->c, a->pos, "macro '%.*s' takes not more than %zu argument(s)",
+                          (int)mac->def->value.n, mac->def->value.u.s, n_params);
+    for (k = 0; k < a->n_kw; k++) {
+        for (param = mac->def->b; param && !tfm__jv_eq(&param->value, &a->kw[k]->value); param = param->next) {}
+        if (!param)
+            return tfm__jfail(&x->c, a->kw[k]->pos, "macro '%.*s' has no parameter '%.*s'", (int)mac->def->value.n,
+                              mac->def->value.u.s, (int)a->kw[k]->value.n, a->kw[k]->value.u.s);
+    }
+    for (param = mac->def->b; param; param = param->next, i++) {
+        tfm__jv v = tfm__jv_undef(param->value.u.s, param->value.n);
+        const tfm__jv *given = i < a->n_pos ? &a->v[i] : NULL;
+        for (k = 0; !given && k < a->n_kw; k++)
+            if (tfm__jv_eq(&param->value, &a->kw[k]->value)) given = &a->v[a->n_pos + k];
+        if (given) v = *given;
+        else if (param->a && !tfm__jx_eval(x, f, param->a, &v)) return false;
+        if (!tfm__jframe_set(x, f, param->value.u.s, param->value.n, &v)) return false;
+    }
+    if (++x->c.depth > TFM__CHAT_MAX_DEPTH)
+        return tfm__jfail(&x->c, a->pos, "macro calls nested too deeply (more than %d)", TFM__CHAT_MAX_DEPTH);
+    ok = tfm__jx_capture(x, f, mac->def->c, out);
+    x->c.depth--;
+    x->ctl = TFM__JCTL_NONE;
+    return ok;
+}
+
+/* range(stop) / range(start, stop[, step]) as a list, at most TFM__CHAT_MAX_RANGE long. */
+TFM_PRIVATE bool tfm__jx_range(tfm__jx *x, const tfm__jargs *a, tfm__jv *out) {
+    int64_t r[3] = {0, 0, 1}, i, count;
+    size_t k;
+    if (a->n_kw || a->n_pos < 1 || a->n_pos > 3) return tfm__jfail(&x->c, a->pos, "range takes 1 to 3 integers");
+    for (k = 0; k < a->n_pos; k++)
+        if (!tfm__jarg_int(x, a->pos, &a->v[k], 0, &r[a->n_pos == 1 ? 1 : k])) return false;
+    if (r[2] == 0) return tfm__jfail(&x->c, a->pos, "range() arg 3 must not be zero");
+    count = r[2] > 0 ? (r[1] > r[0] ? (r[1] - r[0] + r[2] - 1) / r[2] : 0)
+                     : (r[0] > r[1] ? (r[0] - r[1] - r[2] - 1) / -r[2] : 0);
+    if (count > TFM__CHAT_MAX_RANGE)
+        return tfm__jfail(&x->c, a->pos, "range too big (more than %d items)", TFM__CHAT_MAX_RANGE);
+    if (!tfm__jv_seq(x, TFM__JV_LIST, (size_t)count + 1, out)) return false;
+    for (i = 0; i < count; i++) out->u.seq->v[i] = tfm__jv_int(r[0] + i * r[2]);
+    out->u.seq->n = (size_t)count;
+    return true;
+}
+
+/* The global functions: range, namespace, dict, raise_exception, strftime_now. */
+TFM_PRIVATE bool tfm__jx_call_global(tfm__jx *x, int fn, const tfm__jargs *a, tfm__jv *out) {
+    size_t k;
+    if (fn == TFM__JG_RANGE) return tfm__jx_range(x, a, out);
+    if (fn == TFM__JG_RAISE || fn == TFM__JG_STRFTIME) {
+        tfm__jv s;
+        if (a->n_pos != 1 || a->n_kw) return tfm__jfail(&x->c, a->pos, "this function takes one argument");
+        if (fn == TFM__JG_STRFTIME) {
+            if (a->v[0].type != TFM__JV_STR) return tfm__jfail(&x->c, a->pos, "strftime_now needs a format string");
+            return tfm__jstrftime(x, a->pos, &a->v[0], out);
+        }
+        if (!tfm__jv_to_str(x, &a->v[0], &s)) return false;
+        tfm__jfail(&x->c, TFM__JNOPOS, "%.*s", (int)(s.n > TFM__CHAT_ERROR_BYTES ? TFM__CHAT_ERROR_BYTES : s.n), s.u.s);
+        return false;
+    }
+    /* namespace(mapping?, **kw) / dict(mapping?, **kw) */
+    if (a->n_pos > 1 || (a->n_pos == 1 && a->v[0].type != TFM__JV_DICT))
+        return tfm__jfail(&x->c, a->pos, "%s() takes an optional mapping and keyword arguments",
+                          fn == TFM__JG_DICT ? "dict" : "namespace");
+    if (!tfm__jv_seq(x, fn == TFM__JG_DICT ? TFM__JV_DICT : TFM__JV_NS, 0, out)) return false;
+    for (k = 0; a->n_pos && k < a->v[0].u.seq->n; k += 2)
+        if (!tfm__jpairs_set(x, out->u.seq, &a->v[0].u.seq->v[k], &a->v[0].u.seq->v[k + 1])) return false;
+    for (k = 0; k < a->n_kw; k++)
+        if (!tfm__jpairs_set(x, out->u.seq, &a->kw[k]->value, &a->v[a->n_pos + k])) return false;
+    return true;
+}
+
+TFM_PRIVATE bool tfm__jx_call(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+    tfm__jv callee;
+    tfm__jargs a;
+    if (!tfm__jx_eval(x, f, n->a, &callee) || !tfm__jx_args(x, f, n->b, n->pos, &a)) return false;
+    switch (callee.type) {
+    case TFM__JV_MACRO: return tfm__jx_call_macro(x, &callee, &a, out);
+    case TFM__JV_FUNC: return tfm__jx_call_global(x, callee.fn, &a, out);
+    case TFM__JV_METHOD: return tfm__jx_method(x, &callee, &a, out);
+    case TFM__JV_UNDEF: return tfm__jundefined(x, n->pos, &callee);
+    default: return tfm__jfail(&x->c, n->pos, "'%s' object is not callable", tfm__jtype_name(&callee));
+    }
+}
+
+/* int op int with Python's floor division and modulo; false on overflow or zero division. */
+TFM_PRIVATE bool tfm__jint_op(tfm__jx *x, size_t pos, int op, int64_t a, int64_t b, tfm__jv *out) {
+    int64_t r = 0, i;
+    if ((op == TFM__JO_FLOORDIV || op == TFM__JO_MOD) && b == 0)
+        return tfm__jfail(&x->c, pos, "integer division or modulo by zero");
+    switch (op) {
+    case TFM__JO_ADD: if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) goto overflow; r = a + b; break;
+    case TFM__JO_SUB: if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b)) goto overflow; r = a - b; break;
+    case TFM__JO_MUL:
+        if (a != 0 && b != 0 && ((a == -1 && b == INT64_MIN) || (b == -1 && a == INT64_MIN) ||
+                                 (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)
+                                        : (b > 0 ? a < INT64_MIN / b : a < INT64_MAX / b))))
+            goto overflow;
+        r = a * b;
+        break;
+    case TFM__JO_FLOORDIV: case TFM__JO_MOD:
+        if (a == INT64_MIN && b == -1) goto overflow;
+        r = op == TFM__JO_FLOORDIV ? a / b : a % b;
+        if ((a % b != 0) && ((a < 0) != (b < 0))) r = op == TFM__JO_FLOORDIV ? r - 1 : r + b;
+        break;
+    default: /* POW with b >= 0 */
+        for (r = 1, i = 0; i < b; i++) {
+            if (!tfm__jint_op(x, pos, TFM__JO_MUL, r, a, out)) return false;
+            r = out->u.i;
+            if (!tfm__jx_step(x, pos)) return false;
+        }
+        break;
+    }
+    *out = tfm__jv_int(r);
+    return true;
+overflow:
+    return tfm__jfail(&x->c, pos, "integer overflow (tfm.h integers are 64-bit)");
+}
+
+/* Arithmetic on numbers: / is true division; // and % floor; ** with a negative exponent is
+   a float. */
+TFM_PRIVATE bool tfm__jx_arith(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
+    double p = tfm__jv_num(a), q = tfm__jv_num(b), r;
+    bool ints = a->type != TFM__JV_FLOAT && b->type != TFM__JV_FLOAT;
+    if (op == TFM__JO_DIV) {
+        if (q == 0.0) return tfm__jfail(&x->c, pos, "division by zero");
+        *out = tfm__jv_float(p / q);
+        return true;
+    }
+    if (ints && (op != TFM__JO_POW || b->u.i >= 0)) return tfm__jint_op(x, pos, op, a->u.i, b->u.i, out);
+    switch (op) {
+    case TFM__JO_ADD: r = p + q; break;
+    case TFM__JO_SUB: r = p - q; break;
+    case TFM__JO_MUL: r = p * q; break;
+    case TFM__JO_POW: r = pow(p, q); break;
+    default:
+        if (q == 0.0) return tfm__jfail(&x->c, pos, "float division or modulo by zero");
+        r = op == TFM__JO_FLOORDIV ? floor(p / q) : fmod(p, q);
+        if (op == TFM__JO_MOD && r != 0.0 && ((r < 0) != (q < 0))) r += q;
+        break;
+    }
+    *out = tfm__jv_float(r);
+    return true;
+}
+
+/* a + b on two sequences of one kind, or a * n repetition of a string or sequence. */
+TFM_PRIVATE bool tfm__jx_seq_op(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
+    const tfm__jv *s = op == TFM__JO_ADD || a->type == TFM__JV_STR || tfm__jv_is_seq(a) ? a : b;
+    const tfm__jv *count = s == a ? b : a;
+    int64_t times = op == TFM__JO_ADD ? 1 : count->u.i, i;
+    size_t k;
+    if (s->type == TFM__JV_STR) {
+        tfm__jbuf buf;
+        tfm__jbuf_init(&buf, x->c.arena);
+        if (op == TFM__JO_ADD) {
+            if (!tfm__jbuf_put(&buf, a->u.s, a->n) || !tfm__jbuf_put(&buf, b->u.s, b->n)) return tfm__jfail_mem(&x->c);
+        } else {
+            for (i = 0; i < times; i++)
+                if (!tfm__jx_step(x, pos) || !tfm__jbuf_put(&buf, s->u.s, s->n)) return x->c.result ? false : tfm__jfail_mem(&x->c);
+        }
+        *out = tfm__jv_s(buf.p ? buf.p : "", buf.n);
+        out->fn = s->fn; /* Markup * n is Markup */
+        return true;
+    }
+    if (!tfm__jv_seq(x, s->type, 0, out)) return false;
+    for (i = 0; i < (op == TFM__JO_ADD ? 2 : times); i++) {
+        const tfm__jseq *src = op == TFM__JO_ADD ? (i ? b : a)->u.seq : s->u.seq;
+        for (k = 0; k < src->n; k++)
+            if (!tfm__jx_step(x, pos) || !tfm__jseq_push(x, out->u.seq, &src->v[k])) return false;
+    }
+    return true;
+}
+
+/* a op b for + - * / // % ** ~. */
+TFM_PRIVATE bool tfm__jx_binop(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
+    static const char *const names[] = {"+", "-", "*", "/", "//", "%", "**", "~"};
+    if (op == TFM__JO_CONCAT) {
+        tfm__jv sa, sb;
+        tfm__jbuf buf;
+        if (!tfm__jv_to_str(x, a, &sa) || !tfm__jv_to_str(x, b, &sb)) return false;
+        tfm__jbuf_init(&buf, x->c.arena);
+        if (!tfm__jbuf_put(&buf, sa.u.s, sa.n) || !tfm__jbuf_put(&buf, sb.u.s, sb.n)) return tfm__jfail_mem(&x->c);
+        *out = tfm__jv_s(buf.p ? buf.p : "", buf.n);
+        return true;
+    }
+    if (a->type == TFM__JV_UNDEF || b->type == TFM__JV_UNDEF) return tfm__jundefined(x, pos, a->type == TFM__JV_UNDEF ? a : b);
+    if (tfm__jv_is_num(a) && tfm__jv_is_num(b)) return tfm__jx_arith(x, pos, op, a, b, out);
+    if (op == TFM__JO_MOD && a->type == TFM__JV_STR) return tfm__jpercent(x, pos, a, b, out);
+    if (op == TFM__JO_ADD && a->type == TFM__JV_STR && b->type == TFM__JV_STR && ((a->fn | b->fn) & TFM__JV_MARKUP)) {
+        tfm__jv ea, eb; /* Markup + str: the str is escaped first (markupsafe) */
+        if (!tfm__jescape(x, a, &ea) || !tfm__jescape(x, b, &eb) || !tfm__jx_seq_op(x, pos, op, &ea, &eb, out)) return false;
+        out->fn = TFM__JV_MARKUP;
+        return true;
+    }
+    if (op == TFM__JO_ADD && a->type == b->type && (a->type == TFM__JV_STR || tfm__jv_is_seq(a)))
+        return tfm__jx_seq_op(x, pos, op, a, b, out);
+    if (op == TFM__JO_MUL && ((a->type == TFM__JV_STR || tfm__jv_is_seq(a)) ? (b->type == TFM__JV_INT || b->type == TFM__JV_BOOL)
+                                                                             : ((a->type == TFM__JV_INT || a->type == TFM__JV_BOOL) &&
+                                                                                (b->type == TFM__JV_STR || tfm__jv_is_seq(b)))))
+        return tfm__jx_seq_op(x, pos, op, a, b, out);
+    return tfm__jfail(&x->c, pos, "unsupported operand type(s) for %s: '%s' and '%s'", names[op], tfm__jtype_name(a),
+                      tfm__jtype_name(b));
+}
+
+/* a < b == c ... as Python chains them. */
+TFM_PRIVATE bool tfm__jx_compare(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+    tfm__jv left, right;
+    const tfm__jnode *op;
+    bool r = true;
+    int c;
+    if (!tfm__jx_eval(x, f, n->a, &left)) return false;
+    for (op = n->b; op && r; op = op->next) {
+        if (!tfm__jx_eval(x, f, op->a, &right)) return false;
+        if (op->op == TFM__JO_EQ || op->op == TFM__JO_NE) {
+            r = tfm__jv_eq(&left, &right) == (op->op == TFM__JO_EQ);
+        } else if (op->op == TFM__JO_IN || op->op == TFM__JO_NOTIN) {
+            if (!tfm__jx_contains(x, op->pos, &left, &right, &r)) return false;
+            r = r == (op->op == TFM__JO_IN);
+        } else {
+            if (!tfm__jv_order(&left, &right, &c)) {
+                if (left.type == TFM__JV_UNDEF || right.type == TFM__JV_UNDEF)
+                    return tfm__jundefined(x, op->pos, left.type == TFM__JV_UNDEF ? &left : &right);
+                return tfm__jfail(&x->c, op->pos, "'<' not supported between '%s' and '%s'", tfm__jtype_name(&left),
+                                  tfm__jtype_name(&right));
+            }
+            r = op->op == TFM__JO_LT ? c < 0 : op->op == TFM__JO_LE ? c <= 0 : op->op == TFM__JO_GT ? c > 0 : c >= 0;
+        }
+        left = right;
+    }
+    *out = tfm__jv_bool(r);
+    return true;
+}
+
+/* A list, tuple or dict literal. */
+TFM_PRIVATE bool tfm__jx_literal(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+    const tfm__jnode *item;
+    tfm__jv k, v;
+    if (!tfm__jv_seq(x, n->kind == TFM__JN_LIST ? TFM__JV_LIST : n->kind == TFM__JN_TUPLE ? TFM__JV_TUPLE : TFM__JV_DICT, 0, out))
+        return false;
+    for (item = n->b; item; item = item->next) {
+        if (n->kind != TFM__JN_DICT) {
+            if (!tfm__jx_eval(x, f, item, &v) || !tfm__jseq_push(x, out->u.seq, &v)) return false;
+        } else if (!tfm__jx_eval(x, f, item->a, &k) || !tfm__jx_eval(x, f, item->b, &v) ||
+                   !tfm__jpairs_set(x, out->u.seq, &k, &v)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Filter and test nodes: the operand, the arguments, then the function. */
+TFM_PRIVATE bool tfm__jx_filter_test(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+    tfm__jv v;
+    tfm__jargs a;
+    bool r;
+    if (!tfm__jx_eval(x, f, n->a, &v) || !tfm__jx_args(x, f, n->b, n->pos, &a)) return false;
+    if (n->kind == TFM__JN_FILTER) return tfm__jx_filter(x, n->pos, n->op, &v, &a, out);
+    if (a.n_kw || a.n_pos > 1) return tfm__jfail(&x->c, n->pos, "a test takes at most one argument");
+    if (!tfm__jx_test(x, n->pos, n->op, &v, a.n_pos ? &a.v[0] : NULL, &r)) return false;
+    *out = tfm__jv_bool(r);
+    return true;
+}
+
+/* Subscripts: obj.name, obj[key], obj[a:b:c]. */
+TFM_PRIVATE bool tfm__jx_access(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+    tfm__jv obj, key, bound[3];
+    const tfm__jnode *part[3];
+    int k;
+    if (!tfm__jx_eval(x, f, n->a, &obj)) return false;
+    if (n->kind == TFM__JN_ATTR) return tfm__jx_getattr(x, n->pos, &obj, n->value.u.s, n->value.n, out);
+    if (n->kind == TFM__JN_ITEM) return tfm__jx_eval(x, f, n->b, &key) && tfm__jx_getitem(x, n->pos, &obj, &key, out);
+    part[0] = n->b; part[1] = n->c; part[2] = n->d;
+    for (k = 0; k < 3; k++) {
+        bound[k] = tfm__jv_make(TFM__JV_NONE);
+        if (part[k] && !tfm__jx_eval(x, f, part[k], &bound[k])) return false;
+    }
+    return tfm__jx_slice(x, n->pos, &obj, &bound[0], &bound[1], &bound[2], out);
+}
+
+/* Evaluates expression n into *out. */
+TFM_PRIVATE bool tfm__jx_eval(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+    tfm__jv a, b;
+    bool ok = true;
+    if (!tfm__jx_step(x, n->pos)) return false;
+    if (++x->c.depth > TFM__CHAT_MAX_DEPTH * 2) return tfm__jfail(&x->c, n->pos, "evaluation nested too deeply");
+    switch (n->kind) {
+    case TFM__JN_CONST: *out = n->value; break;
+    case TFM__JN_NAME: *out = tfm__jframe_get(f, n->value.u.s, n->value.n); break;
+    case TFM__JN_ATTR: case TFM__JN_ITEM: case TFM__JN_SLICE: ok = tfm__jx_access(x, f, n, out); break;
+    case TFM__JN_CALL: ok = tfm__jx_call(x, f, n, out); break;
+    case TFM__JN_FILTER: case TFM__JN_TEST: ok = tfm__jx_filter_test(x, f, n, out); break;
+    case TFM__JN_NOT:
+        if ((ok = tfm__jx_eval(x, f, n->a, &a))) *out = tfm__jv_bool(!tfm__jv_truthy(&a));
+        break;
+    case TFM__JN_NEG: case TFM__JN_POS:
+        if (!(ok = tfm__jx_eval(x, f, n->a, &a))) break;
+        if (!tfm__jv_is_num(&a)) { ok = tfm__jfail(&x->c, n->pos, "bad operand type for unary %c: '%s'", n->kind == TFM__JN_NEG ? '-' : '+', tfm__jtype_name(&a)); break; }
+        b = tfm__jv_int(0);
+        if (n->kind == TFM__JN_POS) *out = a.type == TFM__JV_BOOL ? tfm__jv_int(a.u.i) : a;
+        else ok = tfm__jx_arith(x, n->pos, TFM__JO_SUB, &b, &a, out);
+        if (ok && n->kind == TFM__JN_NEG && a.type == TFM__JV_FLOAT) *out = tfm__jv_float(-a.u.f);
+        break;
+    case TFM__JN_BINOP:
+        ok = tfm__jx_eval(x, f, n->a, &a) && tfm__jx_eval(x, f, n->b, &b) && tfm__jx_binop(x, n->pos, n->op, &a, &b, out);
+        break;
+    case TFM__JN_AND: case TFM__JN_OR: /* the deciding operand itself, as Python */
+        if (!(ok = tfm__jx_eval(x, f, n->a, out))) break;
+        if (tfm__jv_truthy(out) == (n->kind == TFM__JN_OR)) break;
+        ok = tfm__jx_eval(x, f, n->b, out);
+        break;
+    case TFM__JN_COMPARE: ok = tfm__jx_compare(x, f, n, out); break;
+    case TFM__JN_COND:
+        if (!(ok = tfm__jx_eval(x, f, n->a, &a))) break;
+        if (tfm__jv_truthy(&a)) ok = tfm__jx_eval(x, f, n->b, out);
+        else if (n->c) ok = tfm__jx_eval(x, f, n->c, out);
+        else *out = tfm__jv_undef(NULL, 0);
+        break;
+    default: ok = tfm__jx_literal(x, f, n, out); break; /* LIST, TUPLE, DICT */
+    }
+    x->c.depth--;
+    return ok;
+}
+
+/* --- statements --- */
+
+/* Binds a for / set target (a name or a tuple of names) to v in frame f. */
+TFM_PRIVATE bool tfm__jx_assign(tfm__jx *x, tfm__jframe *f, const tfm__jnode *target, const tfm__jv *v) {
+    const tfm__jnode *t;
+    tfm__jseq *items;
+    size_t i = 0, n = 0;
+    if (target->kind == TFM__JN_NAME) return tfm__jframe_set(x, f, target->value.u.s, target->value.n, v);
+    for (t = target->b; t; t = t->next) n++;
+    if (!tfm__jx_iter(x, target->pos, v, &items)) return false;
+    if (items->n != n)
+        return tfm__jfail(&x->c, target->pos, "cannot unpack %zu value(s) into %zu name(s)", items->n, n);
+    for (t = target->b; t; t = t->next, i++)
+        if (!tfm__jx_assign(x, f, t, &items->v[i])) return false;
+    return true;
+}
+
+TFM_PRIVATE bool tfm__jx_set(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
+    tfm__jv v, ns;
+    if (n->b ? !tfm__jx_eval(x, f, n->b, &v) : !tfm__jx_capture(x, f, n->c, &v)) return false;
+    if (n->a->kind != TFM__JN_ATTR) return tfm__jx_assign(x, f, n->a, &v);
+    ns = tfm__jframe_get(f, n->a->a->value.u.s, n->a->a->value.n);
+    if (ns.type != TFM__JV_NS)
+        return tfm__jfail(&x->c, n->pos, "cannot assign attribute on non-namespace object");
+    return tfm__jpairs_set(x, ns.u.seq, &n->a->value, &v);
+}
+
+/* for target in iter [if cond]: a frame per iteration with target and loop bound. */
+TFM_PRIVATE bool tfm__jx_for(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
+    tfm__jv it, cond, loopv;
+    tfm__jseq *items, *kept;
+    tfm__jloop *loop;
+    tfm__jframe *g;
+    size_t i;
+    if (!tfm__jx_eval(x, f, n->b, &it) || !tfm__jx_iter(x, n->pos, &it, &items)) return false;
+    if (n->e) { /* the filter runs first: loop.length counts what it keeps */
+        if (!tfm__jv_seq(x, TFM__JV_LIST, 0, &cond)) return false;
+        kept = cond.u.seq;
+        for (i = 0; i < items->n; i++) {
+            tfm__jv c;
+            if (!(g = tfm__jframe_new(x, f)) || !tfm__jx_assign(x, g, n->a, &items->v[i]) ||
+                !tfm__jx_eval(x, g, n->e, &c))
+                return false;
+            if (tfm__jv_truthy(&c) && !tfm__jseq_push(x, kept, &items->v[i])) return false;
+        }
+        items = kept;
+    }
+    if (items->n == 0) return !n->d || tfm__jx_exec(x, f, n->d);
+    for (i = 0; i < items->n; i++) {
+        if (!tfm__jx_step(x, n->pos) || !(g = tfm__jframe_new(x, f)) ||
+            !(loop = TFM__CAST(tfm__jloop *, tfm__jalloc(&x->c, sizeof(tfm__jloop)))))
+            return false;
+        loop->items = items;
+        loop->index0 = i;
+        loopv = tfm__jv_make(TFM__JV_LOOP);
+        loopv.u.p = loop;
+        if (!tfm__jx_assign(x, g, n->a, &items->v[i]) || !tfm__jframe_set(x, g, "loop", 4, &loopv) ||
+            !tfm__jx_exec(x, g, n->c))
+            return false;
+        if (x->ctl == TFM__JCTL_BREAK) { x->ctl = TFM__JCTL_NONE; break; }
+        x->ctl = TFM__JCTL_NONE;
+    }
+    return true;
+}
+
+/* {% filter %}: the body's output through the filters. */
+TFM_PRIVATE bool tfm__jx_filterblock(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
+    const tfm__jnode *flt;
+    tfm__jargs a;
+    tfm__jv v;
+    if (!tfm__jx_capture(x, f, n->c, &v)) return false;
+    for (flt = n->b; flt; flt = flt->next) {
+        tfm__jv r;
+        if (!tfm__jx_args(x, f, flt->b, flt->pos, &a) || !tfm__jx_filter(x, flt->pos, flt->op, &v, &a, &r)) return false;
+        v = r;
+    }
+    return tfm__jv_write(x, &x->out, &v, false);
+}
+
+/* Runs a statement list, stopping early at break / continue. */
+TFM_PRIVATE bool tfm__jx_exec(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
+    tfm__jv v;
+    bool ok = true;
+    if (++x->c.depth > TFM__CHAT_MAX_DEPTH * 2) return tfm__jfail(&x->c, n ? n->pos : TFM__JNOPOS, "blocks nested too deeply");
+    for (; ok && n && x->ctl == TFM__JCTL_NONE; n = n->next) {
+        if (!(ok = tfm__jx_step(x, n->pos))) break;
+        switch (n->kind) {
+        case TFM__JN_DATA:
+            ok = tfm__jbuf_put(&x->out, n->value.u.s, n->value.n) || tfm__jfail_mem(&x->c);
+            break;
+        case TFM__JN_OUTPUT:
+            ok = tfm__jx_eval(x, f, n->a, &v) && (tfm__jv_write(x, &x->out, &v, false) || tfm__jfail_mem(&x->c));
+            break;
+        case TFM__JN_IF:
+            if ((ok = tfm__jx_eval(x, f, n->a, &v))) ok = tfm__jv_truthy(&v) ? tfm__jx_exec(x, f, n->b) : tfm__jx_exec(x, f, n->c);
+            break;
+        case TFM__JN_FOR: ok = tfm__jx_for(x, f, n); break;
+        case TFM__JN_SET: ok = tfm__jx_set(x, f, n); break;
+        case TFM__JN_MACRO: {
+            tfm__jmacro *m = TFM__CAST(tfm__jmacro *, tfm__jalloc(&x->c, sizeof(tfm__jmacro)));
+            if (!(ok = m != NULL)) break;
+            m->def = n;
+            m->closure = f;
+            v = tfm__jv_make(TFM__JV_MACRO);
+            v.u.p = m;
+            ok = tfm__jframe_set(x, f, n->value.u.s, n->value.n, &v);
+            break;
+        }
+        case TFM__JN_FILTERBLOCK: ok = tfm__jx_filterblock(x, f, n); break;
+        case TFM__JN_BREAK: x->ctl = TFM__JCTL_BREAK; break;
+        default: x->ctl = TFM__JCTL_CONTINUE; break;
+        }
+    }
+    x->c.depth--;
+    return ok;
+}
+
+/* --- JSON input (messages_json, vars_json) to values --- */
+
+typedef struct tfm__jjp {
+    tfm__jx *x;
+    const char *s;
+    size_t n, at;
+    const char *what;                   /* "messages_json" / "vars_json", for errors */
+} tfm__jjp;
+
+TFM_PRIVATE bool tfm__jjp_fail(tfm__jjp *p, const char *msg) {
+    return tfm__jfail(&p->x->c, TFM__JNOPOS, "%s: %s at byte %zu", p->what, msg, p->at);
+}
+
+TFM_PRIVATE void tfm__jjp_ws(tfm__jjp *p) {
+    while (p->at < p->n && (p->s[p->at] == ' ' || p->s[p->at] == '\t' || p->s[p->at] == '\n' || p->s[p->at] == '\r')) p->at++;
+}
+
+/* Four hex digits at s, or -1. */
+TFM_PRIVATE long tfm__jjp_hex4(const char *s, size_t left) {
+    long v = 0;
+    int i;
+    if (left < 4) return -1;
+    for (i = 0; i < 4; i++) {
+        if (tfm__jhex(s[i]) < 0) return -1;
+        v = v * 16 + tfm__jhex(s[i]);
+    }
+    return v;
+}
+
+/* A JSON string (at the opening quote) into the arena; \u surrogate pairs combine. */
+TFM_PRIVATE bool tfm__jjp_string(tfm__jjp *p, tfm__jv *out) {
+    tfm__jbuf b;
+    char u[4];
+    tfm__jbuf_init(&b, p->x->c.arena);
+    for (p->at++;; p->at++) {
+        char c;
+        if (p->at >= p->n) return tfm__jjp_fail(p, "unterminated string");
+        c = p->s[p->at];
+        if (c == '"') break;
+        if ((unsigned char)c < 0x20) return tfm__jjp_fail(p, "control character in a string");
+        if (c == '\\') {
+            const char *e = p->at + 1 < p->n ? strchr("\"\\/bfnrtu", p->s[p->at + 1]) : NULL;
+            long cp, lo;
+            if (!e || !*e) return tfm__jjp_fail(p, "bad escape");
+            p->at++;
+            if (*e != 'u') { c = "\"\\/\b\f\n\r\t"[e - "\"\\/bfnrtu"]; }
+            else {
+                if ((cp = tfm__jjp_hex4(p->s + p->at + 1, p->n - p->at - 1)) < 0) return tfm__jjp_fail(p, "bad \\u escape");
+                p->at += 4;
+                if (cp >= 0xD800 && cp < 0xDC00 && p->at + 6 < p->n && p->s[p->at + 1] == '\\' && p->s[p->at + 2] == 'u' &&
+                    (lo = tfm__jjp_hex4(p->s + p->at + 3, p->n - p->at - 3)) >= 0xDC00 && lo < 0xE000) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    p->at += 6;
+                } else if (cp >= 0xD800 && cp < 0xE000) {
+                    cp = 0xFFFD;
+                }
+                if (!tfm__jbuf_put(&b, u, tfm__jput_utf8((uint32_t)cp, u))) return tfm__jfail_mem(&p->x->c);
+                continue;
+            }
+        }
+        if (!tfm__jbuf_putc(&b, c)) return tfm__jfail_mem(&p->x->c);
+    }
+    p->at++;
+    *out = tfm__jv_s(b.p ? b.p : "", b.n);
+    return true;
+}
+
+/* A JSON number: an int when it has no fraction or exponent and fits in 64 bits. */
+TFM_PRIVATE bool tfm__jjp_number(tfm__jjp *p, tfm__jv *out) {
+    size_t start = p->at;
+    bool is_float = false;
+    if (p->at < p->n && p->s[p->at] == '-') p->at++;
+    while (p->at < p->n && (tfm__jis_digit(p->s[p->at]) || strchr(".eE+-", p->s[p->at]))) {
+        is_float |= !tfm__jis_digit(p->s[p->at]);
+        p->at++;
+    }
+    if (!is_float) {
+        bool neg = p->s[start] == '-';
+        int64_t i;
+        if (p->at > start + neg && tfm__jstrtoi(p->s + start + neg, p->at - start - neg, &i)) {
+            *out = tfm__jv_int(neg ? -i : i);
+            return true;
+        }
+    }
+    *out = tfm__jv_make(TFM__JV_FLOAT);
+    if (!tfm__jstrtod(p->s + start, p->at - start, &out->u.f)) return tfm__jjp_fail(p, "bad number");
+    return true;
+}
+
+TFM_PRIVATE bool tfm__jjp_value(tfm__jjp *p, tfm__jv *out, int depth);
+
+/* A JSON array or object (at its bracket); duplicate keys keep the last value. */
+TFM_PRIVATE bool tfm__jjp_container(tfm__jjp *p, tfm__jv *out, int depth) {
+    bool obj = p->s[p->at] == '{';
+    tfm__jv k, v;
+    if (!tfm__jv_seq(p->x, obj ? TFM__JV_DICT : TFM__JV_LIST, 0, out)) return false;
+    p->at++;
+    tfm__jjp_ws(p);
+    if (p->at < p->n && p->s[p->at] == (obj ? '}' : ']')) { p->at++; return true; }
+    for (;;) {
+        tfm__jjp_ws(p);
+        if (obj) {
+            if (p->at >= p->n || p->s[p->at] != '"') return tfm__jjp_fail(p, "expected a key");
+            if (!tfm__jjp_string(p, &k)) return false;
+            tfm__jjp_ws(p);
+            if (p->at >= p->n || p->s[p->at] != ':') return tfm__jjp_fail(p, "expected ':'");
+            p->at++;
+        }
+        if (!tfm__jjp_value(p, &v, depth + 1)) return false;
+        if (obj ? !tfm__jpairs_set(p->x, out->u.seq, &k, &v) : !tfm__jseq_push(p->x, out->u.seq, &v)) return false;
+        tfm__jjp_ws(p);
+        if (p->at < p->n && p->s[p->at] == ',') { p->at++; continue; }
+        if (p->at < p->n && p->s[p->at] == (obj ? '}' : ']')) { p->at++; return true; }
+        return tfm__jjp_fail(p, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+TFM_PRIVATE bool tfm__jjp_value(tfm__jjp *p, tfm__jv *out, int depth) {
+    static const char *const words[] = {"true", "false", "null"};
+    int k;
+    tfm__jjp_ws(p);
+    if (depth > TFM__CHAT_MAX_DEPTH) return tfm__jjp_fail(p, "nested too deeply");
+    if (p->at >= p->n) return tfm__jjp_fail(p, "unexpected end");
+    if (!tfm__jx_step(p->x, TFM__JNOPOS)) return false;
+    if (p->s[p->at] == '"') return tfm__jjp_string(p, out);
+    if (p->s[p->at] == '{' || p->s[p->at] == '[') return tfm__jjp_container(p, out, depth);
+    if (p->s[p->at] == '-' || tfm__jis_digit(p->s[p->at])) return tfm__jjp_number(p, out);
+    for (k = 0; k < 3; k++) {
+        size_t len = strlen(words[k]);
+        if (p->n - p->at >= len && memcmp(p->s + p->at, words[k], len) == 0) {
+            p->at += len;
+            *out = k == 2 ? tfm__jv_make(TFM__JV_NONE) : tfm__jv_bool(k == 0);
+            return true;
+        }
+    }
+    return tfm__jjp_fail(p, "unexpected character");
+}
+
+/* A whole JSON text that must be a value of type want (LIST or DICT). */
+TFM_PRIVATE bool tfm__jjson_read(tfm__jx *x, const char *s, size_t n, const char *what, int want, tfm__jv *out) {
+    tfm__jjp p;
+    p.x = x;
+    p.s = s;
+    p.n = n;
+    p.at = 0;
+    p.what = what;
+    if (!tfm__jjp_value(&p, out, 0)) return false;
+    tfm__jjp_ws(&p);
+    if (p.at != n) return tfm__jjp_fail(&p, "trailing characters");
+    if (out->type != want) return tfm__jjp_fail(&p, want == TFM__JV_LIST ? "not an array" : "not an object");
+    return true;
+}
+
+/* --- the tfm_chat object --- */
+
+struct tfm_chat {
+    tfm_allocator allocator;
+    tfm_logger logger;
+    tfm__jarena arena;                  /* the normalized source and the tree */
+    const char *src;
+    size_t src_bytes;
+    const tfm__jnode *root;
+    tfm__jv bos, eos;                   /* Undefined when not given */
+    size_t max_output_bytes, max_memory_bytes;
+    char last_error[TFM__CHAT_ERROR_BYTES];
+};
+
+/* The template as jinja2 reads it: \r\n and \r become \n, one trailing newline goes. */
+TFM_PRIVATE char *tfm__jnormalize(tfm__jctx *x, const char *s, size_t n, size_t *out_n) {
+    char *p = TFM__CAST(char *, tfm__jalloc(x, n + 1));
+    size_t i, k = 0;
+    if (!p) return NULL;
+    for (i = 0; i < n; i++) {
+        if (s[i] == '\r') {
+            p[k++] = '\n';
+            if (i + 1 < n && s[i + 1] == '\n') i++;
+        } else {
+            p[k++] = s[i];
+        }
+    }
+    if (k > 0 && p[k - 1] == '\n') k--;
+    p[k] = '\0';
+    *out_n = k;
+    return p;
+}
+
+/* Lexes (tokens in a scratch arena) and parses the template into chat->arena. */
+TFM_PRIVATE tfm_result tfm__chat_compile(tfm_chat *chat, const char *text, size_t text_bytes) {
+    tfm__jctx x;
+    tfm__jarena scratch;
+    tfm__jlexer L;
+    tfm__jparser P;
+    tfm__jnode *root = NULL;
+    memset(&x, 0, sizeof x);
+    memset(&scratch, 0, sizeof scratch);
+    scratch.allocator = chat->allocator;
+    scratch.limit = chat->max_memory_bytes;
+    x.arena = &chat->arena;
+    if ((chat->src = tfm__jnormalize(&x, text, text_bytes, &chat->src_bytes)) != NULL) {
+        x.src = chat->src;
+        x.src_bytes = chat->src_bytes;
+        memset(&L, 0, sizeof L);
+        L.x = &x;
+        x.arena = &scratch;
+        if (tfm__jlex(&L)) {
+            x.arena = &chat->arena;
+            memset(&P, 0, sizeof P);
+            P.x = &x;
+            P.t = L.tok;
+            if (tfm__jp_body(&P, NULL, &root)) chat->root = root;
+        }
+    }
+    tfm__ja_free(&scratch);
+    if (x.result != TFM_OK) memcpy(chat->last_error, x.error, sizeof x.error);
+    return x.result;
+}
+
+/* The variables transformers passes: messages, tools=None, documents=None,
+   add_generation_prompt, bos_token / eos_token, then vars_json's. */
+TFM_PRIVATE bool tfm__jx_context(tfm__jx *x, const tfm_chat *chat, const tfm_chat_args *args, tfm__jframe *f) {
+    tfm__jv v, msgs, none = tfm__jv_make(TFM__JV_NONE);
+    size_t i, k;
+    if (args->messages_json) {
+        if (!tfm__jjson_read(x, args->messages_json, args->messages_json_bytes, "messages_json", TFM__JV_LIST, &msgs)) return false;
+    } else {
+        if (!tfm__jv_seq(x, TFM__JV_LIST, args->n_messages + 1, &msgs)) return false;
+        for (i = 0; i < args->n_messages; i++) {
+            const tfm_chat_message *m = &args->messages[i];
+            tfm__jv d, key, val;
+            if (!tfm__jv_seq(x, TFM__JV_DICT, 4, &d)) return false;
+            key = tfm__jv_s("role", 4);
+            val = tfm__jv_s(m->role ? m->role : "", m->role ? m->role_bytes : 0);
+            if (!tfm__jpairs_set(x, d.u.seq, &key, &val)) return false;
+            key = tfm__jv_s("content", 7);
+            val = m->content ? tfm__jv_s(m->content, m->content_bytes) : none;
+            if (!tfm__jpairs_set(x, d.u.seq, &key, &val)) return false;
+            msgs.u.seq->v[msgs.u.seq->n++] = d;
+        }
+    }
+    v = tfm__jv_bool(args->add_generation_prompt);
+    if (!tfm__jframe_set(x, f, "messages", 8, &msgs) || !tfm__jframe_set(x, f, "tools", 5, &none) ||
+        !tfm__jframe_set(x, f, "documents", 9, &none) || !tfm__jframe_set(x, f, "add_generation_prompt", 21, &v))
+        return false;
+    if (chat->bos.type == TFM__JV_STR && !tfm__jframe_set(x, f, "bos_token", 9, &chat->bos)) return false;
+    if (chat->eos.type == TFM__JV_STR && !tfm__jframe_set(x, f, "eos_token", 9, &chat->eos)) return false;
+    if (!args->vars_json) return true;
+    if (!tfm__jjson_read(x, args->vars_json, args->vars_json_bytes, "vars_json", TFM__JV_DICT, &v)) return false;
+    for (k = 0; k < v.u.seq->n; k += 2)
+        if (!tfm__jpairs_set(x, &f->vars, &v.u.seq->v[k], &v.u.seq->v[k + 1])) return false;
+    return true;
+}
+
+/* The global functions, in a frame under the variables. */
+TFM_PRIVATE bool tfm__jx_globals(tfm__jx *x, tfm__jframe *f) {
+    static const char *const names[] = {"range", "namespace", "dict", "raise_exception", "strftime_now"};
+    int k;
+    for (k = 0; k < 5; k++) {
+        tfm__jv fn = tfm__jv_make(TFM__JV_FUNC);
+        fn.fn = k;
+        if (k == TFM__JG_STRFTIME && !x->date) continue;
+        if (!tfm__jframe_set(x, f, names[k], strlen(names[k]), &fn)) return false;
+    }
+    return true;
+}
+
+/* One render into a fresh arena; out gets the text when out_cap allows. */
+TFM_PRIVATE tfm_result tfm__chat_render(tfm_chat *chat, const tfm_chat_args *args, char *out, size_t out_cap,
+                                        size_t *out_bytes) {
+    tfm__jarena arena;
+    tfm__jx x;
+    tfm__jframe *globals, *vars;
+    memset(&arena, 0, sizeof arena);
+    arena.allocator = chat->allocator;
+    arena.limit = chat->max_memory_bytes;
+    memset(&x, 0, sizeof x);
+    x.c.arena = &arena;
+    x.c.src = chat->src;
+    x.c.src_bytes = chat->src_bytes;
+    x.date = args->date.year ? &args->date : NULL;
+    tfm__jbuf_init(&x.out, &arena);
+    x.out.limit = chat->max_output_bytes;
+    if ((globals = tfm__jframe_new(&x, NULL)) && (vars = tfm__jframe_new(&x, globals)) &&
+        tfm__jx_globals(&x, globals) && tfm__jx_context(&x, chat, args, vars) && tfm__jx_exec(&x, vars, chat->root)) {
+        *out_bytes = x.out.n;
+        if (out && out_cap >= x.out.n) {
+            if (x.out.n) memcpy(out, x.out.p, x.out.n);
+        } else if (out) {
+            x.c.result = TFM_ERR_INVALID_ARG;
+            snprintf(x.c.error, sizeof x.c.error, "the prompt needs %zu bytes, out_cap is %zu", x.out.n, out_cap);
+        }
+    }
+    memcpy(chat->last_error, x.c.error, sizeof x.c.error);
+    tfm__ja_free(&arena);
+    return x.c.result;
+}
+
+/* The chat template, bos_token and eos_token a .tfm file stores (NULL / 0 when absent). */
+TFM_PRIVATE void tfm__model_chat(const tfm_model *model, const char **text, size_t *text_bytes, const char **bos,
+                                 size_t *bos_bytes, const char **eos, size_t *eos_bytes) {
+    const tfm__tokenizer *t = tfm__model_tokenizer(model);
+    *text = t && t->chat_template_bytes ? t->chat_text : NULL;
+    *text_bytes = t ? t->chat_template_bytes : 0;
+    *bos = t && t->chat_bos_bytes ? t->chat_text + t->chat_template_bytes : NULL;
+    *bos_bytes = t ? t->chat_bos_bytes : 0;
+    *eos = t && t->chat_eos_bytes ? t->chat_text + t->chat_template_bytes + t->chat_bos_bytes : NULL;
+    *eos_bytes = t ? t->chat_eos_bytes : 0;
+}
+
+TFM_API tfm_result tfm_model_chat_template(const tfm_model *model, const char **text, size_t *text_bytes) {
+    const char *bos, *eos;
+    size_t nb, ne;
+    if (!model || !text || !text_bytes) return TFM_ERR_INVALID_ARG;
+    tfm__model_chat(model, text, text_bytes, &bos, &nb, &eos, &ne);
+    return *text ? TFM_OK : TFM_ERR_UNSUPPORTED;
+}
+
+/* Resolves the desc: the template and tokens from desc, else from desc->model; limits. */
+TFM_PRIVATE tfm_result tfm__chat_desc_defaults(const tfm_chat_desc *d, tfm_chat_desc *out) {
+    const char *text = NULL, *bos = NULL, *eos = NULL;
+    size_t text_bytes = 0, bos_bytes = 0, eos_bytes = 0;
+    *out = *d;
+    if (d->model) tfm__model_chat(d->model, &text, &text_bytes, &bos, &bos_bytes, &eos, &eos_bytes);
+    if (!d->template_text) { out->template_text = text; out->template_bytes = text_bytes; }
+    if (!d->bos_token) { out->bos_token = bos; out->bos_token_bytes = bos_bytes; }
+    if (!d->eos_token) { out->eos_token = eos; out->eos_token_bytes = eos_bytes; }
+    if (!out->max_output_bytes) out->max_output_bytes = TFM__CHAT_OUTPUT_DEFAULT;
+    if (!out->max_memory_bytes) out->max_memory_bytes = TFM__CHAT_MEMORY_DEFAULT;
+    if (!tfm__allocator_valid(&d->allocator))
+        return tfm__log(&d->logger, TFM_ERR_INVALID_ARG, "chat: set both allocator callbacks or neither");
+    if (!out->template_text)
+        return tfm__log(&d->logger, d->model ? TFM_ERR_UNSUPPORTED : TFM_ERR_INVALID_ARG,
+                        d->model ? "chat: the model file has no chat template" : "chat: no template_text");
+    return TFM_OK;
+}
+
+/* Copies s into the chat's arena as the string value *v (Undefined when s is NULL). */
+TFM_PRIVATE bool tfm__chat_token(tfm_chat *chat, const char *s, size_t n, tfm__jv *v) {
+    char *p;
+    *v = tfm__jv_undef(NULL, 0);
+    if (!s) return true;
+    if (!(p = TFM__CAST(char *, tfm__ja_alloc(&chat->arena, n + 1)))) return false;
+    if (n) memcpy(p, s, n);
+    *v = tfm__jv_s(p, n);
+    return true;
+}
+
+TFM_API tfm_result tfm_chat_create(const tfm_chat_desc *desc, tfm_chat **out_chat) {
+    tfm_chat_desc d;
+    tfm_chat *chat;
+    tfm_result r;
+    if (out_chat) *out_chat = NULL;
+    if (!desc || !out_chat) return TFM_ERR_INVALID_ARG;
+    if ((r = tfm__chat_desc_defaults(desc, &d)) != TFM_OK) return r;
+    chat = TFM__CAST(tfm_chat *, tfm__alloc(&d.allocator, sizeof(tfm_chat)));
+    if (!chat) return tfm__log(&d.logger, TFM_ERR_OUT_OF_MEMORY, "chat: out of memory");
+    memset(chat, 0, sizeof *chat);
+    chat->allocator = d.allocator;
+    chat->logger = d.logger;
+    chat->arena.allocator = d.allocator;
+    chat->arena.limit = d.max_memory_bytes;
+    chat->max_output_bytes = d.max_output_bytes;
+    chat->max_memory_bytes = d.max_memory_bytes;
+    r = tfm__chat_compile(chat, d.template_text, d.template_bytes);
+    if (r == TFM_OK && (!tfm__chat_token(chat, d.bos_token, d.bos_token_bytes, &chat->bos) ||
+                        !tfm__chat_token(chat, d.eos_token, d.eos_token_bytes, &chat->eos)))
+        r = TFM_ERR_OUT_OF_MEMORY;
+    if (r != TFM_OK) {
+        tfm__log(&d.logger, r, "chat template: %s", r == TFM_ERR_OUT_OF_MEMORY && !chat->last_error[0]
+                                                        ? "out of memory" : chat->last_error);
+        tfm_chat_destroy(chat);
+        return r;
+    }
+    *out_chat = chat;
+    return TFM_OK;
+}
+
+TFM_API void tfm_chat_destroy(tfm_chat *chat) {
+    tfm_allocator a;
+    if (!chat) return;
+    a = chat->allocator;
+    tfm__ja_free(&chat->arena);
+    tfm__free(&a, chat, sizeof(tfm_chat));
+}
+
+TFM_API tfm_result tfm_chat_render(tfm_chat *chat, const tfm_chat_args *args, char *out, size_t out_cap,
+                                   size_t *out_bytes) {
+    const tfm_chat_date *d;
+    tfm_result r;
+    if (!chat || !args || !out_bytes || (args->n_messages && !args->messages)) return TFM_ERR_INVALID_ARG;
+    d = &args->date;
+    if (d->year != 0 && !(d->year > 0 && d->year <= 9999 && d->month >= 1 && d->month <= 12 && d->day >= 1 &&
+                          d->day <= 31 && d->hour >= 0 && d->hour < 24 && d->minute >= 0 && d->minute < 60 &&
+                          d->second >= 0 && d->second <= 60)) {
+        snprintf(chat->last_error, sizeof chat->last_error, "args.date is not a valid date");
+        return tfm__log(&chat->logger, TFM_ERR_INVALID_ARG, "chat: %s", chat->last_error);
+    }
+    r = tfm__chat_render(chat, args, out, out_cap, out_bytes);
+    if (r != TFM_OK) tfm__log(&chat->logger, r, "chat template: %s", chat->last_error);
+    return r;
+}
+
+TFM_API const char *tfm_chat_last_error(const tfm_chat *chat) { return chat ? chat->last_error : ""; }
+
 /* >>sampler --------------------------------------------------------------------------------------
    Picks the next token from logits. Order of the steps (each optional except the last):
      1. repetition penalty on tokens in the last repeat_last_n accepted (CTRL / llama.cpp style:
@@ -4211,6 +8321,7 @@ TFM_API const char *tfm_result_string(tfm_result result) {
     case TFM_ERR_UNSUPPORTED: return "unsupported";
     case TFM_ERR_CONTEXT_FULL: return "context full";
     case TFM_ERR_CANCELLED: return "cancelled";
+    case TFM_ERR_TEMPLATE: return "chat template error";
     }
     return "unknown result";
 }
