@@ -24,6 +24,14 @@
        ... tfm_session_eval(s, &next, 1, pos, NULL) ...
        tfm_sampler_destroy(smp); tfm_session_destroy(s); tfm_model_close(model);
 
+   CHAT PROMPTS (the model's own template, as Hugging Face renders it)
+       tfm_chat_desc cd = {0}; cd.model = model;   (or cd.template_text / template_bytes)
+       tfm_chat *chat; tfm_chat_create(&cd, &chat);
+       tfm_chat_message m[1] = {{"user", 4, "Hi", 2}};
+       tfm_chat_args ca = {0}; ca.messages = m; ca.n_messages = 1; ca.add_generation_prompt = true;
+       size_t n; tfm_chat_render(chat, &ca, NULL, 0, &n);   (size first, then a buffer of n)
+       ... tokenize the prompt as it is (the template wrote bos_token), tfm_chat_destroy(chat);
+
    TABLE OF CONTENTS (search for the tag)
        >>api        public declarations
        >>config     build-switch checks
@@ -37,6 +45,7 @@
        >>session    KV cache and scratch
        >>forward    one transformer step: attention, FFN, the layer loop, threading
        >>tokenizer  byte-level BPE and SentencePiece encode/decode
+       >>chat       chat templates: a Jinja interpreter, as transformers renders them
        >>sampler    temperature, top-k, top-p, min-p, repetition penalty
        >>public     API entry points
 
@@ -56,6 +65,7 @@
 
    THREAD SAFETY
        A tfm_model is immutable after open: share it between any number of threads.
+       A tfm_chat (a parsed chat template) is used by one thread at a time.
        A tfm_session is used by one thread at a time; sessions on one model may run in parallel.
        A tfm_sampler belongs to its caller. Results never depend on the thread count: work is
        split by output rows, never by reduction order.
@@ -109,14 +119,20 @@
          4  u32 n_tokens                      28  i32 unk_id  (-1 none)
          8  u32 n_merges                      32  i32 pad_id  (-1 none)
         12  u32 flags (TFM_TOKFLAG_*)         36  u32 text_bytes
-        16  u32 pretok (tfm_pretok)           40  u8[24] reserved
-        20  i32 bos_id  (-1 none)
+        16  u32 pretok (tfm_pretok)           40  u32 chat_template_bytes (0: none)
+        20  i32 bos_id  (-1 none)             44  u32 chat_bos_bytes (0: bos_token undefined)
+                                              48  u32 chat_eos_bytes (0: eos_token undefined)
+                                              52  u8[12] reserved
         64  u32 text_offsets[n_tokens + 1]   token i is text[text_offsets[i] .. text_offsets[i+1])
             f32 scores[n_tokens]             merge scores (SentencePiece kinds), else 0
             u8  attrs[n_tokens]              TFM_TOKATTR_* bits
             u8  pad[] to a multiple of 4
             u32 merges[n_merges][3]          left id, right id, merged id; rank = index
             u8  text[text_bytes]             raw token bytes (the byte-level alphabet is undone)
+            u8  chat_template[chat_template_bytes]  Jinja source (tokenizer_config.json's
+                                             chat_template, GGUF tokenizer.chat_template)
+            u8  chat_bos[chat_bos_bytes]     the bos_token / eos_token strings the template
+            u8  chat_eos[chat_eos_bytes]     sees (tokenizer_config.json's; see >>chat)
        flags: TFM_TOKFLAG_NFC 1, TFM_TOKFLAG_PREFIX_SPACE 2 (SentencePiece dummy prefix: a space
        before each text segment between added tokens, as llama.cpp and Hugging Face's Prepend
        normalizer do), TFM_TOKFLAG_ADD_BOS 4 (the model was trained with bos_id before each
