@@ -10,11 +10,12 @@ CFLAGS   ?=
 CFLAGS_ALL = $(OPT) $(OPENMP) $(WARN) -I. $(CFLAGS)
 LDLIBS    = -lm
 SHARED   ?= ../shared
+PYTHON   ?= /usr/bin/python3
 
 PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test sanitize check-compile demo bench fuzz clean
+.PHONY: all test sanitize check-compile unicode-check demo bench fuzz clean
 all: $(PROGRAMS)
 
 # Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/) converted with the
@@ -63,6 +64,9 @@ check-compile: | build
 	$(CC) $(STRICT) -DTFM_NO_SIMD -DTFM_NO_MMAP -I. -c build/impl.c -o build/impl_nosimd.o
 	$(CC) $(STRICT) -DTFM_STATIC -I. -c build/impl.c -o build/impl_static.o
 	$(CC) $(STRICT) -DTFM_NO_STDIO -I. -c build/impl.c -o build/impl_nostdio.o
+	$(CC) $(STRICT) -DTFM_NO_NFC -I. -c build/impl.c -o build/impl_nonfc.o
+	@nm build/impl.o | grep -q tfm__uc_decomp && ! nm build/impl_nonfc.o | grep -q 'tfm__uc_decomp\|tfm__nfc_' \
+	  || { echo 'TFM_NO_NFC must leave the NFC tables and code out'; exit 1; }
 	@printf 'int tfm_unit2(void);\nint main(void){return tfm_unit2();}\n' > build/static_main.c
 	@printf '#define TFM_STATIC\n#define TFM_IMPLEMENTATION\n#include "tfm.h"\nint tfm_unit2(void);\nint tfm_unit2(void){return tfm_result_string(TFM_OK)[0] == 0;}\n' > build/static2.c
 	$(CC) $(STRICT) -DTFM_STATIC -I. -c build/impl.c -o build/static1.o
@@ -73,6 +77,11 @@ check-compile: | build
 	-command -v clang >/dev/null && clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
 	@! nm build/impl.o | awk '$$2 ~ /^[BbDdCc]$$/ {print "mutable global: " $$3; bad=1} END {exit !bad}'
+
+# tfm.h's >>unicode tables regenerated (Python standard library, no network) and compared; the
+# tests run the same through tests/test_unicode.sh. --update instead of --check rewrites them.
+unicode-check:
+	$(PYTHON) tools/gen_unicode.py --check tfm.h
 
 test: all $(TESTS) $(TEST_MODELS) $(DEMO_MODEL) check-compile
 	@SHARED=$(SHARED) sh tests/run.sh $(TESTS)

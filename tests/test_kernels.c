@@ -1,0 +1,306 @@
+/* test_kernels.c - the weight types and the matrix kernels of every instruction set this CPU
+   runs: each set's results equal the scalar twin's bit for bit (matrix products of every
+   dtype over odd shapes, batches of 1..40 tokens and split row ranges; activation
+   quantization; attention's dot and axpy), the scalar twins are within stated bounds of a
+   double-precision product of the dequantized weights, and the quantizers' round trips are
+   within stated error bounds. Needs nothing from ../shared. */
+#define TFM_IMPLEMENTATION
+#include "tfm.h"
+#include "check.h"
+#include <math.h>
+#include <stdint.h>
+
+static uint64_t rng_state = 88172645463325252ull;
+static double rng_unit(void) { /* [0, 1) */
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static float rng_sym(float scale) { return (float)((rng_unit() * 2.0 - 1.0) * scale); }
+static float rng_normal(void) { /* roughly N(0, 1): weights look like this */
+    return (float)(sqrt(-2.0 * log(1.0 - rng_unit())) * cos(6.283185307179586 * rng_unit()));
+}
+
+static void report(const char *what, double md, double tol) {
+    printf("%-58s %.3g (bound %.1g)\n", what, md, tol);
+    CHECK_MSG(md <= tol, "%s: %g > %g", what, md, tol);
+}
+
+/* Quantized activations for n_b tokens of cols values, buffers owned by the caller (free_qa). */
+static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols) {
+    tfm__qacts qa;
+    size_t n_pad = (size_t)(n_b + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
+    memset(&qa, 0, sizeof qa);
+    qa.block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
+    qa.sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
+    qa.group = tfm__act_group(f, n_b);
+    qa.q = (int8_t *)calloc(n_pad * (size_t)cols + 64, 1);
+    qa.d = (float *)calloc(n_pad * (size_t)cols / (size_t)qa.block + 16, sizeof(float));
+    qa.s = (int32_t *)calloc(n_pad * (size_t)cols / (size_t)qa.sum_len + 16, sizeof(int32_t));
+    return qa;
+}
+static void free_qa(tfm__qacts *qa) { free(qa->q); free(qa->d); free(qa->s); }
+
+/* y [n_b, rows] = W x through one set, rows split in two ranges at `split`. */
+static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, size_t xs, int n_b, const float *bias,
+                   float *y, int split) {
+    tfm__afmt f = tfm__dtype_of(w->dtype).act;
+    tfm__qacts qa;
+    tfm__mm m;
+    unsigned char *scratch = NULL;
+    memset(&qa, 0, sizeof qa);
+    if (f != TFM__ACT_F32) {
+        qa = alloc_qa(f, n_b, w->cols);
+        isa->quant(x, xs, n_b, w->cols, &qa);
+    }
+#ifdef TFM__X86_AMX
+    if (isa->tiles) scratch = (unsigned char *)malloc(tfm__amx_scratch_bytes(w->cols));
+#endif
+    m.w = w; m.x = x; m.x_stride = xs; m.qa = &qa; m.bias = bias; m.y = y; m.y_stride = (size_t)w->rows; m.n_b = n_b;
+    isa->mm[w->dtype](&m, 0, split, scratch);
+    isa->mm[w->dtype](&m, split, w->rows, scratch);
+    free(scratch);
+    if (f != TFM__ACT_F32) free_qa(&qa);
+}
+
+/* A random [rows, cols] matrix of a dtype (from N(0,1) floats), and its dequantized copy. */
+static tfm__tensor make_matrix(tfm_dtype dt, int rows, int cols, unsigned char **bytes, float **deq) {
+    tfm__tensor t;
+    size_t rb = tfm_dtype_row_bytes(dt, (size_t)cols), n = (size_t)rows * (size_t)cols, i;
+    float *f = (float *)malloc(n * sizeof(float));
+    *bytes = (unsigned char *)malloc((size_t)rows * rb + 1);
+    *deq = (float *)malloc(n * sizeof(float));
+    for (i = 0; i < n; i++) f[i] = rng_normal() * 0.05f;
+    CHECK(tfm_dtype_from_f32(dt, f, *bytes, n) == TFM_OK);
+    CHECK(tfm_dtype_to_f32(dt, *bytes, *deq, n) == TFM_OK);
+    free(f);
+    t.data = *bytes; t.dtype = dt; t.rows = rows; t.cols = cols; t.row_bytes = rb;
+    return t;
+}
+
+/* Every dtype and every set: bit-equal to the scalar twin for every batch size and row split;
+   one token at a time equal to the batch; the scalar twin near double. */
+static void test_matmul(void) {
+    static const int float_shapes[][2] = {{1, 1}, {5, 7}, {9, 16}, {17, 31}, {33, 100}, {40, 257}};
+    static const int q_shapes[][2] = {{1, 32}, {7, 64}, {17, 96}, {33, 256}, {40, 512}};
+    static const int k_shapes[][2] = {{1, 256}, {9, 256}, {33, 512}};
+    static const int batches[] = {1, 2, 5, 16, 17, 40};
+    int dt;
+    tfm__isa scalar;
+    tfm__isa_get(TFM__SET_SCALAR, &scalar);
+    for (dt = 0; dt < TFM_DTYPE_COUNT; dt++) {
+        const int (*shapes)[2] = dt <= TFM_DTYPE_BF16 ? float_shapes : dt <= TFM_DTYPE_Q4_0 ? q_shapes : k_shapes;
+        int n_shapes = dt <= TFM_DTYPE_BF16 ? 6 : dt <= TFM_DTYPE_Q4_0 ? 5 : 3, si, bi, i;
+        double rel_err = 0.0;
+        char what[96];
+        int mismatch[8] = {0}, ran[8] = {0};
+        for (si = 0; si < n_shapes; si++) {
+            int R = shapes[si][0], C = shapes[si][1], b, r, k;
+            unsigned char *wb;
+            float *deq, *bias = (float *)malloc((size_t)R * sizeof(float));
+            tfm__tensor w = make_matrix((tfm_dtype)dt, R, C, &wb, &deq);
+            size_t xs = (size_t)C + 5;
+            float *x = (float *)malloc(40 * xs * sizeof(float) + 64);
+            float *ref = (float *)malloc(40 * (size_t)R * sizeof(float)), *y = (float *)malloc(40 * (size_t)R * sizeof(float));
+            float *y1 = (float *)malloc((size_t)R * sizeof(float));
+            for (i = 0; i < (int)(40 * xs); i++) x[i] = rng_normal();
+            for (r = 0; r < R; r++) bias[r] = rng_sym(1.0f);
+            for (bi = 0; bi < (int)(sizeof batches / sizeof batches[0]); bi++) {
+                int nb = batches[bi], si2;
+                run_mm(&scalar, &w, x + 1, xs, nb, bias, ref, R);
+                for (b = 0; b < nb; b++) /* the scalar twin against double on the dequantized weights */
+                    for (r = 0; r < R; r++) {
+                        double d = bias[r], mag = fabs(bias[r]);
+                        for (k = 0; k < C; k++) {
+                            d += (double)deq[(size_t)r * C + k] * x[1 + (size_t)b * xs + k];
+                            mag += fabs((double)deq[(size_t)r * C + k] * x[1 + (size_t)b * xs + k]);
+                        }
+                        rel_err = fmax(rel_err, fabs(ref[(size_t)b * R + r] - d) / (mag + 1e-30));
+                    }
+                for (si2 = 0; si2 < TFM__SET_COUNT; si2++) {
+                    tfm__isa set;
+                    const tfm__isa *isa = &set;
+                    if (!tfm__isa_get(si2, &set) || !tfm__isa_runs(set.name)) continue;
+                    ran[si2] = 1;
+                    run_mm(isa, &w, x + 1, xs, nb, bias, y, R / 2 + (R > 2)); /* split at an odd row */
+                    if (memcmp(y, ref, (size_t)nb * (size_t)R * sizeof(float)) != 0) mismatch[si2]++;
+                    if (nb == 17) /* token by token: the same bits as in the batch */
+                        for (b = 0; b < nb; b++) {
+                            run_mm(isa, &w, x + 1 + (size_t)b * xs, xs, 1, bias, y1, R);
+                            if (memcmp(y1, ref + (size_t)b * R, (size_t)R * sizeof(float)) != 0) mismatch[si2]++;
+                        }
+                }
+            }
+            free(wb); free(deq); free(bias); free(x); free(ref); free(y); free(y1);
+        }
+        for (i = 0; i < TFM__SET_COUNT; i++) {
+            tfm__isa set;
+            if (!tfm__isa_get(i, &set)) continue;
+            if (!ran[i]) {
+                printf("  %s: set %s does not run on this CPU, not compared\n", tfm__dtype_of((tfm_dtype)dt).info.name, set.name);
+                continue;
+            }
+            CHECK_MSG(mismatch[i] == 0, "%s on %s: %d runs differ from the scalar twin", tfm__dtype_of((tfm_dtype)dt).info.name,
+                      set.name, mismatch[i]);
+        }
+        /* Integer kernels quantize activations to 8 bits: |error| <= sum |w x| / 127 per block
+           in the worst case, ~1% in practice; float kernels are exact up to rounding. */
+        snprintf(what, sizeof what, "%s scalar twin vs double, |err| / sum|w x|", tfm__dtype_of((tfm_dtype)dt).info.name);
+        report(what, rel_err, dt <= TFM_DTYPE_BF16 ? 2e-6 : 1e-2);
+    }
+}
+
+/* Quantizer round trips: RMS error relative to the weights' RMS, N(0, 1) weights. */
+static void test_quantizers(void) {
+    static const double bound[TFM_DTYPE_COUNT] = {0, 4e-4, 3e-3, 7e-3, 0.12, 0.1, 0.03};
+    enum { N = 256 * 64 };
+    float *f = (float *)malloc(N * sizeof(float)), *g = (float *)malloc(N * sizeof(float));
+    unsigned char *q = (unsigned char *)malloc(N * 4);
+    int dt, i;
+    for (i = 0; i < N; i++) f[i] = rng_normal();
+    for (dt = 0; dt < TFM_DTYPE_COUNT; dt++) {
+        double e2 = 0, x2 = 0;
+        char what[96];
+        CHECK(tfm_dtype_from_f32((tfm_dtype)dt, f, q, N) == TFM_OK);
+        CHECK(tfm_dtype_to_f32((tfm_dtype)dt, q, g, N) == TFM_OK);
+        for (i = 0; i < N; i++) {
+            e2 += ((double)f[i] - g[i]) * ((double)f[i] - g[i]);
+            x2 += (double)f[i] * f[i];
+        }
+        snprintf(what, sizeof what, "%s round trip, relative RMS error", tfm__dtype_of((tfm_dtype)dt).info.name);
+        report(what, sqrt(e2 / x2), dt == 0 ? 0.0 : bound[dt]);
+    }
+    /* zeros stay zeros; a partial block is refused; names round-trip */
+    for (i = 0; i < 256; i++) f[i] = 0.0f;
+    for (dt = 0; dt < TFM_DTYPE_COUNT; dt++) {
+        tfm_dtype back;
+        tfm_dtype_info info = tfm_dtype_describe((tfm_dtype)dt);
+        int zero = 1;
+        CHECK(tfm_dtype_from_f32((tfm_dtype)dt, f, q, 256) == TFM_OK && tfm_dtype_to_f32((tfm_dtype)dt, q, g, 256) == TFM_OK);
+        for (i = 0; i < 256; i++) zero &= g[i] == 0.0f;
+        CHECK_MSG(zero, "%s: zeros do not round-trip", info.name);
+        CHECK(tfm_dtype_from_name(info.name, &back) && back == (tfm_dtype)dt);
+        CHECK(tfm_dtype_row_bytes((tfm_dtype)dt, (size_t)info.block_elems * 3) == (size_t)info.block_bytes * 3);
+        if (info.block_elems > 1) {
+            CHECK(tfm_dtype_row_bytes((tfm_dtype)dt, (size_t)info.block_elems + 1) == 0);
+            CHECK(tfm_dtype_from_f32((tfm_dtype)dt, f, q, (size_t)info.block_elems + 1) == TFM_ERR_INVALID_ARG);
+        }
+    }
+    CHECK(!tfm_dtype_from_name("q5_k", NULL) && !tfm_dtype_from_name(NULL, NULL));
+    CHECK(tfm_dtype_describe(TFM_DTYPE_COUNT).name == NULL && tfm_dtype_row_bytes(TFM_DTYPE_COUNT, 32) == 0);
+    free(f); free(g); free(q);
+}
+
+/* Hand-made blocks decode to the values their layout defines (independent of the quantizers). */
+static void test_block_layouts(void) {
+    unsigned char b[210];
+    float out[256];
+    int i, ok;
+    /* q8_0: d = 0.5 (f16 0x3800), codes -3, 7, ... */
+    memset(b, 0, sizeof b);
+    b[0] = 0x00; b[1] = 0x38; b[2] = (unsigned char)(signed char)-3; b[3] = 7; b[33] = (unsigned char)(signed char)-127;
+    tfm_dtype_to_f32(TFM_DTYPE_Q8_0, b, out, 32);
+    CHECK(out[0] == -1.5f && out[1] == 3.5f && out[2] == 0.0f && out[31] == -63.5f);
+    /* q4_0: d = 2 (0x4000); byte 0 = 0x9f: weight 0 = low 15 - 8 = 7, weight 16 = high 9 - 8 = 1 */
+    memset(b, 0, sizeof b);
+    b[0] = 0x00; b[1] = 0x40; b[2] = 0x9f; b[17] = 0x08;
+    tfm_dtype_to_f32(TFM_DTYPE_Q4_0, b, out, 32);
+    CHECK(out[0] == 14.0f && out[16] == 2.0f && out[15] == 2.0f * (8 - 8) && out[31] == 2.0f * (0 - 8) && out[1] == -16.0f);
+    /* q4_k: d = 1, dmin = 0.5; sub-block 0 scale 3 min 2, sub-block 5 scale 0x2a (low nibble
+       a in byte 9, top bits 2 in byte 1 >> 6), min 0x15 (nibble 5 in byte 9, top 1 in byte 5) */
+    memset(b, 0, sizeof b);
+    b[0] = 0x00; b[1] = 0x3c; b[2] = 0x00; b[3] = 0x38;
+    b[4] = 3; b[8] = 2;                                /* sub-block 0 */
+    b[4 + 1] = (unsigned char)(2 << 6); b[4 + 5] = (unsigned char)(1 << 6); b[4 + 9] = 0x5a; /* sub-block 5 */
+    b[16 + 0] = 0x4b;   /* weight 0: low nibble 11; weight 32 (sub-block 1): high nibble 4 */
+    b[16 + 64 + 1] = 0xc0; /* chunk 2, byte 1: weight 160 + 1 = 161 (sub-block 5) high nibble 12 */
+    tfm_dtype_to_f32(TFM_DTYPE_Q4_K, b, out, 256);
+    CHECK(out[0] == 3.0f * 11 - 0.5f * 2 && out[32] == 0.0f && out[161] == 42.0f * 12 - 0.5f * 21);
+    /* q6_k: d = 1 at byte 208; scale of sub-block 5 = -2; weight 80 (half 0, k = 2, l = 16):
+       low nibble = ql[16] >> 4, high bits = (qh[16] >> 4) & 3 */
+    memset(b, 0, sizeof b);
+    b[208] = 0x00; b[209] = 0x3c; b[192 + 5] = (unsigned char)(signed char)-2;
+    b[16] = 0x70; b[128 + 16] = 0x20; /* code 7 | 2 << 4 = 39 -> 39 - 32 = 7 */
+    tfm_dtype_to_f32(TFM_DTYPE_Q6_K, b, out, 256);
+    ok = out[80] == -14.0f && out[81] == 64.0f; /* code 0 in sub-block 5: (0 - 32) x -2 */
+    for (i = 0; i < 256; i++) ok &= i / 16 == 5 || out[i] == 0.0f; /* scale 0 elsewhere */
+    CHECK(ok);
+    /* bf16: the top half of an f32; f16 through the table */
+    b[0] = 0x80; b[1] = 0x3f; b[2] = 0x00; b[3] = 0x3c;
+    tfm_dtype_to_f32(TFM_DTYPE_BF16, b, out, 1);
+    tfm_dtype_to_f32(TFM_DTYPE_F16, b + 2, out + 1, 1);
+    CHECK(out[0] == 1.0f && out[1] == 1.0f);
+}
+
+/* Activation quantizers, dot and axpy of every set against the scalar twins, bit for bit. */
+static void test_vector_ops(void) {
+    enum { MAXN = 300 };
+    float *a = (float *)malloc((MAXN + 8) * sizeof(float)), *b = (float *)malloc((MAXN + 8) * sizeof(float));
+    float *y1 = (float *)malloc((MAXN + 8) * sizeof(float)), *y2 = (float *)malloc((MAXN + 8) * sizeof(float));
+    int si, n, off, i, f;
+    for (i = 0; i < MAXN + 8; i++) { a[i] = rng_sym(1.0f); b[i] = rng_sym(1.0f); }
+    for (si = 0; si < TFM__SET_COUNT; si++) {
+        tfm__isa set;
+        const tfm__isa *isa = &set;
+        int bad = 0;
+        if (!tfm__isa_get(si, &set) || !tfm__isa_runs(set.name)) continue;
+        for (n = 0; n <= MAXN; n += (n < 40 ? 1 : 37))
+            for (off = 0; off < 4; off++) {
+                float d1 = isa->dot(a + off, b + 3 - off % 3, n), d2 = tfm__dot_f32_scalar(a + off, b + 3 - off % 3, n);
+                if (memcmp(&d1, &d2, sizeof d1) != 0) bad++;
+                memcpy(y1, b, (MAXN + 8) * sizeof(float));
+                memcpy(y2, b, (MAXN + 8) * sizeof(float));
+                isa->axpy(y1 + off, 0.37f, a + 1, n);
+                tfm__axpy_scalar(y2 + off, 0.37f, a + 1, n);
+                if (memcmp(y1, y2, (MAXN + 8) * sizeof(float)) != 0) bad++;
+            }
+        for (f = TFM__ACT_Q8; f < TFM__ACT_COUNT; f++) {
+            int nbs[3] = {1, 3, 17}, k;
+            for (k = 0; k < 3; k++) {
+                int cols = 512;
+                float *x = (float *)malloc((size_t)nbs[k] * (size_t)cols * sizeof(float));
+                tfm__qacts q1 = alloc_qa((tfm__afmt)f, nbs[k], cols), q2 = alloc_qa((tfm__afmt)f, nbs[k], cols);
+                size_t n_pad = (size_t)(nbs[k] + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
+                for (i = 0; i < nbs[k] * cols; i++) x[i] = rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
+                isa->quant(x, (size_t)cols, nbs[k], cols, &q1);
+                tfm__quant_scalar(x, (size_t)cols, nbs[k], cols, &q2);
+                if (nbs[k] == 1) n_pad = 1;
+                if (memcmp(q1.q, q2.q, n_pad * (size_t)cols) != 0 ||
+                    memcmp(q1.d, q2.d, n_pad * (size_t)cols / (size_t)q1.block * sizeof(float)) != 0 ||
+                    memcmp(q1.s, q2.s, n_pad * (size_t)cols / (size_t)q1.sum_len * sizeof(int32_t)) != 0)
+                    bad++;
+                free_qa(&q1); free_qa(&q2); free(x);
+            }
+        }
+        CHECK_MSG(bad == 0, "set %s: %d dot / axpy / quantizer results differ from the scalar twins", isa->name, bad);
+        printf("set %-8s runs here: dot, axpy and quantizers equal the scalar twins (%s)\n", isa->name,
+               bad ? "NO" : "yes");
+    }
+#ifdef TFM__X86_AVX2
+    if (tfm__isa_runs("avx2")) { /* F16C's half -> float agrees with the scalar one on all 65536 halves */
+        int mism = 0;
+        uint32_t u;
+        for (u = 0; u < 65536u; u += 16) {
+            unsigned char hv[32];
+            float vf[16];
+            int k;
+            for (k = 0; k < 16; k++) { hv[2 * k] = (unsigned char)((u + (uint32_t)k) & 0xff); hv[2 * k + 1] = (unsigned char)((u + (uint32_t)k) >> 8); }
+            tfm__avx2_st(vf, tfm__avx2_ld_h(hv));
+            for (k = 0; k < 16; k++) {
+                float sf = tfm__rd_f16(hv + 2 * k);
+                if (isnan(sf) ? !isnan(vf[k]) : memcmp(&sf, &vf[k], 4) != 0) mism++;
+            }
+        }
+        CHECK_MSG(mism == 0, "%d halves convert differently", mism);
+    }
+#endif
+    printf("build: %s\n", tfm_build_info());
+    free(a); free(b); free(y1); free(y2);
+}
+
+int main(void) {
+    test_block_layouts();
+    test_quantizers();
+    test_vector_ops();
+    test_matmul();
+    return check_summary("test_kernels");
+}
