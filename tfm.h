@@ -7053,7 +7053,8 @@ TFM_PRIVATE bool tfm__jp_body(tfm__jparser *p, const tfm__jname *ends, tfm__jnod
     while (ok) {
         const tfm__jtok *t = tfm__jp_cur(p);
         if (t->type == TFM__JT_EOF) {
-            if (ends) ok = tfm__jfail(p->x, t->pos, "unexpected end of template: '%s' is missing", ends[0]);
+            for (k = 0; ends && ends[k + 1][0]; k++) {} /* the last name is the block's end tag */
+            if (ends) ok = tfm__jfail(p->x, t->pos, "unexpected end of template: '%s' is missing", ends[k]);
             break;
         }
         p->at++;
@@ -8598,29 +8599,51 @@ TFM_PRIVATE bool tfm__jx_tojson(tfm__jx *x, size_t pos, const tfm__jv *v, const 
     return true;
 }
 
-/* round(value, precision=0, method='common'|'ceil'|'floor'): common is Python's round
-   (half to even). */
+#define TFM__JROUND_DECIMAL_MAX 1e17    /* below this, printf's %.*f is short and exact */
+#define TFM__JROUND_PREC_MAX 60
+
+/* Python's round(f, prec): the correctly rounded decimal (printf rounds the exact binary
+   value half to even, as Python's dtoa does), read back. */
+TFM_PRIVATE double tfm__jround_common(double f, int64_t prec) {
+    char buf[TFM__CHAT_NUM_BYTES * 4];
+    double scale, r;
+    size_t i;
+    if (prec >= 0 && prec <= TFM__JROUND_PREC_MAX && fabs(f) < TFM__JROUND_DECIMAL_MAX) {
+        snprintf(buf, sizeof buf, "%.*f", (int)prec, f);
+        for (i = 0; buf[i]; i++)
+            if (buf[i] != '-' && (buf[i] < '0' || buf[i] > '9')) buf[i] = '.';
+        if (tfm__jstrtod(buf, i, &r)) return r;
+    }
+    if (prec > TFM__JROUND_PREC_MAX || f != f) return f;
+    scale = pow(10.0, (double)prec); /* huge values, negative precision: half to even on f * 10^prec */
+    r = floor(f * scale + 0.5);
+    if (r - f * scale == 0.5 && fmod(r, 2.0) != 0.0) r -= 1.0;
+    return r / scale;
+}
+
+/* round(value, precision=0, method='common'|'ceil'|'floor'): common is Python's round (an int
+   stays an int); ceil and floor give floats, as jinja2's do_round. */
 TFM_PRIVATE bool tfm__jx_round(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char params[][TFM__JNAME_BYTES] = {"precision", "method", ""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
     int64_t prec = 0;
     double scale, f;
+    bool common;
     if (!tfm__jbind(x, a, params, "round", p) || !tfm__jarg_int(x, pos, p[0], 0, &prec)) return false;
     if (!tfm__jv_is_num(v)) return tfm__jfail(&x->c, pos, "round: %s is not a number", tfm__jtype_name(v));
     if (prec < -308 || prec > 308) return tfm__jfail(&x->c, pos, "round: precision out of range");
+    common = !p[1] || (p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "common"));
+    if (common) {
+        if (v->type == TFM__JV_FLOAT) *out = tfm__jv_float(tfm__jround_common(v->u.f, prec));
+        else *out = tfm__jv_int(prec >= 0 ? v->u.i : (int64_t)tfm__jround_common((double)v->u.i, prec));
+        return true;
+    }
     scale = pow(10.0, (double)prec);
     f = tfm__jv_num(v) * scale;
-    if (p[1] && p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "ceil")) f = ceil(f);
-    else if (p[1] && p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "floor")) f = floor(f);
-    else if (!p[1] || (p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "common"))) {
-        double r = floor(f + 0.5);
-        if (r - f == 0.5 && fmod(r, 2.0) != 0.0) r -= 1.0;
-        f = r;
-    } else {
-        return tfm__jfail(&x->c, pos, "round: method must be common, ceil or floor");
-    }
-    *out = v->type != TFM__JV_FLOAT && (!p[1] || p[1]->u.s[1] == 'o') ? tfm__jv_int((int64_t)(f / scale))
-                                                                      : tfm__jv_float(f / scale);
+    if (p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "ceil")) f = ceil(f);
+    else if (p[1]->type == TFM__JV_STR && tfm__jeq_str(p[1]->u.s, p[1]->n, "floor")) f = floor(f);
+    else return tfm__jfail(&x->c, pos, "round: method must be common, ceil or floor");
+    *out = tfm__jv_float(f / scale);
     return true;
 }
 
