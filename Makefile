@@ -18,8 +18,8 @@ TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 .PHONY: all test sanitize check-compile unicode-check demo bench fuzz clean
 all: $(PROGRAMS)
 
-# Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/) converted with the
-# same tool users run: build/models/NAME.tfm (f32) and build/models/NAME-f16.tfm.
+# Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/, every architecture)
+# converted with the same tool users run: build/models/NAME.tfm (f32) and NAME-f16.tfm.
 TEST_MODELS := $(patsubst tests/data/models/%/config.json,build/models/%.tfm,$(wildcard tests/data/models/*/config.json))
 TEST_MODELS += $(patsubst %.tfm,%-f16.tfm,$(TEST_MODELS))
 DEMO_MODEL  = $(if $(wildcard models/demo/config.json),build/demo.tfm)
@@ -38,11 +38,13 @@ build/demo.tfm: models/demo/config.json models/demo/model.safetensors models/dem
 build:
 	@mkdir -p build
 
-build/tfm-convert: tools/tfm-convert.c tools/json.h tools/convert_llama2c.h tools/gguf.h tools/convert_gguf.h tfm.h | build
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+# tfm-convert: the Hugging Face path and the shared core, the GGUF and llama2.c importers.
+CONVERT_SRC = tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c tools/tfm_write.c
+build/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/tfm_write.h tools/json.h tools/gguf.h tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ $(CONVERT_SRC) $(LDLIBS)
 
-build/tfm-bench: tools/tfm-bench.c tfm.h | build
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
+build/tfm-bench: tools/tfm-bench.c tools/tfm_write.c tools/tfm_write.h tools/quant.c tools/quant.h tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ tools/tfm-bench.c tools/tfm_write.c tools/quant.c $(LDLIBS)
 
 # Speed against this machine's measured bandwidth and FMA peak (not a test: numbers only).
 BENCH_ARGS ?= --shape pythia-410m --type f32 -t 2
@@ -52,7 +54,7 @@ bench: build/tfm-bench
 build/%: examples/%.c tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
-build/test_%: tests/test_%.c tests/check.h tfm.h | build
+build/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
 # The header must compile warning-free as strict C99 (gcc and clang), as C++11, and with its

@@ -335,13 +335,15 @@ typedef void (*tfm_parallel_for_fn)(void *user, int n_tasks, tfm_task_fn task, v
 
 typedef struct tfm_session_desc {
     int n_ctx;               /* 0: the model's n_ctx */
-    int n_threads;           /* 0: 1 (at most 1<<20); OpenMP threads when compiled with -fopenmp */
+    int n_threads;           /* 0: 1 (at most 256); OpenMP threads when compiled with -fopenmp */
     tfm_parallel_for_fn parallel_for; /* optional; replaces OpenMP, work split in n_threads*4 tasks */
     void *parallel_user;
     bool (*should_abort)(void *user); /* optional; checked between layers */
     void *abort_user;
     int n_batch;             /* 0: 64; prompt tokens evaluated per pass over the weights (at most
                                 4096): more is faster for long prompts, costs scratch memory */
+    tfm_dtype kv_dtype;      /* the KV cache: TFM_DTYPE_F32 (0, default) or TFM_DTYPE_F16 (half the
+                                memory and bandwidth; values rounded to f16) */
     tfm_allocator allocator;
 } tfm_session_desc;
 
@@ -555,7 +557,7 @@ TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
 #ifndef TFM_MAX_DIM
 #define TFM_MAX_DIM (1 << 16)
 #endif
-#if defined(_OPENMP) && !defined(TFM_NO_OPENMP)
+#if defined(_OPENMP) && _OPENMP >= 201107 && !defined(TFM_NO_OPENMP) /* OpenMP 3.1: atomic capture */
 #define TFM__OPENMP 1
 #include <omp.h>
 #endif
@@ -1609,6 +1611,35 @@ TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
     for (i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
+/* y[0..n) += a * x[0..n) with x in f16 (a half-precision KV cache's values). */
+TFM_PRIVATE void tfm__axpy_h_scalar(float *y, float a, const unsigned char *x, int n) {
+    int i;
+    for (i = 0; i < n; i++) y[i] = fmaf(a, tfm__rd_f16(x + 2 * i), y[i]);
+}
+
+/* Attention scores of one query against n keys stored transposed, kt[d][j] with rows `stride`
+   elements apart: out[j] = sum over d of q[d] kt[d][j], one fmaf chain per key in increasing d
+   (the vector kernels compute 16 keys side by side, so no lanes are summed). kt in f32, or f16
+   for the _h twin. */
+TFM_PRIVATE void tfm__scores_scalar(const float *q, const float *kt, size_t stride, int d_head, int n, float *out) {
+    int j, d;
+    for (j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (d = 0; d < d_head; d++) acc = fmaf(q[d], kt[(size_t)d * stride + (size_t)j], acc);
+        out[j] = acc;
+    }
+}
+
+TFM_PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
+                                      float *out) {
+    int j, d;
+    for (j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (d = 0; d < d_head; d++) acc = fmaf(q[d], tfm__rd_f16(kt + 2 * ((size_t)d * stride + (size_t)j)), acc);
+        out[j] = acc;
+    }
+}
+
 /* Quantized activations. Integer kernels multiply weight codes by activation codes, so the
    float input of a matrix product is quantized once (tfm__quant_scalar) into blocks of
    `block` values (32 for Q8, 256 for Q8_K) with a float scale d (value = code * d, codes in
@@ -1623,8 +1654,8 @@ TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
 #define TFM__GROUP 16
 
 /* G for a format and batch: Q8_K activations stay in rows (the q4_k / q6_k kernels take one
-   token at a time). */
-#define tfm__act_group(f, n_b) ((n_b) == 1 || (f) == TFM__ACT_Q8_K ? 1 : TFM__GROUP)
+   token at a time), and so do all of a set that has no grouped kernels (grouped false). */
+#define tfm__act_group(f, n_b, grouped) ((n_b) == 1 || (f) == TFM__ACT_Q8_K || !(grouped) ? 1 : TFM__GROUP)
 
 typedef struct tfm__qacts {
     int8_t *q;
@@ -1942,6 +1973,19 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    (one __m512, two __m256, four float32x4_t). The integer kernels differ too much between
    sets to share code (VNNI dot products, AMX tiles) and are written per set. */
 
+/* TFM__KEEP_<set>(v): make the compiler hold v in registers. A vector used by several fused
+   multiply-adds is otherwise reloaded by each of them as a memory operand, and such indexed
+   operands split into two micro-ops each (measured: 30 instead of 120 GFLOP/s on a 3 x 8 block). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TFM__KEEP_avx512(v) __asm__("" : "+v"(v))
+#define TFM__KEEP_avx2(v) __asm__("" : "+x"((v).lo), "+x"((v).hi))
+#define TFM__KEEP_neon(v) __asm__("" : "+w"((v).q[0]), "+w"((v).q[1]), "+w"((v).q[2]), "+w"((v).q[3]))
+#else
+#define TFM__KEEP_avx512(v) (void)0
+#define TFM__KEEP_avx2(v) (void)0
+#define TFM__KEEP_neon(v) (void)0
+#endif
+
 /* Fully unroll the next loop (its trip count is a small constant), so a register block's
    accumulators stay in registers. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1990,9 +2034,37 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld(x + k), tfm__##P##_ld(y + k)));         \
         for (; k < n; k++) y[k] = fmaf(a, x[k], y[k]);                                                    \
     }                                                                                                     \
+    T TFM_PRIVATE void tfm__##P##_axpy_h(float *y, float a, const unsigned char *x, int n) {             \
+        tfm__##P##_v va = tfm__##P##_set1(a);                                                             \
+        int k = 0;                                                                                        \
+        for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
+            tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld_h(x + 2 * k), tfm__##P##_ld(y + k)));   \
+        for (; k < n; k++) y[k] = fmaf(a, tfm__w_f16(x, k), y[k]);                                        \
+    }                                                                                                     \
+    TFM__SCORES(P, T, f32, tfm__##P##_ld_w32, tfm__w_f32, 4)                                              \
+    TFM__SCORES(P, T, f16, tfm__##P##_ld_h, tfm__w_f16, 2)                                                \
     TFM__FLOAT_MM(P, T, R, C, f32, tfm__##P##_ld_w32, tfm__w_f32)                                         \
     TFM__FLOAT_MM(P, T, R, C, f16, tfm__##P##_ld_h, tfm__w_f16)                                           \
     TFM__FLOAT_MM(P, T, R, C, bf16, tfm__##P##_ld_b, tfm__w_bf16)
+
+/* Attention scores (tfm__scores_scalar's chains), 16 keys per vector; the keys past the last
+   whole vector one chain each. ESZ: bytes per cached element. */
+#define TFM__SCORES(P, T, W, LD, WS, ESZ)                                                                 \
+    T TFM_PRIVATE void tfm__##P##_scores_##W(const float *q, const unsigned char *kt, size_t stride, int d_head, \
+                                              int n, float *out) {                                       \
+        int j = 0, d;                                                                                     \
+        for (; j + TFM__LANES <= n; j += TFM__LANES) {                                                    \
+            tfm__##P##_v acc = tfm__##P##_zero();                                                         \
+            for (d = 0; d < d_head; d++)                                                                  \
+                acc = tfm__##P##_fma(tfm__##P##_set1(q[d]), LD(kt + ESZ * ((size_t)d * stride + (size_t)j)), acc); \
+            tfm__##P##_st(out + j, acc);                                                                  \
+        }                                                                                                 \
+        for (; j < n; j++) {                                                                              \
+            float acc = 0.0f;                                                                             \
+            for (d = 0; d < d_head; d++) acc = fmaf(q[d], WS(kt + ESZ * ((size_t)d * stride + (size_t)j), 0), acc); \
+            out[j] = acc;                                                                                 \
+        }                                                                                                 \
+    }
 
 /* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, WS one weight
    as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
@@ -2046,6 +2118,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             TFM__UNROLL for (i = 0; i < R; i++) wv[i] = LD(row[i] + (size_t)k * esz);                     \
             TFM__UNROLL for (j = 0; j < C; j++) {                                                         \
                 tfm__##P##_v xv = tfm__##P##_ld(x[j] + k);                                                \
+                TFM__KEEP_##P(xv); /* a register, not R loads folded into the fmas */                     \
                 TFM__UNROLL for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fma(wv[i], xv, acc[i][j]);     \
             }                                                                                             \
         }                                                                                                 \
@@ -2157,7 +2230,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_st(float *p, __m512 v) { _mm512_store
 TFM__T_AVX512 TFM_PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
     return tfm__avx2_sum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
-TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 3, 8)
+TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 4, 6)
 #endif
 
 /* --- NEON (AArch64): a 16-lane vector is four float32x4_t --- */
@@ -2215,6 +2288,91 @@ TFM_PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 *
     return vget_lane_f32(b, 0) + vget_lane_f32(b, 1);
 }
 TFM__FLOAT_KERNELS(neon, , 2, 2)
+
+/* --- NEON integer kernels: one weight row against one token (activations in rows), each
+   block's codes multiplied in vector lanes and summed exactly (vdotq_s32 with the dot-product
+   extension, else vmull_s8 pairs into int16 and pairwise adds into int32), then the scalar
+   twin's float steps. */
+#if defined(__ARM_FEATURE_DOTPROD)
+TFM_PRIVATE int32x4_t tfm__neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
+#else
+TFM_PRIVATE int32x4_t tfm__neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b)), hi = vmull_high_s8(a, b); /* |a b| <= 127 x 128 */
+    return vpadalq_s16(vpadalq_s16(acc, lo), hi);
+}
+#endif
+
+/* 32 codes (two vectors) . 32 activation codes at x, exactly. */
+TFM_PRIVATE int32_t tfm__neon_dot32(int8x16_t a0, int8x16_t a1, const int8_t *x) {
+    return vaddvq_s32(tfm__neon_dot16(tfm__neon_dot16(vdupq_n_s32(0), a0, vld1q_s8(x)), a1, vld1q_s8(x + 16)));
+}
+
+TFM_PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const tfm__qacts *qa, int t) {
+    const uint8x16_t low4 = vdupq_n_u8(0xf), low2 = vdupq_n_u8(3);
+    float acc = 0.0f;
+    int j, c, k, h, sc, mn;
+    for (j = 0; j < qa->n_blocks; j++) {
+        size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;
+        const int8_t *x = qa->q + bi * (size_t)qa->block;
+        const int32_t *xs = qa->s + bi * (size_t)(qa->block / qa->sum_len);
+        float dx = qa->d[bi];
+        if (dt == TFM_DTYPE_Q8_0) {
+            const unsigned char *b = w + 34 * (size_t)j;
+            int32_t isum = tfm__neon_dot32(vld1q_s8(TFM__CAST(const int8_t *, TFM__CAST(const void *, b + 2))),
+                                           vld1q_s8(TFM__CAST(const int8_t *, TFM__CAST(const void *, b + 18))), x);
+            acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
+        } else if (dt == TFM_DTYPE_Q4_0) {
+            const unsigned char *b = w + 18 * (size_t)j;
+            uint8x16_t q = vld1q_u8(b + 2);
+            int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(vandq_u8(q, low4)), vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), x) -
+                           TFM__Q4_0_ZERO * xs[0];
+            acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
+        } else if (dt == TFM_DTYPE_Q4_K) {
+            const unsigned char *b = w + 144 * (size_t)j;
+            int32_t isum = 0, imin = 0;
+            for (c = 0; c < TFM__Q4_K_SUB / 2; c++) {
+                uint8x16_t q0 = vld1q_u8(b + 16 + 32 * c), q1 = vld1q_u8(b + 32 + 32 * c);
+                for (k = 0; k < 2; k++) { /* sub-block 2c + k: the low (k 0) or high nibbles */
+                    uint8x16_t u0 = k ? vshrq_n_u8(q0, 4) : vandq_u8(q0, low4), u1 = k ? vshrq_n_u8(q1, 4) : vandq_u8(q1, low4);
+                    tfm__q4k_scale(b + 4, 2 * c + k, &sc, &mn);
+                    isum += sc * tfm__neon_dot32(vreinterpretq_s8_u8(u0), vreinterpretq_s8_u8(u1), x + 64 * c + 32 * k);
+                    imin += mn * (xs[2 * (2 * c + k)] + xs[2 * (2 * c + k) + 1]);
+                }
+            }
+            acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
+            acc = fmaf(-(float)imin, tfm__rd_f16(b + 2) * dx, acc);
+        } else { /* q6_k */
+            const unsigned char *b = w + 210 * (size_t)j;
+            const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, b + 192));
+            int32_t isum = 0, zero = 0;
+            for (c = 0; c < TFM__Q6_K_SUB; c++) zero += scl[c] * xs[c];
+            for (h = 0; h < 2; h++)
+                for (k = 0; k < 4; k++)
+                    for (c = 0; c < 2; c++) { /* 16 codes: weights 128 h + 32 k + 16 c .. */
+                        uint8x16_t ql = vld1q_u8(b + 64 * h + 32 * (k & 1) + 16 * c), qh = vld1q_u8(b + 128 + 32 * h + 16 * c);
+                        uint8x16_t lo = k >> 1 ? vshrq_n_u8(ql, 4) : vandq_u8(ql, low4);
+                        uint8x16_t hi = vandq_u8(vshlq_u8(qh, vdupq_n_s8((int8_t)(-2 * k))), low2);
+                        int8x16_t code = vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 4)));
+                        int32_t d16 = vaddvq_s32(tfm__neon_dot16(vdupq_n_s32(0), code, vld1q_s8(x + 128 * h + 32 * k + 16 * c)));
+                        isum += scl[8 * h + 2 * k + c] * d16;
+                    }
+            acc = fmaf((float)(isum - TFM__Q6_K_ZERO * zero), tfm__rd_f16(b + 208) * dx, acc);
+        }
+    }
+    return acc;
+}
+
+TFM_PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    int r, b;
+    (void)scratch;
+    for (r = r0; r < r1; r++) {
+        const unsigned char *row = tfm__tensor_at(m->w, r);
+        for (b = 0; b < m->n_b; b++) {
+            float v = tfm__neon_dot_row(row, m->w->dtype, m->qa, b);
+            m->y[(size_t)b * m->y_stride + (size_t)r] = m->bias ? v + m->bias[r] : v;
+        }
+    }
+}
 #endif
 
 /* --- integer kernels, AVX2 and AVX-512 ---
@@ -2341,6 +2499,46 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, 
             _mm256_storeu_ps(out + 8, acc_hi);
             for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++)
                 m->y[(size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)r] = m->bias ? out[t] + m->bias[r] : out[t];
+        }
+    }
+}
+
+/* Activations to codes, 8 values at a time, the same arithmetic as tfm__quant_scalar. */
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c, k;
+    int32_t codes32[8];
+    qa->n_blocks = cols / qa->block;
+    for (t = 0; t < n_pad; t++) {
+        const float *xt = x + (size_t)(t < n_b ? t : 0) * x_stride;
+        size_t u = (size_t)(t % G);
+        for (j = 0; j < qa->n_blocks; j++) {
+            const float *xb = xt + (size_t)j * (size_t)qa->block;
+            size_t bi = tfm__qa_block_index(qa, t, j);
+            int8_t *q = qa->q + bi * (size_t)qa->block * (size_t)G;
+            __m256 vmax = _mm256_setzero_ps(), id;
+            __m128 m4;
+            float amax;
+            for (c = 0; c < qa->block; c += 8) vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + c)));
+            m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            amax = t < n_b ? _mm_cvtss_f32(m4) : 0.0f;
+            id = _mm256_set1_ps(amax > 0.0f ? (float)TFM__Q8_MAX / amax : 0.0f);
+            qa->d[bi * (size_t)G + u] = amax / (float)TFM__Q8_MAX;
+            for (c = 0; c < qa->block; c += 8) {
+                __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + c), id));
+                int32_t sum = 0;
+                _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, codes32)), v);
+                for (k = 0; k < 8; k++) {
+                    q[(size_t)((c + k) / 4) * (size_t)G * 4 + u * 4 + (size_t)((c + k) % 4)] = (int8_t)codes32[k];
+                    sum += codes32[k];
+                }
+                {
+                    int32_t *s = &qa->s[(bi * (size_t)n_sums + (size_t)(c / qa->sum_len)) * (size_t)G + u];
+                    *s = (c % qa->sum_len == 0) ? sum : *s + sum;
+                }
+            }
         }
     }
 }
@@ -2565,7 +2763,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int
 /* Activations to codes, 16 values at a time, the same arithmetic as tfm__quant_scalar. */
 TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c, k;
-    int32_t codes32[TFM__LANES];
+    int8_t codes[TFM__LANES];
     qa->n_blocks = cols / qa->block;
     for (t = 0; t < n_pad; t++) {
         const float *xt = x + (size_t)(t < n_b ? t : 0) * x_stride;
@@ -2583,14 +2781,10 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_quant(const float *x, size_t x_stride
             for (c = 0; c < qa->block; c += TFM__LANES) {
                 __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), id));
                 int32_t sum = _mm512_reduce_add_epi32(v);
-                _mm512_storeu_si512(codes32, v);
-                for (k = 0; k < TFM__LANES; k += 4) {
-                    int8_t *dst = q + (size_t)((c + k) / 4) * (size_t)G * 4 + u * 4;
-                    dst[0] = (int8_t)codes32[k];
-                    dst[1] = (int8_t)codes32[k + 1];
-                    dst[2] = (int8_t)codes32[k + 2];
-                    dst[3] = (int8_t)codes32[k + 3];
-                }
+                _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, codes)), _mm512_cvtsepi32_epi8(v));
+                if (G == 1) memcpy(q + c, codes, TFM__LANES);
+                else
+                    for (k = 0; k < TFM__LANES; k += 4) memcpy(q + (size_t)((c + k) / 4) * (size_t)G * 4 + u * 4, codes + k, 4);
                 if (qa->sum_len == TFM__LANES) {
                     qa->s[(bi * (size_t)n_sums + (size_t)(c / TFM__LANES)) * (size_t)G + u] = sum;
                 } else { /* sum_len 32: two vectors per sum */
@@ -2741,13 +2935,21 @@ typedef struct tfm__isa {
     const char *name;                                     /* as tfm_model_desc.kernels names it */
     tfm__mm_fn mm[TFM_DTYPE_COUNT];                       /* matrix kernels by weight dtype */
     void (*quant)(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa);
-    float (*dot)(const float *a, const float *b, int n); /* attention q . k */
-    void (*axpy)(float *y, float a, const float *x, int n);
+    float (*dot)(const float *a, const float *b, int n); /* the float dot product */
+    void (*axpy)(float *y, float a, const float *x, int n);           /* attention's value sums */
+    void (*axpy_h)(float *y, float a, const unsigned char *x, int n); /* the same, f16 values */
+    void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
+                                                          /* attention scores, keys f32 [0] / f16 [1] */
     bool tiles;                                           /* needs tfm__amx_scratch_bytes per task */
+    bool grouped;                                         /* batched Q8 activations in groups */
 } tfm__isa;
 
 TFM_PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     tfm__quant_scalar(x, x_stride, n_b, cols, qa);
+}
+TFM_PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
+                                        float *out) {
+    tfm__scores_scalar(q, TFM__CAST(const float *, TFM__CAST(const void *, kt)), stride, d_head, n, out);
 }
 
 /* The sets, weakest first; each is compiled in or not (tfm__isa_get says). */
@@ -2766,7 +2968,11 @@ TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tf
     t->quant = tfm__quant_scalar_fn;
     t->dot = tfm__dot_f32_scalar;
     t->axpy = tfm__axpy_scalar;
+    t->axpy_h = tfm__axpy_h_scalar;
+    t->scores[0] = tfm__scores_f32_scalar;
+    t->scores[1] = tfm__scores_h_scalar;
     t->tiles = false;
+    t->grouped = true;
 }
 
 /* Set `set` into *out (written as code: a static table of function pointers would be
@@ -2779,8 +2985,12 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
     case TFM__SET_AVX2:
         tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
                       tfm__avx2_mm_q4_0, tfm__avx2_mm_q4_k, tfm__avx2_mm_q6_k);
+        out->quant = tfm__avx2_quant;
         out->dot = tfm__avx2_dot;
         out->axpy = tfm__avx2_axpy;
+        out->axpy_h = tfm__avx2_axpy_h;
+        out->scores[0] = tfm__avx2_scores_f32;
+        out->scores[1] = tfm__avx2_scores_f16;
         return true;
 #endif
 #ifdef TFM__X86_AVX512
@@ -2790,6 +3000,9 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
+        out->axpy_h = tfm__avx512_axpy_h;
+        out->scores[0] = tfm__avx512_scores_f32;
+        out->scores[1] = tfm__avx512_scores_f16;
         return true;
 #endif
 #ifdef TFM__X86_AMX
@@ -2799,14 +3012,22 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
+        out->axpy_h = tfm__avx512_axpy_h;
+        out->scores[0] = tfm__avx512_scores_f32;
+        out->scores[1] = tfm__avx512_scores_f16;
         out->tiles = true;
         return true;
 #endif
 #ifdef TFM__NEON
     case TFM__SET_NEON:
-        tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, sc, sc, sc, sc);
+        tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, tfm__neon_mm_q,
+                      tfm__neon_mm_q, tfm__neon_mm_q, tfm__neon_mm_q);
+        out->grouped = false;
         out->dot = tfm__neon_dot;
         out->axpy = tfm__neon_axpy;
+        out->axpy_h = tfm__neon_axpy_h;
+        out->scores[0] = tfm__neon_scores_f32;
+        out->scores[1] = tfm__neon_scores_f16;
         return true;
 #endif
     default: return false;
@@ -3116,7 +3337,7 @@ TFM_PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
 #define TFM__TASKS_PER_THREAD 4   /* tasks per thread per parallel pass: load balancing */
 #define TFM__MIN_ROWS_PER_TASK 16 /* below this a matmul runs on the calling thread */
 #define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
-#define TFM__MAX_THREADS (1 << 20)   /* desc n_threads limit: n_threads * TFM__TASKS_PER_THREAD fits an int */
+#define TFM__MAX_THREADS 256         /* desc n_threads limit (a team larger than a CPU only spins) */
 
 struct tfm_session {
     const tfm_model *model;
@@ -3131,7 +3352,11 @@ struct tfm_session {
     bool (*should_abort)(void *user);
     void *abort_user;
     int n_batch;    /* tokens per pass */
-    float *k_cache, *v_cache;   /* [n_layers, n_ctx, kv_dim] */
+    size_t kv_bytes;            /* bytes per cached value: 4 (f32) or 2 (f16) */
+    struct tfm__team *team;     /* the thread team while an OpenMP eval runs, else NULL */
+    unsigned char *k_cache;     /* [n_layers, n_kv_heads, d_head, n_ctx] keys, transposed */
+    unsigned char *v_cache;     /* [n_layers, n_ctx, kv_dim] values */
+    float *k_new, *v_new;       /* [n_batch, kv_dim] the batch's keys and values before the cache */
     float *x;                   /* [n_batch, d_model] the residual stream of each token */
     float *xn, *xn2;            /* [n_batch, d_model] normalized inputs of the sublayers */
     float *attn_out, *ffn_out;  /* [n_batch, d_model] sublayer outputs */
@@ -3163,16 +3388,20 @@ typedef struct tfm__plan {
     bool overflow;
 } tfm__plan;
 
-/* Reserve a * b * c floats (64-byte aligned); a pointer into base, or NULL while sizing. */
-TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c) {
+/* Reserve a * b * c elements of elem bytes (64-byte aligned); a pointer into base, or NULL
+   while sizing. */
+TFM_PRIVATE void *tfm__carve_elems(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c, size_t elem) {
     size_t n, at;
-    if (p->overflow || !tfm__mul_size(a, b, &n) || !tfm__mul_size(n, c, &n) ||
-        !tfm__mul_size(n, sizeof(float), &n) || !tfm__align_size(p->bytes, TFM__ALIGN, &at) ||
-        !tfm__add_size(at, n, &p->bytes)) {
+    if (p->overflow || !tfm__mul_size(a, b, &n) || !tfm__mul_size(n, c, &n) || !tfm__mul_size(n, elem, &n) ||
+        !tfm__align_size(p->bytes, TFM__ALIGN, &at) || !tfm__add_size(at, n, &p->bytes)) {
         p->overflow = true;
         return NULL;
     }
-    return base ? TFM__CAST(float *, tfm__at(base, at)) : NULL;
+    return base ? tfm__at(base, at) : NULL;
+}
+
+TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c) {
+    return TFM__CAST(float *, tfm__carve_elems(p, base, a, b, c, sizeof(float)));
 }
 
 /* Lay out every array of s after the struct itself; base NULL only sizes. */
@@ -3185,8 +3414,10 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
     int f;
     p->bytes = sizeof(tfm_session);
     p->overflow = false;
-    s->k_cache = tfm__carve(p, base, (size_t)c->n_layers, ctx, kv_dim);
-    s->v_cache = tfm__carve(p, base, (size_t)c->n_layers, ctx, kv_dim);
+    s->k_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)c->n_layers, ctx, kv_dim, s->kv_bytes));
+    s->v_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)c->n_layers, ctx, kv_dim, s->kv_bytes));
+    s->k_new = tfm__carve(p, base, nb, kv_dim, 1);
+    s->v_new = tfm__carve(p, base, nb, kv_dim, 1);
     s->x = tfm__carve(p, base, nb, d, 1);
     s->xn = tfm__carve(p, base, nb, d, 1);
     s->xn2 = tfm__carve(p, base, nb, d, 1);
@@ -3208,14 +3439,13 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
         if (!(s->model->act_formats & (1u << f))) continue;
         qa->block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
         qa->sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
-        qa->q = TFM__CAST(int8_t *, TFM__CAST(void *, tfm__carve(p, base, n_pad, cols / 4, 1))); /* bytes */
+        qa->q = TFM__CAST(int8_t *, tfm__carve_elems(p, base, n_pad, cols, 1, 1));
         qa->d = tfm__carve(p, base, n_pad, cols / (size_t)qa->block, 1);
-        qa->s = TFM__CAST(int32_t *, TFM__CAST(void *, tfm__carve(p, base, n_pad, cols / (size_t)qa->sum_len, 1)));
+        qa->s = TFM__CAST(int32_t *, tfm__carve_elems(p, base, n_pad, cols / (size_t)qa->sum_len, 1, sizeof(int32_t)));
     }
-    s->task_scratch = s->task_scratch_bytes
-                          ? TFM__CAST(unsigned char *, TFM__CAST(void *, tfm__carve(p, base, (size_t)s->n_tasks,
-                                                                                 s->task_scratch_bytes / sizeof(float), 1)))
-                          : NULL;
+    s->task_scratch = s->task_scratch_bytes ? TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)s->n_tasks,
+                                                                                         s->task_scratch_bytes, 1, 1))
+                                            : NULL;
 }
 
 /* Resolved session options (zeros replaced by defaults), validated against the model. */
@@ -3229,6 +3459,8 @@ TFM_PRIVATE tfm_result tfm__session_desc_defaults(const tfm_model *m, const tfm_
     if (out->n_ctx < 0 || out->n_ctx > TFM_MAX_CTX || out->n_threads < 0 || out->n_threads > TFM__MAX_THREADS)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_ctx %d / n_threads %d out of range",
                         out->n_ctx, out->n_threads);
+    if (out->kv_dtype != TFM_DTYPE_F32 && out->kv_dtype != TFM_DTYPE_F16)
+        return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: kv_dtype %d is not f32 or f16", (int)out->kv_dtype);
     if (out->n_batch < 0 || out->n_batch > TFM__MAX_BATCH)
         return tfm__log(lg, TFM_ERR_INVALID_ARG, "session desc: n_batch %d out of range 0..%d", out->n_batch,
                         TFM__MAX_BATCH);
@@ -3255,19 +3487,102 @@ TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, cons
    Work split into tasks, the one seam where threads enter: the host's parallel_for, OpenMP tasks,
    or a loop on the calling thread; and the matrix-product jobs that split rows across them. */
 
-/* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, as OpenMP tasks, or in a
-   loop. Tasks write disjoint outputs, so the order and the thread never change a result.
-   OpenMP: eval opens ONE parallel region per call (tfm__eval_team) and the step runs on the
-   calling thread; the others wait at the region's end, where they run tasks. Each parallel
-   pass becomes tasks plus a taskwait, which the calling thread helps to execute. A helper that
-   the OS has descheduled (a busy machine) then mostly costs nothing: the calling thread runs
-   the tasks instead of waiting at a barrier for it, which with a parallel-for per matrix
-   product would happen dozens of times per token. */
-typedef struct tfm__task_call {
+/* The thread team of one eval (OpenMP only). eval opens ONE parallel region (tfm__eval_team):
+   the calling thread runs the step, the other threads spin in tfm__team_wait, and each
+   parallel pass is published to them as a numbered job. Every thread, the caller too, takes
+   task indices from one counter until none are left, so a thread the OS has descheduled (a
+   busy machine) costs at most the one task it holds: nothing waits at a barrier for it. The
+   counter holds the pass number above the task index, so a late thread can never take a task
+   of a pass whose job it has not read: the job of pass p lives in slot p % 2, written before
+   the counter announces p and kept until every task of p is done. No OpenMP tasks: their
+   runtimes allocate per task, and clang's libomp crashes on task pools when host threads come
+   and go. */
+#define TFM__TEAM_INDEX_BITS 16           /* task index below, pass number above */
+#define TFM__TEAM_INDEX_MASK 0xffff
+#define TFM__TEAM_PASS_MASK 0x7fff
+
+typedef struct tfm__team_job {
     tfm_task_fn fn;
     void *ctx;
-} tfm__task_call;
+    int n_tasks;
+} tfm__team_job;
 
+typedef struct tfm__team {
+    tfm__team_job job[2]; /* pass p's job in job[p % 2] */
+    int next;             /* (pass << TFM__TEAM_INDEX_BITS) | the next task index to take */
+    int done;             /* tasks of the current pass finished */
+    int pass;             /* passes published (the calling thread's count) */
+    int quit;             /* set when eval ends: the other threads leave */
+} tfm__team;
+
+TFM_PRIVATE void tfm__cpu_relax(void) {
+#if defined(TFM__X86)
+    _mm_pause();
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+    __asm__ volatile("yield");
+#endif
+}
+
+#ifdef TFM__OPENMP
+/* Take and run tasks of the announced pass until none are left. */
+TFM_PRIVATE void tfm__team_work(tfm__team *team) {
+    for (;;) {
+        const tfm__team_job *job;
+        int v, t;
+#pragma omp atomic capture
+        v = team->next++;
+#pragma omp flush
+        job = &team->job[(v >> TFM__TEAM_INDEX_BITS) & 1];
+        t = v & TFM__TEAM_INDEX_MASK;
+        if (t >= job->n_tasks) return;
+        job->fn(job->ctx, t);
+#pragma omp atomic update
+        team->done += 1;
+    }
+}
+
+/* The other threads of the region: run announced passes until quit. */
+TFM_PRIVATE void tfm__team_wait(tfm__team *team) {
+    for (;;) {
+        int v, quit;
+#pragma omp atomic read
+        quit = team->quit;
+        if (quit) return;
+#pragma omp atomic read
+        v = team->next;
+#pragma omp flush
+        if ((v & TFM__TEAM_INDEX_MASK) < team->job[(v >> TFM__TEAM_INDEX_BITS) & 1].n_tasks) tfm__team_work(team);
+        else tfm__cpu_relax();
+    }
+}
+
+/* One pass on the team (the calling thread): announce, work, wait for the last task. */
+TFM_PRIVATE void tfm__team_run(tfm__team *team, int n_tasks, tfm_task_fn fn, void *ctx) {
+    tfm__team_job *job;
+    int pass = (team->pass + 1) & TFM__TEAM_PASS_MASK, done = 0;
+    team->pass = pass;
+    job = &team->job[pass & 1];
+    job->fn = fn;
+    job->ctx = ctx;
+    job->n_tasks = n_tasks;
+#pragma omp atomic write
+    team->done = 0;
+#pragma omp flush
+#pragma omp atomic write
+    team->next = pass << TFM__TEAM_INDEX_BITS;
+    tfm__team_work(team);
+    while (done < n_tasks) {
+#pragma omp atomic read
+        done = team->done;
+        if (done < n_tasks) tfm__cpu_relax();
+    }
+#pragma omp flush
+}
+#endif
+
+/* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, on the eval's thread
+   team, or in a loop. Tasks write disjoint outputs, so the order and the thread never change
+   a result. */
 TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn fn, void *ctx) {
     int t;
     if (s->parallel_for && n_tasks > 1) {
@@ -3275,15 +3590,8 @@ TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn f
         return;
     }
 #ifdef TFM__OPENMP
-    if (s->n_threads > 1 && n_tasks > 1 && omp_in_parallel()) {
-        tfm__task_call call; /* shared by the tasks (clang 14 crashes on a bare function-pointer task) */
-        call.fn = fn;
-        call.ctx = ctx;
-        for (t = 0; t < n_tasks; t++) {
-#pragma omp task firstprivate(t) shared(call)
-            call.fn(call.ctx, t);
-        }
-#pragma omp taskwait
+    if (s->team && n_tasks > 1) {
+        tfm__team_run(s->team, n_tasks, fn, ctx);
         return;
     }
 #endif
@@ -3337,7 +3645,7 @@ TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job
         tfm__qacts *qa = &s->qa[f];
         if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
         done |= 1u << f;
-        qa->group = tfm__act_group(f, job->n_b);
+        qa->group = tfm__act_group(f, job->n_b, s->model->isa.grouped);
         s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
     }
 }
@@ -3394,27 +3702,49 @@ TFM_PRIVATE void tfm__matmul(tfm_session *s, const tfm__tensor *w, const float *
    through tfm__run_tasks. */
 
 /* Causal attention of one head for the query at position n_pos - 1 over positions [0, n_pos):
-   q [d_head]; k, v: this head's column in the cache, rows kv_dim apart ([n_pos, kv_dim]);
+   q [d_head]; kt: this kv head's keys, transposed ([d_head, kt_stride]: key j is column j); v:
+   its values, rows v_stride elements apart ([n_pos, v_stride]), f32 or f16 (both caches);
    scores [n_pos] scratch; out [d_head].
      s_j = q . k_j / sqrt(d_head) + slope (j - (n_pos - 1)),  w = softmax(s),  out = sum_j w_j v_j
    Why: the query asks "which earlier tokens matter to me", each key answers by similarity, and
    the token receives the weighted mix of their values. Only earlier positions exist in the
-   cache, so the model is causal by construction. slope is 0 except with ALiBi. */
-TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const float *k, const float *v,
-                                     size_t kv_dim, int d_head, int n_pos, float slope, float *scores, float *out) {
+   cache, so the model is causal by construction. slope is 0 except with ALiBi. Keys are stored
+   transposed so that the scores of 16 keys are one vector chain (>>simd); the values stay in
+   rows, each one a vector step of the weighted sum. */
+TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const unsigned char *kt, size_t kt_stride,
+                                     const unsigned char *v, size_t v_stride, bool f16, int d_head, int n_pos,
+                                     float slope, float *scores, float *out) {
     float scale = 1.0f / sqrtf((float)d_head);
+    size_t vb = v_stride * (f16 ? 2u : 4u);
     int j;
-    for (j = 0; j < n_pos; j++)
-        scores[j] = isa->dot(q, k + (size_t)j * kv_dim, d_head) * scale + slope * (float)(j - (n_pos - 1));
+    isa->scores[f16](q, kt, kt_stride, d_head, n_pos, scores);
+    for (j = 0; j < n_pos; j++) scores[j] = scores[j] * scale + slope * (float)(j - (n_pos - 1));
     tfm__softmax_inplace(scores, n_pos);
     memset(out, 0, (size_t)d_head * sizeof(float));
-    for (j = 0; j < n_pos; j++) isa->axpy(out, scores[j], v + (size_t)j * kv_dim, d_head);
+    for (j = 0; j < n_pos; j++) {
+        if (f16) isa->axpy_h(out, scores[j], v + (size_t)j * vb, d_head);
+        else isa->axpy(out, scores[j], TFM__CAST(const float *, TFM__CAST(const void *, v + (size_t)j * vb)), d_head);
+    }
 }
 
 typedef struct tfm__attn_job {
     const tfm_session *s;
     int layer, pos, n_b;
 } tfm__attn_job;
+
+/* The cache of layer l, kv head g: keys [d_head, n_ctx] (transposed) and values [n_ctx, kv_dim]
+   from column g * d_head. */
+TFM_PRIVATE unsigned char *tfm__kcache(const tfm_session *s, int l, int g) {
+    const tfm_config *c = &s->model->config;
+    size_t at = ((size_t)l * (size_t)c->n_kv_heads + (size_t)g) * (size_t)c->d_head * (size_t)s->n_ctx;
+    return s->k_cache + at * s->kv_bytes;
+}
+TFM_PRIVATE unsigned char *tfm__vcache(const tfm_session *s, int l, int g) {
+    const tfm_config *c = &s->model->config;
+    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
+    size_t at = (size_t)l * (size_t)s->n_ctx * kv_dim + (size_t)g * (size_t)c->d_head;
+    return s->v_cache + at * s->kv_bytes;
+}
 
 /* Task h: head h for every token of the batch, in order (token b sees positions 0..pos+b).
    Query head h reads kv head h / (n_heads / n_kv_heads): grouped-query attention, where a
@@ -3423,15 +3753,13 @@ TFM_PRIVATE void tfm__attn_task(void *ctx, int h) {
     const tfm__attn_job *job = TFM__CAST(const tfm__attn_job *, ctx);
     const tfm_session *s = job->s;
     const tfm_config *c = &s->model->config;
-    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, q_dim = (size_t)c->n_heads * (size_t)c->d_head;
-    size_t layer_at = (size_t)job->layer * (size_t)s->n_ctx * kv_dim;
-    size_t kv_col = (size_t)(h / (c->n_heads / c->n_kv_heads)) * (size_t)c->d_head;
-    size_t q_at = (size_t)h * (size_t)c->d_head;
-    int b;
+    size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head, q_at = (size_t)h * (size_t)c->d_head;
+    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
+    int g = h / (c->n_heads / c->n_kv_heads), b;
     for (b = 0; b < job->n_b; b++)
-        tfm__attention_head(&s->model->isa, s->q + (size_t)b * q_dim + q_at, s->k_cache + layer_at + kv_col,
-                            s->v_cache + layer_at + kv_col, kv_dim, c->d_head, job->pos + b + 1,
-                            s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
+        tfm__attention_head(&s->model->isa, s->q + (size_t)b * q_dim + q_at, tfm__kcache(s, job->layer, g),
+                            (size_t)s->n_ctx, tfm__vcache(s, job->layer, g), kv_dim, s->kv_bytes == 2, c->d_head,
+                            job->pos + b + 1, s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
                             s->att + (size_t)b * q_dim + q_at);
 }
 
@@ -3450,25 +3778,51 @@ TFM_PRIVATE void tfm__rope_batch(const tfm_session *s, float *k_rows, int n_b, i
     }
 }
 
+/* One value into the cache, f32 or rounded to f16. */
+TFM_PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v) {
+    if (s->kv_bytes == 2) tfm__wr_u16(dst, tfm__f32_to_f16(v));
+    else memcpy(dst, &v, sizeof v);
+}
+
+/* The batch's keys and values (k_new, v_new [n_b, kv_dim]) into layer l's cache at pos..: keys
+   as columns of the transposed key cache, values as rows. */
+TFM_PRIVATE void tfm__kv_store(const tfm_session *s, int l, int n_b, int pos) {
+    const tfm_config *c = &s->model->config;
+    size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d;
+    int b, g;
+    for (g = 0; g < c->n_kv_heads; g++) {
+        unsigned char *kt = tfm__kcache(s, l, g), *v = tfm__vcache(s, l, g);
+        for (b = 0; b < n_b; b++) {
+            const float *kb = s->k_new + (size_t)b * kv_dim + (size_t)g * dh;
+            const float *vv = s->v_new + (size_t)b * kv_dim + (size_t)g * dh;
+            size_t p = (size_t)(pos + b);
+            for (d = 0; d < dh; d++) {
+                tfm__kv_put(s, kt + (d * (size_t)s->n_ctx + p) * e, kb[d]);
+                tfm__kv_put(s, v + (p * kv_dim + d) * e, vv[d]);
+            }
+        }
+    }
+}
+
 /* Self-attention sublayer, in [n_b, d_model] -> out [n_b, d_model]:
-   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv (k, v written straight into cache rows
-   pos..pos+n_b-1), RoPE on every head of q and k, each head attends over the positions up to
-   its own, out = Wo att + bo. */
+   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv, RoPE on every head of q and k, k and v into
+   the cache at pos..pos+n_b-1, each head attends over the positions up to its own,
+   out = Wo att + bo. */
 TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *out, int n_b, int pos) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
     size_t d = (size_t)c->d_model, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
     size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head;
-    size_t row_at = ((size_t)l * (size_t)s->n_ctx + (size_t)pos) * kv_dim;
     tfm__attn_job job;
     tfm__matmul_job qkv;
     int h;
     tfm__job_init(&qkv, in, d, n_b);
     tfm__job_add(&qkv, &L->wq, L->bq, s->q, q_dim);
-    tfm__job_add(&qkv, &L->wk, L->bk, s->k_cache + row_at, kv_dim);
-    tfm__job_add(&qkv, &L->wv, L->bv, s->v_cache + row_at, kv_dim);
+    tfm__job_add(&qkv, &L->wk, L->bk, s->k_new, kv_dim);
+    tfm__job_add(&qkv, &L->wv, L->bv, s->v_new, kv_dim);
     tfm__matmul_run(s, &qkv);
-    if (s->rope_cos) tfm__rope_batch(s, s->k_cache + row_at, n_b, pos);
+    if (s->rope_cos) tfm__rope_batch(s, s->k_new, n_b, pos);
+    tfm__kv_store(s, l, n_b, pos);
     job.s = s;
     job.layer = l;
     job.pos = pos;
@@ -3609,9 +3963,20 @@ TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int
     tfm_result r = TFM_OK;
 #ifdef TFM__OPENMP
     if (s->n_threads > 1 && !s->parallel_for) {
-#pragma omp parallel num_threads(s->n_threads)
+        tfm__team team;
+        memset(&team, 0, sizeof team);
+#pragma omp parallel num_threads(s->n_threads) shared(team, r)
+        {
 #pragma omp master /* the calling thread, so should_abort runs where the caller expects */
-        r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
+            {
+                s->team = &team;
+                r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
+                s->team = NULL;
+#pragma omp atomic write
+                team.quit = 1;
+            }
+            if (omp_get_thread_num() != 0) tfm__team_wait(&team);
+        }
         return r;
     }
 #endif
@@ -10056,6 +10421,7 @@ TFM_PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, con
     s->allocator = d->allocator;
     s->n_ctx = d->n_ctx;
     s->n_batch = d->n_batch;
+    s->kv_bytes = d->kv_dtype == TFM_DTYPE_F16 ? 2u : 4u;
     s->n_threads = d->n_threads;
     s->parallel_for = d->parallel_for;
     s->parallel_user = d->parallel_user;

@@ -402,7 +402,7 @@ if [ -f build/demo.tfm ]; then
   run_ok "demo: generate" $GEN -m build/demo.tfm -p "In the beginning" -n 16 --seed 1 -t 1
   check "demo: output continues the prompt" grep -q '^In the beginning' "$W/out"
   run_ok "demo: minimal" build/minimal build/demo.tfm "And God said"
-  REF=models/demo/reference # written by tools/train_demo.py with a float64 forward
+  REF=models/demo/reference # written by models/demo/train_demo.py with a float64 forward
   if [ -f $REF/heldout_ce.txt ] && [ -f $REF/prompt_tokens.txt ] && [ -f $REF/logits.f32 ]; then
     run_ok "demo: tokenize the reference prompt" $TOK -m build/demo.tfm -f $REF/prompt.txt
     check "demo: prompt ids equal prompt_tokens.txt" \

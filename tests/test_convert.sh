@@ -2,7 +2,7 @@
 # tests/test_convert.sh - build/tfm-convert: header/directory/blob bytes checked with od; the
 # GPT-NeoX per-head q/k/v split and the GPT-2 Conv1D transpose + q|k|v thirds on checkpoints
 # built here in shell; the real GPT-NeoX-20B and GPT-2 tokenizers ($SHARED); the golden
-# checkpoints in tests/data/models and tests/data/arch (every architecture opened by tfm.h with
+# checkpoints in tests/data/models (every architecture opened by tfm.h with
 # --check, and its logits from build/tfm-generate compared with the float64 reference when that
 # program is built); and the error paths (exit status 1, one message, no output and no .tmp left
 # behind), hostile JSON included. No Python needed.
@@ -213,7 +213,7 @@ expect_eq "gpt2 f16: pos_embd stays f32, tok_embd and wk f16" "$(u32 "$F" $(($(e
 o=$(u64 "$F" $(($(ent "$F" 5) + 104)))
 expect_eq "gpt2 f16 wk column 0" "$(od -An -v -t x2 -w16 -j "$o" -N 128 "$F" | awk '{printf " %s", $1}')" " 4800 4880 4900 4980 4a00 4a80 4b00 4b80"
 
-# the other architectures' golden checkpoints (tests/data/arch, tools/make_arch_models.py):
+# the other architectures' golden checkpoints (tests/data/models, tests/gen/make_arch_models.py):
 # header fields per architecture, and tfm.h must open each file (--check)
 # arch_case DIR "arch n_kv_heads d_head rope_dim norm ffn residual pos theta_bits" LAST_TENSOR
 # End to end, when build/tfm-generate exists: its logits on tokens.txt against logits.f32 (the
@@ -235,7 +235,7 @@ check_logits() { # WHAT MODEL DIR REFERENCE
   else bad "$1: logits maxdiff $m > $LOGITS_BOUND"; fi
 }
 arch_case() {
-  d=tests/data/arch/$1
+  d=tests/data/models/$1
   [ -f "$d/config.json" ] || { echo "SKIP: $d not found"; return; }
   F=$T/arch_$1.tfm
   if "$CONV" "$d" -o "$F" --quiet --check > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
@@ -253,9 +253,9 @@ arch_case llama_untied "3 2 8 8 1 1 0 1 1223959552" output.w
 arch_case phi "4 4 12 4 0 0 2 1 1176256512" output.b
 arch_case gptj "5 4 8 4 0 0 2 2 1176256512" output.b
 arch_case starcoder2 "6 2 8 8 0 0 0 1 1203982336" lnf.b
-if [ -f tests/data/arch/gpt2/logits_f16.f32 ]; then # f16 matrices (Conv1D transposed, then rounded)
-  if "$CONV" tests/data/arch/gpt2 -o "$T/gpt2-f16.tfm" --type f16 --quiet 2> "$T/err"; then ok; else bad "gpt2 --type f16"; fi
-  check_logits gpt2-f16 "$T/gpt2-f16.tfm" tests/data/arch/gpt2 tests/data/arch/gpt2/logits_f16.f32
+if [ -f tests/data/models/gpt2/logits_f16.f32 ]; then # f16 matrices (Conv1D transposed, then rounded)
+  if "$CONV" tests/data/models/gpt2 -o "$T/gpt2-f16.tfm" --type f16 --quiet 2> "$T/err"; then ok; else bad "gpt2 --type f16"; fi
+  check_logits gpt2-f16 "$T/gpt2-f16.tfm" tests/data/models/gpt2 tests/data/models/gpt2/logits_f16.f32
 fi
 
 # --- tokenizers ($SHARED) ---------------------------------------------------------------------
@@ -337,9 +337,9 @@ expect_eq "tj token 5 raw bytes" "$(tok_text "$F" 5 | od -An -t x1 | tr -d ' ')"
 expect_eq "tj added special" "$(tok_text "$F" 6) $(tok_attr "$F" 6)" "<|end|> 3"
 expect_eq "tj added plain" "$(tok_text "$F" 7 | od -An -t x1 | tr -d ' ') $(tok_attr "$F" 7)" "0909 2"
 
-# --- golden checkpoints (tests/data/models, made by tools/make_test_models.py) --------------
+# --- the GPT-NeoX golden checkpoints (tests/data/models/neox_*, tests/gen/make_test_models.py) --
 found=0
-for d in tests/data/models/*/; do
+for d in tests/data/models/neox_*/; do
   [ -f "$d/config.json" ] || continue
   found=1; name=$(basename "$d")
   if "$CONV" "$d" -o "$T/$name.tfm" --quiet 2> "$T/err"; then ok; else bad "convert $name"; cat "$T/err"; continue; fi
@@ -349,7 +349,7 @@ for d in tests/data/models/*/; do
     [ "$(u64 "$T/$name.tfm" 104)" -gt 0 ] && ok || bad "$name: no tokenizer blob"
   fi
 done
-[ $found = 1 ] || echo "SKIP: no tests/data/models/*/config.json"
+[ $found = 1 ] || echo "SKIP: no tests/data/models/neox_*/config.json"
 if [ -f tests/data/models/neox_seq/config.json ]; then # tied, F16 source, rope_parameters
   F=$T/neox_seq.tfm; n=$(u32 "$F" 84)
   expect_eq "neox_seq: no output.w when tied" "$(ename "$F" $((n - 1)))" "lnf.b"
@@ -394,8 +394,8 @@ cp -r "$T/gpt2" "$T/e12"; sed -i 's/"scale_attn_weights": true/"scale_attn_weigh
 expect_fail "gpt2 scaled attention" "attention scaling" -- "$CONV" "$T/e12" -o "$O"
 cp -r "$T/gpt2" "$T/e13"; sed -i 's/"n_embd": 8/"n_embd": 8, "tie_word_embeddings": false/' "$T/e13/config.json"
 expect_fail "gpt2 untied without lm_head" "missing tensor lm_head.weight (expected shape \[16, 8\])" -- "$CONV" "$T/e13" -o "$O"
-if [ -f tests/data/arch/phi/config.json ]; then
-  cp -r tests/data/arch/phi "$T/e14"; sed -i 's/"qk_layernorm": false/"qk_layernorm": true/' "$T/e14/config.json"
+if [ -f tests/data/models/phi/config.json ]; then
+  cp -r tests/data/models/phi "$T/e14"; sed -i 's/"qk_layernorm": false/"qk_layernorm": true/' "$T/e14/config.json"
   expect_fail "phi qk_layernorm" "qk_layernorm" -- "$CONV" "$T/e14" -o "$O"
 fi
 if [ -f tests/data/models/neox_shard/model.safetensors.index.json ]; then # sharded checkpoints

@@ -11,6 +11,7 @@
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "check.h"
+#include "tfm_writer.h"
 #include <math.h>
 #include <stdint.h>
 
@@ -25,31 +26,6 @@ static double rng_unit(void) { /* [0, 1) */
     return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 static float rng_sym(float scale) { return (float)((rng_unit() * 2.0 - 1.0) * scale); }
-
-static uint16_t f32_to_f16(float f) { /* round to nearest even; normal and subnormal range */
-    uint32_t x, sign, mant, half, rem;
-    int exp;
-    memcpy(&x, &f, 4);
-    sign = (x >> 16) & 0x8000u;
-    exp = (int)((x >> 23) & 0xffu) - 127 + 15;
-    mant = x & 0x7fffffu;
-    if (((x >> 23) & 0xffu) == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        int shift;
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        shift = 14 - exp;
-        half = mant >> shift;
-        rem = mant & ((1u << shift) - 1u);
-        if (rem > (1u << (shift - 1)) || (rem == (1u << (shift - 1)) && (half & 1u))) half++;
-        return (uint16_t)(sign | half);
-    }
-    half = ((uint32_t)exp << 10) | (mant >> 13);
-    rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) half++;
-    return (uint16_t)(sign | half);
-}
 
 static double maxdiff_f(const float *a, const double *b, int n) {
     double m = 0.0;
@@ -115,7 +91,7 @@ static void log_keep(void *user, tfm_result r, const char *msg) {
     l->result = r;
 }
 
-/* ---- a .tfm writer following the spec in tfm.h ------------------------------------------- */
+/* ---- random-weight models, written by the tests' own writer (tests/tfm_writer.h) ---------- */
 
 typedef struct spec {
     int n_vocab, n_ctx, n_layers, n_heads, n_kv_heads, d_model, d_head, d_ff, rope_dim;
@@ -140,7 +116,7 @@ static void add_tensor(wmodel *m, const char *name, int rows, int cols, float sc
     for (i = 0; i < n; i++) {
         t->v[i] = offset + rng_sym(scale);
         if (cols && m->sp.f16) { /* the reference uses exactly the stored halves */
-            uint16_t h = f32_to_f16(t->v[i]);
+            uint16_t h = tw_f32_to_f16(t->v[i]);
             t->v[i] = tfm__f16_to_f32(h);
         }
     }
@@ -196,53 +172,27 @@ static void free_model(wmodel *m) {
     m->n = 0;
 }
 
-static void put_u32(unsigned char *p, uint32_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24); }
-static void put_u64(unsigned char *p, uint64_t v) { put_u32(p, (uint32_t)v); put_u32(p + 4, (uint32_t)(v >> 32)); }
-static void put_f32(unsigned char *p, float f) { uint32_t u; memcpy(&u, &f, 4); put_u32(p, u); }
-
-/* The whole file in one malloc'ed buffer. */
+/* The whole file in one malloc'ed buffer, by the tests' own writer (tests/tfm_writer.h). */
 static unsigned char *write_model(const wmodel *m, size_t *out_bytes) {
     const spec *sp = &m->sp;
-    size_t dir_end = 256 + (size_t)m->n * 128, at = (dir_end + 63) & ~(size_t)63, total, offs[MAX_T];
+    tw_header h;
+    tw_tensor t[MAX_T];
     unsigned char *f;
     int i;
+    memset(&h, 0, sizeof h);
+    h.n_vocab = sp->n_vocab; h.n_ctx = sp->n_ctx; h.n_layers = sp->n_layers; h.n_heads = sp->n_heads;
+    h.n_kv_heads = sp->n_kv_heads; h.d_model = sp->d_model; h.d_head = sp->d_head; h.d_ff = sp->d_ff;
+    h.rope_dim = sp->rope_dim; h.theta = sp->theta; h.eps = sp->eps; h.norm = sp->norm; h.act = sp->act;
+    h.ffn = sp->ffn; h.residual = sp->residual; h.pos = sp->pos;
     for (i = 0; i < m->n; i++) {
-        const wtensor *t = &m->t[i];
-        size_t n = (size_t)t->rows * (size_t)(t->cols ? t->cols : 1);
-        offs[i] = at;
-        at += n * (t->cols && sp->f16 ? 2u : 4u);
-        at = (at + 63) & ~(size_t)63;
+        t[i].name = m->t[i].name;
+        t[i].rows = m->t[i].rows;
+        t[i].cols = m->t[i].cols;
+        t[i].f16 = sp->f16;
+        t[i].v = m->t[i].v;
     }
-    total = at;
-    f = (unsigned char *)calloc(1, total);
-    memcpy(f, "TFMODEL", 8);
-    put_u32(f + 8, 1); put_u32(f + 12, 256); put_u32(f + 16, 0);
-    put_u32(f + 20, (uint32_t)sp->n_vocab); put_u32(f + 24, (uint32_t)sp->n_ctx);
-    put_u32(f + 28, (uint32_t)sp->n_layers); put_u32(f + 32, (uint32_t)sp->n_heads);
-    put_u32(f + 36, (uint32_t)sp->n_kv_heads); put_u32(f + 40, (uint32_t)sp->d_model);
-    put_u32(f + 44, (uint32_t)sp->d_head); put_u32(f + 48, (uint32_t)sp->d_ff);
-    put_u32(f + 52, (uint32_t)sp->rope_dim); put_f32(f + 56, sp->theta); put_f32(f + 60, sp->eps);
-    put_u32(f + 64, (uint32_t)sp->norm); put_u32(f + 68, (uint32_t)sp->act); put_u32(f + 72, (uint32_t)sp->ffn);
-    put_u32(f + 76, (uint32_t)sp->residual); put_u32(f + 80, (uint32_t)sp->pos); put_u32(f + 84, (uint32_t)m->n);
-    put_u64(f + 88, 256); put_u64(f + 96, 0); put_u64(f + 104, 0);
-    for (i = 0; i < m->n; i++) {
-        const wtensor *t = &m->t[i];
-        unsigned char *e = f + 256 + (size_t)i * 128;
-        size_t n = (size_t)t->rows * (size_t)(t->cols ? t->cols : 1), k;
-        int f16 = t->cols && sp->f16;
-        memcpy(e, t->name, strlen(t->name));
-        put_u32(e + 64, f16 ? 1u : 0u);
-        put_u32(e + 68, t->cols ? 2u : 1u);
-        put_u64(e + 72, (uint64_t)t->rows);
-        if (t->cols) put_u64(e + 80, (uint64_t)t->cols);
-        put_u64(e + 104, offs[i]);
-        put_u64(e + 112, n * (f16 ? 2u : 4u));
-        for (k = 0; k < n; k++) {
-            if (f16) { uint16_t h = f32_to_f16(t->v[k]); f[offs[i] + 2 * k] = (unsigned char)h; f[offs[i] + 2 * k + 1] = (unsigned char)(h >> 8); }
-            else put_f32(f + offs[i] + 4 * k, t->v[k]);
-        }
-    }
-    *out_bytes = total;
+    f = tw_write(&h, t, m->n, NULL, 0, out_bytes);
+    if (!f) { fprintf(stderr, "test_core: out of memory\n"); exit(1); }
     return f;
 }
 
@@ -574,33 +524,54 @@ static void test_kernels(void) {
 /* attention for one query over a cache, GQA head mapping, ALiBi slope */
 static void test_attention(void) {
     tfm__isa scalar;
-    enum { NP = 9, DH = 12, NKV = 2, KVD = NKV * DH };
-    float k[NP * KVD], v[NP * KVD], q[DH], out[DH], scores[NP];
+    enum { NP = 9, DH = 12, NKV = 2, KVD = NKV * DH, KS = NP + 3 };
+    float k[NP * KVD], v[NP * KVD], kt[NKV * DH * KS], q[DH], out[DH], scores[NP];
+    unsigned char kt_h[2 * NKV * DH * KS], v_h[2 * NP * KVD];
     double ref[DH], sc[NP], mx, sum, md = 0;
-    int kvh, i, j, slope_i;
+    int kvh, i, j, slope_i, half;
     float slopes[2] = {0.0f, 0.3f};
     tfm__isa_get(TFM__SET_SCALAR, &scalar);
     rng_seed(5);
     for (i = 0; i < NP * KVD; i++) { k[i] = rng_sym(1.0f); v[i] = rng_sym(1.0f); }
     for (i = 0; i < DH; i++) q[i] = rng_sym(2.0f);
-    for (slope_i = 0; slope_i < 2; slope_i++)
-        for (kvh = 0; kvh < NKV; kvh++) {
-            mx = -1e300; sum = 0;
-            for (j = 0; j < NP; j++) {
-                double dot = 0;
-                for (i = 0; i < DH; i++) dot += (double)q[i] * k[j * KVD + kvh * DH + i];
-                sc[j] = dot / sqrt((double)DH) + slopes[slope_i] * (double)(j - (NP - 1));
-                mx = fmax(mx, sc[j]);
+    for (half = 0; half < 2; half++) {
+        if (half) /* the f16 cache: the reference uses the rounded values */
+            for (i = 0; i < NP * KVD; i++) {
+                k[i] = tfm__f16_to_f32(tfm__f32_to_f16(k[i]));
+                v[i] = tfm__f16_to_f32(tfm__f32_to_f16(v[i]));
+                tfm__wr_u16(v_h + 2 * i, tfm__f32_to_f16(v[i]));
             }
-            for (j = 0; j < NP; j++) { sc[j] = exp(sc[j] - mx); sum += sc[j]; }
-            for (i = 0; i < DH; i++) {
-                ref[i] = 0;
-                for (j = 0; j < NP; j++) ref[i] += sc[j] / sum * v[j * KVD + kvh * DH + i];
+        for (kvh = 0; kvh < NKV; kvh++) /* keys transposed: [kv head][d][position], rows KS apart */
+            for (i = 0; i < DH; i++)
+                for (j = 0; j < NP; j++) {
+                    kt[(kvh * DH + i) * KS + j] = k[j * KVD + kvh * DH + i];
+                    tfm__wr_u16(kt_h + 2 * ((kvh * DH + i) * KS + j), tfm__f32_to_f16(k[j * KVD + kvh * DH + i]));
+                }
+        for (slope_i = 0; slope_i < 2; slope_i++)
+            for (kvh = 0; kvh < NKV; kvh++) {
+                mx = -1e300; sum = 0;
+                for (j = 0; j < NP; j++) {
+                    double dot = 0;
+                    for (i = 0; i < DH; i++) dot += (double)q[i] * k[j * KVD + kvh * DH + i];
+                    sc[j] = dot / sqrt((double)DH) + slopes[slope_i] * (double)(j - (NP - 1));
+                    mx = fmax(mx, sc[j]);
+                }
+                for (j = 0; j < NP; j++) { sc[j] = exp(sc[j] - mx); sum += sc[j]; }
+                for (i = 0; i < DH; i++) {
+                    ref[i] = 0;
+                    for (j = 0; j < NP; j++) ref[i] += sc[j] / sum * v[j * KVD + kvh * DH + i];
+                }
+                if (half)
+                    tfm__attention_head(&scalar, q, kt_h + 2 * kvh * DH * KS, KS, v_h + 2 * kvh * DH, KVD, true, DH, NP,
+                                        slopes[slope_i], scores, out);
+                else
+                    tfm__attention_head(&scalar, q, (const unsigned char *)(kt + kvh * DH * KS), KS,
+                                        (const unsigned char *)(v + kvh * DH), KVD, false, DH, NP, slopes[slope_i],
+                                        scores, out);
+                md = fmax(md, maxdiff_f(out, ref, DH));
             }
-            tfm__attention_head(&scalar, q, k + kvh * DH, v + kvh * DH, KVD, DH, NP, slopes[slope_i], scores, out);
-            md = fmax(md, maxdiff_f(out, ref, DH));
-        }
-    report("attention (kv head column, alibi slope)", md, 1e-6);
+    }
+    report("attention (kv head column, alibi slope, f32 and f16 cache)", md, 1e-6);
 }
 
 /* ---- whole models --------------------------------------------------------------------------- */
@@ -867,41 +838,41 @@ static void test_corrupt(void) {
     CHECK_MSG(n_ok == 0, "%d of %zu truncations opened", n_ok, bytes);
     printf("truncations: %zu prefixes, all rejected: %s\n", bytes, n_ok ? "no" : "yes");
     c = dup_file(f, bytes); c[0] = 'X'; expect_fail(c, bytes, TFM_ERR_BAD_MAGIC, "bad magic"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 8, 2); expect_fail(c, bytes, TFM_ERR_BAD_VERSION, "version 2"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 12, 128); expect_fail(c, bytes, TFM_ERR_CORRUPT, "header_bytes"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); expect_fail(c, bytes, TFM_ERR_BAD_VERSION, "version 2"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 12, 128); expect_fail(c, bytes, TFM_ERR_CORRUPT, "header_bytes"); free(c);
     c = dup_file(f, bytes); c[200] = 1; expect_fail(c, bytes, TFM_ERR_CORRUPT, "reserved header byte"); free(c);
     c = dup_file(f, bytes); c[255] = 1; expect_fail(c, bytes, TFM_ERR_CORRUPT, "last reserved header byte"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 28, 100000); expect_fail(c, bytes, TFM_ERR_CORRUPT, "huge n_layers"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 40, 0xffffffffu); expect_fail(c, bytes, TFM_ERR_CORRUPT, "huge d_model"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 20, 0x7fffffffu); expect_fail(c, bytes, TFM_ERR_CORRUPT, "huge n_vocab"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 24, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "n_ctx 0"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 36, 3); expect_fail(c, bytes, TFM_ERR_CORRUPT, "n_heads % n_kv_heads"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 52, 3); expect_fail(c, bytes, TFM_ERR_CORRUPT, "odd rope_dim"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 52, 10); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rope_dim > d_head"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 80, 6); expect_fail(c, bytes, TFM_ERR_CORRUPT, "pos enum"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 64, 2); expect_fail(c, bytes, TFM_ERR_CORRUPT, "norm enum"); free(c);
-    c = dup_file(f, bytes); put_f32(c + 60, 0.0f); expect_fail(c, bytes, TFM_ERR_CORRUPT, "eps 0"); free(c);
-    c = dup_file(f, bytes); put_f32(c + 60, NAN); expect_fail(c, bytes, TFM_ERR_CORRUPT, "eps NaN"); free(c);
-    c = dup_file(f, bytes); put_f32(c + 56, INFINITY); expect_fail(c, bytes, TFM_ERR_CORRUPT, "theta inf"); free(c);
-    c = dup_file(f, bytes); put_u32(c + 84, 0xffffffu); expect_fail(c, bytes, TFM_ERR_CORRUPT, "n_tensors huge"); free(c);
-    c = dup_file(f, bytes); put_u64(c + 88, 512); expect_fail(c, bytes, TFM_ERR_CORRUPT, "dir offset"); free(c);
-    c = dup_file(f, bytes); put_u64(c + 96, bytes - 8); put_u64(c + 104, 16); expect_fail(c, bytes, TFM_ERR_CORRUPT, "tokenizer past end"); free(c);
-    c = dup_file(f, bytes); put_u64(c + 96, 64); put_u64(c + 104, 16); expect_fail(c, bytes, TFM_ERR_CORRUPT, "tokenizer over header"); free(c);
-    c = dup_file(f, bytes); put_u64(c + 96, 1024); expect_fail(c, bytes, TFM_ERR_CORRUPT, "tokenizer offset without bytes"); free(c);
-    c = dup_file(f, bytes); put_u64(c + 104, UINT64_MAX); put_u64(c + 96, 4096); expect_fail(c, bytes, TFM_ERR_CORRUPT, "tokenizer bytes wrap"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 28, 100000); expect_fail(c, bytes, TFM_ERR_CORRUPT, "huge n_layers"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 40, 0xffffffffu); expect_fail(c, bytes, TFM_ERR_CORRUPT, "huge d_model"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 20, 0x7fffffffu); expect_fail(c, bytes, TFM_ERR_CORRUPT, "huge n_vocab"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 24, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "n_ctx 0"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 36, 3); expect_fail(c, bytes, TFM_ERR_CORRUPT, "n_heads % n_kv_heads"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 52, 3); expect_fail(c, bytes, TFM_ERR_CORRUPT, "odd rope_dim"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 52, 10); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rope_dim > d_head"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 80, 6); expect_fail(c, bytes, TFM_ERR_CORRUPT, "pos enum"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 64, 2); expect_fail(c, bytes, TFM_ERR_CORRUPT, "norm enum"); free(c);
+    c = dup_file(f, bytes); tw_put_f32(c + 60, 0.0f); expect_fail(c, bytes, TFM_ERR_CORRUPT, "eps 0"); free(c);
+    c = dup_file(f, bytes); tw_put_f32(c + 60, NAN); expect_fail(c, bytes, TFM_ERR_CORRUPT, "eps NaN"); free(c);
+    c = dup_file(f, bytes); tw_put_f32(c + 56, INFINITY); expect_fail(c, bytes, TFM_ERR_CORRUPT, "theta inf"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 84, 0xffffffu); expect_fail(c, bytes, TFM_ERR_CORRUPT, "n_tensors huge"); free(c);
+    c = dup_file(f, bytes); tw_put_u64(c + 88, 512); expect_fail(c, bytes, TFM_ERR_CORRUPT, "dir offset"); free(c);
+    c = dup_file(f, bytes); tw_put_u64(c + 96, bytes - 8); tw_put_u64(c + 104, 16); expect_fail(c, bytes, TFM_ERR_CORRUPT, "tokenizer past end"); free(c);
+    c = dup_file(f, bytes); tw_put_u64(c + 96, 64); tw_put_u64(c + 104, 16); expect_fail(c, bytes, TFM_ERR_CORRUPT, "tokenizer over header"); free(c);
+    c = dup_file(f, bytes); tw_put_u64(c + 96, 1024); expect_fail(c, bytes, TFM_ERR_CORRUPT, "tokenizer offset without bytes"); free(c);
+    c = dup_file(f, bytes); tw_put_u64(c + 104, UINT64_MAX); tw_put_u64(c + 96, 4096); expect_fail(c, bytes, TFM_ERR_CORRUPT, "tokenizer bytes wrap"); free(c);
     /* directory entries */
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u64(e + 104, bytes); expect_fail(c, bytes, TFM_ERR_CORRUPT, "offset past end"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u64(e + 104, UINT64_MAX - 63); expect_fail(c, bytes, TFM_ERR_CORRUPT, "offset wraps"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u64(e + 104, tfm__rd_u64(e + 104) + 4); expect_fail(c, bytes, TFM_ERR_CORRUPT, "misaligned offset"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u64(e + 104, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "data over the header"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u64(e + 72, 1ull << 40); put_u64(e + 80, 1ull << 40); expect_fail(c, bytes, TFM_ERR_CORRUPT, "overflowing shape"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u64(e + 72, 1ull << 31); put_u64(e + 80, 1ull << 31); put_u64(e + 112, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "bytes * 4 wraps"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u64(e + 80, 16); put_u64(e + 72, 64); expect_fail(c, bytes, TFM_ERR_CORRUPT, "shape vs config (same bytes)"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u64(e + 112, tfm__rd_u64(e + 112) - 4); expect_fail(c, bytes, TFM_ERR_CORRUPT, "data_bytes vs shape"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u32(e + 64, 7); expect_fail(c, bytes, TFM_ERR_UNSUPPORTED, "unknown dtype"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u32(e + 68, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 0"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u32(e + 68, 5); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 5"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); put_u32(e + 68, 3); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 3 with dim 0"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 104, bytes); expect_fail(c, bytes, TFM_ERR_CORRUPT, "offset past end"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 104, UINT64_MAX - 63); expect_fail(c, bytes, TFM_ERR_CORRUPT, "offset wraps"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 104, tfm__rd_u64(e + 104) + 4); expect_fail(c, bytes, TFM_ERR_CORRUPT, "misaligned offset"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 104, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "data over the header"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 72, 1ull << 40); tw_put_u64(e + 80, 1ull << 40); expect_fail(c, bytes, TFM_ERR_CORRUPT, "overflowing shape"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 72, 1ull << 31); tw_put_u64(e + 80, 1ull << 31); tw_put_u64(e + 112, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "bytes * 4 wraps"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 80, 16); tw_put_u64(e + 72, 64); expect_fail(c, bytes, TFM_ERR_CORRUPT, "shape vs config (same bytes)"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 112, tfm__rd_u64(e + 112) - 4); expect_fail(c, bytes, TFM_ERR_CORRUPT, "data_bytes vs shape"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 64, 7); expect_fail(c, bytes, TFM_ERR_UNSUPPORTED, "unknown dtype"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 68, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 0"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 68, 5); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 5"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 68, 3); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 3 with dim 0"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); e[120] = 1; expect_fail(c, bytes, TFM_ERR_CORRUPT, "entry reserved"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); memset(e, 'a', 64); expect_fail(c, bytes, TFM_ERR_CORRUPT, "name without NUL"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); e[40] = 'x'; expect_fail(c, bytes, TFM_ERR_CORRUPT, "name padding"); free(c);
@@ -909,7 +880,7 @@ static void test_corrupt(void) {
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); memcpy(e, "blk.00.wq", 9); expect_fail(c, bytes, TFM_ERR_CORRUPT, "leading zero layer"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wk"); memcpy(e, "blk.0.wq", 8); expect_fail(c, bytes, TFM_ERR_CORRUPT, "duplicate name"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wk"); memcpy(e, "blk.0.xx", 8); expect_fail(c, bytes, TFM_ERR_CORRUPT, "unknown name"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.bq"); put_u32(e + 64, 1); put_u64(e + 112, tfm__rd_u64(e + 112) / 2); expect_fail(c, bytes, TFM_ERR_CORRUPT, "f16 vector"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.bq"); tw_put_u32(e + 64, 1); tw_put_u64(e + 112, tfm__rd_u64(e + 112) / 2); expect_fail(c, bytes, TFM_ERR_CORRUPT, "f16 vector"); free(c);
     /* a missing tensor: drop the last directory entry (lnf.b is optional, so drop output.w's slot by renaming) */
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.w_down"); memset(e, 0, 64); memcpy(e, "pos_embd", 8);
     memset(&lg, 0, sizeof lg);
@@ -917,19 +888,19 @@ static void test_corrupt(void) {
     CHECK_MSG(strstr(lg.text, "blk.0.w_down") != NULL && strstr(lg.text, "missing") != NULL, "log: %s", lg.text);
     free(c);
     /* a tensor the config does not use: RMSNorm has no ln1.b */
-    c = dup_file(f, bytes); put_u32(c + 64, TFM_NORM_RMSNORM);
+    c = dup_file(f, bytes); tw_put_u32(c + 64, TFM_NORM_RMSNORM);
     memset(&lg, 0, sizeof lg);
     CHECK(open_mem(c, bytes, &m, &lg) == TFM_ERR_CORRUPT);
     CHECK_MSG(strstr(lg.text, "not used") != NULL, "log: %s", lg.text);
     free(c);
     /* a config change that needs no other tensors opens fine */
-    c = dup_file(f, bytes); put_u32(c + 80, TFM_POS_ALIBI);
+    c = dup_file(f, bytes); tw_put_u32(c + 80, TFM_POS_ALIBI);
     CHECK(open_mem(c, bytes, &m, NULL) == TFM_OK);
     tfm_model_close(m);
     m = NULL;
     free(c);
     /* shape message names the tensor, the shape and the expectation */
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wo"); put_u64(e + 72, 16); put_u64(e + 80, 64);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wo"); tw_put_u64(e + 72, 16); tw_put_u64(e + 80, 64);
     memset(&lg, 0, sizeof lg);
     CHECK(open_mem(c, bytes, &m, &lg) == TFM_ERR_CORRUPT);
     CHECK_MSG(strcmp(lg.text, "tensor blk.0.wo: shape [16,64], expected [32,32]") == 0, "log: %s", lg.text);
@@ -1128,16 +1099,18 @@ done:
 static void test_files(void) {
     spec sp = make_spec(3);
     wmodel wm;
-    unsigned char *f, head[256];
+    unsigned char *f, *head;
+    tw_header vocab_only;
     size_t bytes;
     tfm_model *m = NULL, *m2 = NULL;
     tfm_session *s = NULL;
     tfm_model_desc md;
     last_log lg;
     int32_t tok[4] = {3, 1, 4, 1};
-    memset(head, 0, sizeof head);
-    memcpy(head, "TFMODEL", 8);
-    put_u32(head + 8, 1); put_u32(head + 12, 256); put_u32(head + 20, 50); put_u64(head + 88, 256);
+    memset(&vocab_only, 0, sizeof vocab_only);
+    vocab_only.n_vocab = 50;
+    head = tw_write(&vocab_only, NULL, 0, NULL, 0, &bytes); /* the 256-byte header alone */
+    if (!head || bytes != 256) { CHECK(head != NULL && bytes == 256); free(head); return; }
     CHECK(open_mem(head, 256, &m, NULL) == TFM_OK);
     if (m) {
         memset(&lg, 0, sizeof lg);
@@ -1146,7 +1119,7 @@ static void test_files(void) {
         tfm_model_close(m);
         m = NULL;
     }
-    put_u32(head + 84, 1); /* a vocab-only file with a tensor is not vocab-only */
+    tw_put_u32(head + 84, 1); /* a vocab-only file with a tensor is not vocab-only */
     CHECK(open_mem(head, 256, &m, NULL) != TFM_OK);
     build_model(&wm, &sp);
     f = write_model(&wm, &bytes);
@@ -1228,6 +1201,7 @@ static void test_files(void) {
         m = NULL;
     }
     free(f);
+    free(head);
     free_model(&wm);
 }
 

@@ -1,5 +1,5 @@
 /* test_demo.c - the shipped demo model (models/demo, converted to build/demo.tfm by `make`)
-   against the float64 reference that tools/train_demo.py wrote from the same f16 weights:
+   against the float64 reference that models/demo/train_demo.py wrote from the same f16 weights:
    configuration, tokenizer ids, prompt logits (all rows at once and one token at a time).
    Usage: build/test_demo [model.tfm] [reference-dir]   (run from the repository root) */
 #define TFM_IMPLEMENTATION

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_demo.sh - tfm-perplexity on the demo model reproduces the float64 reference cross-entropy
-# of models/demo/reference/heldout.txt (windows of 64 tokens; tools/train_demo.py wrote it).
+# of models/demo/reference/heldout.txt (windows of 64 tokens; models/demo/train_demo.py wrote it).
 # Run from the repository root after `make build/demo.tfm build/tfm-perplexity`.
 REF=models/demo/reference
 MODEL=build/demo.tfm

@@ -1,16 +1,16 @@
 #!/bin/sh
-# tests/test_gguf.sh - tfm-convert FILE.gguf (tools/convert_gguf.h) end to end:
-#  - every tests/data/arch/*/model*.gguf converts (--check) and build/tfm-generate's logits on
+# tests/test_gguf.sh - tfm-convert FILE.gguf (tools/convert_gguf.c) end to end:
+#  - every tests/data/models/*/model*.gguf converts (--check) and build/tfm-generate's logits on
 #    tokens.txt match the folder's float64 reference (logits.f32; logits_f16.f32 for the F16
 #    file; logits_q8.f32 for Q8_0: the dequantization is exact, so the same 1e-4 bound), and
 #    match the logits of the safetensors (Hugging Face path) conversion of the same weights;
 #  - header fields that differ from the Hugging Face path on purpose (llama: interleaved RoPE;
 #    gpt2: untied duplicate head) and the ones that must not (rope base, rotary dims, eps);
-#  - phi2 and starcoder2 GGUF files made here by tools/gguf_write.py (not committed; skipped
-#    without /usr/bin/python3 + NumPy), a k-quant (Q4_K/Q5_K/Q6_K) twin of gguf_quant, and
+#  - phi2 and starcoder2 GGUF files made here by tests/gen/gguf_write.py (not committed; skipped
+#    without /usr/bin/python3 + NumPy), a k-quant (Q4_K/Q5_K/Q6_K) twin of tests/data/gguf/quant, and
 #    llama2.c's stories260K + tok512 ($SHARED) as a llama GGUF against llama2.c's own logits
 #    and against the llama2.c import path;
-#  - tokenizers from GGUF metadata (tests/data/arch/gguf_tok, README there): byte-level BPE
+#  - tokenizers from GGUF metadata (tests/data/gguf/tok, README there): byte-level BPE
 #    ids equal the Hugging Face path's on the same tokenizer.json, pre "starcoder" ids equal
 #    Hugging Face tokenizers' own (digits_hf.txt), SentencePiece (llama2.c's tok512 as
 #    llama.cpp would store it) ids equal run.c's encode.txt; --vocab-only; a model file with a
@@ -24,7 +24,7 @@ GEN=${GEN:-build/tfm-generate}
 TOK=${TOK:-build/tfm-tokenize}
 SHARED=${SHARED:-../shared}
 PY=/usr/bin/python3
-A=tests/data/arch
+A=tests/data/models
 T=$(mktemp -d "${TMPDIR:-/tmp}/test_gguf.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 pass=0; fail=0
@@ -98,7 +98,7 @@ for g in $A/*/model*.gguf; do
     *-q8_0.gguf) ref=$d/logits_q8.f32 ;;
     *) ref=$d/logits.f32 ;;
   esac
-  [ -f "$ref" ] || continue # gguf_quant: below
+  [ -f "$ref" ] || continue
   gguf_case "$g" "$d" "$ref"
   n_files=$((n_files + 1))
 done
@@ -115,7 +115,7 @@ else bad "llama_tied q8_0 vs logits.f32: $m, expected > 1e-3"; fi
 # same weights decoded by an independent NumPy decoder into an all-F32 file (gguf_write.py
 # --quant-fixture): equal logits (the .tfm files are byte-identical unless the compiler fuses
 # d*q + m into an FMA)
-Q=$A/gguf_quant
+Q=tests/data/gguf/quant
 for f in quant f32; do
   if "$CONV" $Q/model-$f.gguf -o "$T/q-$f.tfm" --quiet --check > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
   else bad "convert $Q/model-$f.gguf"; cat "$T/err"; fi
@@ -141,10 +141,10 @@ expect_eq "gpt2 keeps the duplicate head (untied)" "$(has gpt2-model output.w)" 
 expect_eq "llama_tied has no output.w" "$(has llama_tied-model output.w)" no
 expect_eq "gpt2 pos_embd stays f32 with --type f16" "$(od -An -t u4 -j $(($(at "$T/gpt2-modeltypef16.tfm" pos_embd) + 64)) -N 4 "$T/gpt2-modeltypef16.tfm" | tr -d ' ')" 0
 
-# --- phi2 and starcoder2: GGUF files written here (llama.cpp's layout, tools/gguf_write.py) -----
+# --- phi2 and starcoder2: GGUF files written here (llama.cpp's layout, tests/gen/gguf_write.py) -
 if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   for a in phi starcoder2; do
-    if "$PY" tools/gguf_write.py $A/$a "$T/$a.gguf" > /dev/null 2> "$T/err"; then
+    if "$PY" tests/gen/gguf_write.py $A/$a "$T/$a.gguf" > /dev/null 2> "$T/err"; then
       gguf_case "$T/$a.gguf" $A/$a $A/$a/logits.f32
     else bad "gguf_write.py $a"; cat "$T/err"; fi
   done
@@ -152,7 +152,7 @@ if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   expect_eq "starcoder2 header" "$(hdr starcoder2-starcoder2)" "6 2 8 64 8 1203982336 925353388 0 1 0 0 1"
   # k-quants (Q4_K, Q5_K, Q6_K need rows of 256: a 1.9 MB fixture, so made here, not committed)
   mkdir -p "$T/kq"
-  if "$PY" tools/gguf_write.py --kquant-fixture "$T/kq" 2> "$T/err"; then
+  if "$PY" tests/gen/gguf_write.py --kquant-fixture "$T/kq" 2> "$T/err"; then
     for f in quant f32; do
       "$CONV" "$T/kq/model-$f.gguf" -o "$T/k-$f.tfm" --quiet 2> "$T/err" || { bad "convert k-quant $f"; cat "$T/err"; }
       dump "$T/k-$f.tfm" "$T/kq" "$T/k-$f.logits"
@@ -163,7 +163,7 @@ if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   # positions, stories260K.ref) and of the llama2.c import path on the same checkpoint
   M=$SHARED/models
   if [ -f "$M/stories260K.bin" ] && [ -f "$M/stories260K.ref/logits.f32" ]; then
-    if "$PY" tools/gguf_write.py --from-llama2c "$M/stories260K.bin" "$M/tok512.bin" "$T/s260.gguf" 2> "$T/err" &&
+    if "$PY" tests/gen/gguf_write.py --from-llama2c "$M/stories260K.bin" "$M/tok512.bin" "$T/s260.gguf" 2> "$T/err" &&
        "$CONV" "$T/s260.gguf" -o "$T/s260.tfm" --quiet --check > "$T/out" 2> "$T/err" &&
        grep -q "n_tokens 512, bos 1, eos 2" "$T/out"; then ok; else bad "stories260K GGUF"; cat "$T/err"; fi
     mkdir -p "$T/s260" && sed -n 2p "$M/stories260K.ref/tokens.txt" > "$T/s260/tokens.txt"
@@ -182,7 +182,7 @@ else
 fi
 
 # --- tokenizers from GGUF metadata ----------------------------------------------------------
-K=$A/gguf_tok
+K=tests/data/gguf/tok
 # byte-level BPE: the same tokenizer.json through the Hugging Face path and through GGUF
 "$CONV" --vocab-only tests/data/models/neox_tok/tokenizer.json -o "$T/hf_vocab.tfm" --quiet 2> "$T/err" || bad "HF vocab"
 if "$CONV" --vocab-only $K/neox_vocab.gguf -o "$T/gg_vocab.tfm" --quiet --check > "$T/out" 2> "$T/err" &&
@@ -274,7 +274,8 @@ expect_fail() { # WHAT PATTERN CONVERT-ARGS... : exit 1, an error line matching,
 }
 RUN=$CONV
 if echo 'int main(void){return 0;}' > "$T/s.c" && cc -fsanitize=address,undefined "$T/s.c" -o "$T/s" 2> /dev/null &&
-   cc -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -std=c99 -I. -o "$T/conv-san" tools/tfm-convert.c -lm 2> "$T/err"; then
+   cc -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -std=c99 -I. -o "$T/conv-san" \
+     tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c tools/tfm_write.c -lm 2> "$T/err"; then
   RUN=$T/conv-san; echo "    hostile files under ASan/UBSan"
 fi
 L=$A/llama_tied/model.gguf
@@ -316,7 +317,7 @@ expect_fail "unknown architecture" "\"llamb\" is not supported" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $(($(at "$T/m.gguf" general.alignment) + 17 + 4)) 4 48; expect_fail "alignment 48" "alignment 48" "$T/m.gguf"
 mut $L; put "$T/m.gguf" $(($(at "$T/m.gguf" llama.attention.head_count_kv) + 29)) 4 13; expect_fail "value type 13" "bad or truncated value" "$T/m.gguf"
 expect_fail "--vocab-only without tokenizer" "no tokenizer" --vocab-only $L
-expect_fail "--tokenizer with GGUF" "is GGUF" $L --tokenizer $A/gguf_tok/tok512_vocab.gguf
+expect_fail "--tokenizer with GGUF" "is GGUF" $L --tokenizer tests/data/gguf/tok/tok512_vocab.gguf
 : > "$T/empty.gguf"; expect_fail "empty file" "bad magic" "$T/empty.gguf"
 expect_fail "missing file" "cannot open" "$T/none.gguf"
 # tokenizer metadata

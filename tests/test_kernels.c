@@ -26,13 +26,13 @@ static void report(const char *what, double md, double tol) {
 }
 
 /* Quantized activations for n_b tokens of cols values, buffers owned by the caller (free_qa). */
-static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols) {
+static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols, bool grouped) {
     tfm__qacts qa;
     size_t n_pad = (size_t)(n_b + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
     memset(&qa, 0, sizeof qa);
     qa.block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
     qa.sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
-    qa.group = tfm__act_group(f, n_b);
+    qa.group = tfm__act_group(f, n_b, grouped);
     qa.q = (int8_t *)calloc(n_pad * (size_t)cols + 64, 1);
     qa.d = (float *)calloc(n_pad * (size_t)cols / (size_t)qa.block + 16, sizeof(float));
     qa.s = (int32_t *)calloc(n_pad * (size_t)cols / (size_t)qa.sum_len + 16, sizeof(int32_t));
@@ -49,7 +49,7 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
     unsigned char *scratch = NULL;
     memset(&qa, 0, sizeof qa);
     if (f != TFM__ACT_F32) {
-        qa = alloc_qa(f, n_b, w->cols);
+        qa = alloc_qa(f, n_b, w->cols, isa->grouped);
         isa->quant(x, xs, n_b, w->cols, &qa);
     }
 #ifdef TFM__X86_AMX
@@ -253,12 +253,31 @@ static void test_vector_ops(void) {
                 tfm__axpy_scalar(y2 + off, 0.37f, a + 1, n);
                 if (memcmp(y1, y2, (MAXN + 8) * sizeof(float)) != 0) bad++;
             }
+        { /* attention scores (keys f32 and f16, transposed) and the f16 value sum */
+            enum { DH = 24, NK = 70, KS = 75 };
+            static float kt[DH * KS], s1[NK], s2[NK];
+            static unsigned char kth[2 * DH * KS];
+            for (i = 0; i < DH * KS; i++) { kt[i] = rng_sym(1.0f); tfm__wr_u16(kth + 2 * i, tfm__f32_to_f16(kt[i])); }
+            for (n = 0; n <= NK; n += 3) {
+                isa->scores[0](a, (const unsigned char *)kt, KS, DH, n, s1);
+                tfm__scores_scalar(a, kt, KS, DH, n, s2);
+                if (memcmp(s1, s2, (size_t)n * sizeof(float)) != 0) bad++;
+                isa->scores[1](a + 1, kth, KS, DH - 5, n, s1);
+                tfm__scores_h_scalar(a + 1, kth, KS, DH - 5, n, s2);
+                if (memcmp(s1, s2, (size_t)n * sizeof(float)) != 0) bad++;
+                memcpy(y1, b, (MAXN + 8) * sizeof(float));
+                memcpy(y2, b, (MAXN + 8) * sizeof(float));
+                isa->axpy_h(y1 + 1, -0.61f, kth + 2, n);
+                tfm__axpy_h_scalar(y2 + 1, -0.61f, kth + 2, n);
+                if (memcmp(y1, y2, (MAXN + 8) * sizeof(float)) != 0) bad++;
+            }
+        }
         for (f = TFM__ACT_Q8; f < TFM__ACT_COUNT; f++) {
             int nbs[3] = {1, 3, 17}, k;
             for (k = 0; k < 3; k++) {
                 int cols = 512;
                 float *x = (float *)malloc((size_t)nbs[k] * (size_t)cols * sizeof(float));
-                tfm__qacts q1 = alloc_qa((tfm__afmt)f, nbs[k], cols), q2 = alloc_qa((tfm__afmt)f, nbs[k], cols);
+                tfm__qacts q1 = alloc_qa((tfm__afmt)f, nbs[k], cols, isa->grouped), q2 = alloc_qa((tfm__afmt)f, nbs[k], cols, isa->grouped);
                 size_t n_pad = (size_t)(nbs[k] + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
                 for (i = 0; i < nbs[k] * cols; i++) x[i] = rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
                 isa->quant(x, (size_t)cols, nbs[k], cols, &q1);
@@ -271,8 +290,8 @@ static void test_vector_ops(void) {
                 free_qa(&q1); free_qa(&q2); free(x);
             }
         }
-        CHECK_MSG(bad == 0, "set %s: %d dot / axpy / quantizer results differ from the scalar twins", isa->name, bad);
-        printf("set %-8s runs here: dot, axpy and quantizers equal the scalar twins (%s)\n", isa->name,
+        CHECK_MSG(bad == 0, "set %s: %d dot / axpy / scores / quantizer results differ from the scalar twins", isa->name, bad);
+        printf("set %-8s runs here: dot, axpy, scores and quantizers equal the scalar twins (%s)\n", isa->name,
                bad ? "NO" : "yes");
     }
 #ifdef TFM__X86_AVX2

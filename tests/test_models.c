@@ -1,9 +1,9 @@
 /* test_models.c - tfm.h against independent float64 references on real Hugging Face layouts.
 
-   For each golden checkpoint tests/data/models/NAME (made by tools/make_test_models.py, see its
+   For each golden checkpoint tests/data/models/NAME (made by tests/gen/make_test_models.py, see its
    README), the Makefile converts the folder with build/tfm-convert into build/models/NAME.tfm
    (f32) and build/models/NAME-f16.tfm. This test opens both and compares tfm.h's logits with
-   logits.f32 (float64 NumPy reference, tools/ref_gpt_neox.py):
+   logits.f32 (float64 NumPy reference, tests/gen/ref_gpt_neox.py):
      - the whole token sequence at once (tfm_session_eval with logits_all),
      - one token at a time (tfm_session_decode), and a rewind to the middle of the sequence,
      - a 2-thread session and a host parallel_for that runs tasks in reverse order: both must be
@@ -113,7 +113,7 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
     return m;
 }
 
-/* On a failure, keep tfm.h's logits for tools/ref_gpt_neox.py --diagnose. */
+/* On a failure, keep tfm.h's logits for tests/gen/ref_gpt_neox.py --diagnose. */
 static void dump_logits(const char *name, const char *label, const float *logits, size_t n) {
     char path[256];
     FILE *f;
@@ -121,7 +121,7 @@ static void dump_logits(const char *name, const char *label, const float *logits
     f = fopen(path, "wb");
     if (!f) return;
     if (fwrite(logits, sizeof(float), n, f) == n)
-        fprintf(stderr, "    wrote %s; /usr/bin/python3 tools/ref_gpt_neox.py --diagnose %s%s %s\n", path,
+        fprintf(stderr, "    wrote %s; /usr/bin/python3 tests/gen/ref_gpt_neox.py --diagnose %s%s %s\n", path,
                 DATA_DIR, name, path);
     fclose(f);
 }
@@ -267,6 +267,59 @@ static void check_tokenizer(const model_case *mc, const tfm_model *model, const 
               tfm_result_string(r));
 }
 
+/* Every kernel set this CPU runs gives the logits `best` gave, bit for bit. */
+static void check_kernel_sets(const char *path, const char *label, const tfm_session_desc *sd, const golden *g,
+                              int n_vocab, const float *best) {
+    static const char *const sets[] = {"scalar", "avx2", "avx512", "amx", "neon"};
+    size_t i, n_all = (size_t)g->n_ids * (size_t)n_vocab;
+    for (i = 0; best && i < sizeof sets / sizeof sets[0]; i++) {
+        tfm_model_desc md;
+        tfm_model *m = NULL;
+        float *out;
+        memset(&md, 0, sizeof md);
+        md.path = path;
+        md.kernels = sets[i];
+        if (tfm_model_open(&md, &m) != TFM_OK) continue; /* not compiled in, or not this CPU */
+        out = eval_all(m, sd, g, n_vocab, label);
+        CHECK_MSG(out && memcmp(out, best, n_all * sizeof(float)) == 0, "%s: kernels %s differ (maxdiff %g)", label,
+                  sets[i], out ? max_abs_diff(out, best, n_all) : -1.0);
+        free(out);
+        tfm_model_close(m);
+    }
+}
+
+/* An f16 KV cache: close to the f32 one, and one call equals token by token bit for bit. */
+static void check_f16_cache(const tfm_model *model, const char *label, const golden *g, int n_vocab,
+                            const float *f32_cache) {
+    tfm_session_desc sd;
+    tfm_session *s = NULL;
+    size_t n_all = (size_t)g->n_ids * (size_t)n_vocab;
+    float *all, *steps = (float *)calloc(n_all, sizeof(float));
+    int t, same = 1;
+    memset(&sd, 0, sizeof sd);
+    sd.kv_dtype = TFM_DTYPE_F16;
+    all = eval_all(model, &sd, g, n_vocab, label);
+    if (all && f32_cache) { /* f16 keeps 11 significant bits: bound 0.2% of the largest logit */
+        double d = max_abs_diff(all, f32_cache, n_all), top = 0.0, lim;
+        size_t i;
+        for (i = 0; i < n_all; i++) top = fabs(f32_cache[i]) > top ? fabs(f32_cache[i]) : top;
+        lim = 0.002 * top;
+        printf("    %-16s f16 KV cache vs f32: maxdiff %.3g (bound %.3g)\n", label, d, lim);
+        CHECK_MSG(d <= lim, "%s: f16 cache maxdiff %g > %g", label, d, lim);
+    }
+    if (all && steps && tfm_session_create(model, &sd, &s) == TFM_OK) {
+        for (t = 0; t < g->n_ids && same; t++) {
+            const float *lg = NULL;
+            same = tfm_session_decode(s, g->ids[t], t, &lg) == TFM_OK && lg &&
+                   memcmp(lg, all + (size_t)t * (size_t)n_vocab, (size_t)n_vocab * sizeof(float)) == 0;
+        }
+        CHECK_MSG(same, "%s: f16 cache: token by token differs from one call at %d", label, t - 1);
+        tfm_session_destroy(s);
+    }
+    free(all);
+    free(steps);
+}
+
 static void run_file(const model_case *mc, const golden *g, const char *suffix, double bound) {
     char path[256], label[64];
     tfm_model_desc md;
@@ -313,6 +366,10 @@ static void run_file(const model_case *mc, const golden *g, const char *suffix, 
     CHECK_MSG(one && rev && memcmp(one, rev, n_all * sizeof(float)) == 0,
               "%s: a reverse-order parallel_for changes the logits (maxdiff %g)", label,
               one && rev ? max_abs_diff(one, rev, n_all) : -1.0);
+
+    sd.parallel_for = NULL;
+    check_kernel_sets(path, label, &sd, g, mc->n_vocab, one);
+    check_f16_cache(model, label, g, mc->n_vocab, one);
 
     if (mc->has_tokenizer && suffix[0] == '\0') check_tokenizer(mc, model, g);
     free(one);

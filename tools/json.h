@@ -1,4 +1,4 @@
-/* json.h - a small strict JSON reader for tools/tfm-convert.c (include once, static functions).
+/* json.h - a small strict JSON reader for tfm-convert (static functions: include it where needed).
 
    Parses RFC 8259 JSON into a flat array of nodes (no recursion, explicit stack with a depth
    limit), decoding strings (all escapes, \uXXXX surrogate pairs -> UTF-8) into one buffer.
@@ -16,6 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define JSON_FN static __attribute__((unused)) /* units that use only a few stay warning-free */
+#else
+#define JSON_FN static
+#endif
 
 #define JSON_NONE ((uint32_t)0xffffffffu)
 #define JSON_MAX_DEPTH 64        /* deeper nesting is rejected (hostile input) */
@@ -46,7 +52,7 @@ typedef struct json_doc {
     size_t strings_bytes;
 } json_doc;
 
-static void json_free(json_doc *d) {
+JSON_FN void json_free(json_doc *d) {
     free(d->nodes);
     free(d->strings);
     memset(d, 0, sizeof *d);
@@ -60,12 +66,12 @@ typedef struct json_parser {
     size_t err_bytes;
 } json_parser;
 
-static int json_fail(json_parser *p, const char *what) {
+JSON_FN int json_fail(json_parser *p, const char *what) {
     snprintf(p->err, p->err_bytes, "JSON error at byte %lu: %s", (unsigned long)p->pos, what);
     return 0;
 }
 
-static void json_skip_ws(json_parser *p) {
+JSON_FN void json_skip_ws(json_parser *p) {
     while (p->pos < p->n) {
         unsigned char c = p->src[p->pos];
         if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
@@ -73,7 +79,7 @@ static void json_skip_ws(json_parser *p) {
     }
 }
 
-static uint32_t json_new_node(json_parser *p) {
+JSON_FN uint32_t json_new_node(json_parser *p) {
     json_doc *d = p->doc;
     json_node *n;
     if (d->n_nodes == d->cap_nodes) {
@@ -92,7 +98,7 @@ static uint32_t json_new_node(json_parser *p) {
     return d->n_nodes++;
 }
 
-static void json_put_utf8(char *out, size_t *o, uint32_t cp) {
+JSON_FN void json_put_utf8(char *out, size_t *o, uint32_t cp) {
     if (cp < 0x80) {
         out[(*o)++] = (char)cp;
     } else if (cp < 0x800) {
@@ -112,7 +118,7 @@ static void json_put_utf8(char *out, size_t *o, uint32_t cp) {
 
 /* Length of the valid UTF-8 sequence at s[0..avail), or 0 if invalid (overlong, surrogate,
    above U+10FFFF, truncated). */
-static size_t json_utf8_len(const unsigned char *s, size_t avail) {
+JSON_FN size_t json_utf8_len(const unsigned char *s, size_t avail) {
     unsigned char c = s[0];
     if (c < 0x80) return 1;
     if (c >= 0xc2 && c <= 0xdf) return avail >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
@@ -132,7 +138,7 @@ static size_t json_utf8_len(const unsigned char *s, size_t avail) {
     return 0;
 }
 
-static int json_hex4(json_parser *p, uint32_t *out) {
+JSON_FN int json_hex4(json_parser *p, uint32_t *out) {
     uint32_t v = 0;
     int i;
     if (p->n - p->pos < 4) return json_fail(p, "truncated \\u escape");
@@ -151,7 +157,7 @@ static int json_hex4(json_parser *p, uint32_t *out) {
 }
 
 /* Decodes the string at p->pos (which is at the opening quote) into doc->strings. */
-static int json_string(json_parser *p, uint32_t *off, uint32_t *bytes) {
+JSON_FN int json_string(json_parser *p, uint32_t *off, uint32_t *bytes) {
     json_doc *d = p->doc;
     size_t o = d->strings_bytes, start = o;
     p->pos++; /* opening quote */
@@ -211,7 +217,7 @@ static int json_string(json_parser *p, uint32_t *off, uint32_t *bytes) {
     return 1;
 }
 
-static int json_number(json_parser *p, json_node *nd) {
+JSON_FN int json_number(json_parser *p, json_node *nd) {
     size_t start = p->pos, k;
     char buf[JSON_MAX_NUMBER_CHARS + 1];
     int plain = 1;
@@ -256,7 +262,7 @@ static int json_number(json_parser *p, json_node *nd) {
     return 1;
 }
 
-static int json_literal(json_parser *p, const char *word, json_type type, json_node *nd) {
+JSON_FN int json_literal(json_parser *p, const char *word, json_type type, json_node *nd) {
     size_t len = strlen(word);
     if (p->n - p->pos < len || memcmp(p->src + p->pos, word, len) != 0)
         return json_fail(p, "unexpected character");
@@ -266,7 +272,7 @@ static int json_literal(json_parser *p, const char *word, json_type type, json_n
 }
 
 /* An object member key followed by ':' */
-static int json_key(json_parser *p, uint32_t *off, uint32_t *bytes) {
+JSON_FN int json_key(json_parser *p, uint32_t *off, uint32_t *bytes) {
     json_skip_ws(p);
     if (p->pos >= p->n || p->src[p->pos] != '"') return json_fail(p, "expected a string key");
     if (!json_string(p, off, bytes)) return 0;
@@ -277,7 +283,7 @@ static int json_key(json_parser *p, uint32_t *off, uint32_t *bytes) {
 }
 
 /* Parses src[0..n) into *doc. Returns 1, or 0 with a message in err. */
-static int json_parse(const char *src, size_t n, json_doc *doc, char *err, size_t err_bytes) {
+JSON_FN int json_parse(const char *src, size_t n, json_doc *doc, char *err, size_t err_bytes) {
     json_parser p;
     uint32_t stack[JSON_MAX_DEPTH], last[JSON_MAX_DEPTH];
     int depth = 0;
@@ -376,16 +382,16 @@ fail:
 
 /* --- access --- */
 
-static const json_node *json_at(const json_doc *d, uint32_t idx) {
+JSON_FN const json_node *json_at(const json_doc *d, uint32_t idx) {
     return idx == JSON_NONE ? NULL : &d->nodes[idx];
 }
 
-static const char *json_str(const json_doc *d, const json_node *n) { return d->strings + n->str; }
-static const char *json_key_str(const json_doc *d, const json_node *n) { return d->strings + n->key; }
+JSON_FN const char *json_str(const json_doc *d, const json_node *n) { return d->strings + n->str; }
+JSON_FN const char *json_key_str(const json_doc *d, const json_node *n) { return d->strings + n->key; }
 
 /* Member `key` of an object node, or NULL (also NULL when obj is not an object). The last
    duplicate wins, as in most JSON readers. */
-static const json_node *json_get(const json_doc *d, const json_node *obj, const char *key) {
+JSON_FN const json_node *json_get(const json_doc *d, const json_node *obj, const char *key) {
     const json_node *found = NULL;
     size_t len = strlen(key);
     uint32_t i;
@@ -397,11 +403,11 @@ static const json_node *json_get(const json_doc *d, const json_node *obj, const 
     return found;
 }
 
-static const json_node *json_first(const json_doc *d, const json_node *n) {
+JSON_FN const json_node *json_first(const json_doc *d, const json_node *n) {
     return n ? json_at(d, n->first_child) : NULL;
 }
 
-static const json_node *json_next(const json_doc *d, const json_node *n) {
+JSON_FN const json_node *json_next(const json_doc *d, const json_node *n) {
     return json_at(d, n->next);
 }
 

@@ -1,16 +1,18 @@
-/* tfm-bench: decode and prompt speed of tfm.h, reported against what this machine can do.
+/* tfm-bench: prompt and decode speed of tfm.h, reported against what this machine can do.
 
-   Decode reads every weight once per token, so its bound is memory bandwidth: the benchmark
-   measures the read bandwidth in the same run and reports decode as a fraction of it
-   (weight bytes x tokens/s / bandwidth). Prompt processing is reported against the FMA peak
-   (2 x parameters x tokens/s / peak FLOP/s). Ratios survive a noisy machine; absolute
-   tokens/s do not. The model is a random-weight one of a named shape (or a .tfm file).
+   Decode reads every weight matrix once per token, so its bound is memory bandwidth: the
+   benchmark measures the read bandwidth in the same run and reports decode as a fraction of
+   it (weight bytes x tokens/s / bandwidth). Prompt processing is reported as GFLOP/s
+   (2 x matrix weights x tokens/s) and, for float weights, against the FMA peak measured in the
+   same run. Ratios survive a noisy machine; absolute tokens/s do not. The model is a .tfm file
+   (-m) or a random-weight one of a named shape and any weight type (--shape, --type).
 
-   usage: tfm-bench [--shape pythia-410m|pythia-160m|gpt2|tiny] [--type f32|f16] [-m M.tfm]
-                    [-t THREADS] [-n DECODE_TOKENS] [-p PROMPT_TOKENS] */
+   usage: tfm-bench --help */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
+#include "tools/tfm_write.h"
+#include "tools/quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +21,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
+
+#define MAX_THREAD_COUNTS 8
+#define POOL_ELEMS ((size_t)1 << 20) /* random weights quantized once, then tiled over the tensors */
 
 typedef struct shape { const char *name; int d_model, n_layers, n_heads, d_ff, n_vocab, n_ctx; } shape;
 static const shape SHAPES[] = {
@@ -31,38 +33,40 @@ static const shape SHAPES[] = {
     {"tiny", 256, 4, 4, 1024, 2048, 256},
 };
 
+static const char USAGE[] =
+    "usage: tfm-bench [-m M.tfm | --shape pythia-410m|pythia-160m|gpt2|tiny --type TYPE]\n"
+    "                 [-t THREADS[,THREADS...]] [-p PROMPT_TOKENS] [-n DECODE_TOKENS] [-r REPEATS]\n"
+    "                 [--kernels SET] [--kv f32|f16] [--json]\n"
+    "Prompt and decode tokens/s of tfm.h, with this machine's read bandwidth and FMA peak\n"
+    "measured in the same run. Defaults: pythia-410m, f32, -t 1, -p 128, -n 32, -r 3 (medians).\n"
+    "  -m FILE      a .tfm file (the shape and type are the file's)\n"
+    "  --type TYPE  random weights of TYPE: f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m (tfm-convert's\n"
+    "               recipes, so the tensors get the types a converted file would)\n"
+    "  -t LIST      one configuration per thread count, e.g. -t 1,2\n"
+    "  --kernels S  the kernel set (scalar avx2 avx512 amx neon; default: the best this CPU runs)\n"
+    "  --kv f16     a half-precision KV cache\n"
+    "  --json       one JSON object per configuration on its own line (no other output)\n";
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One thread's sum over [p, p + n): vector loads into 8 independent accumulators so the adds
-   never limit the rate (a scalar float sum is latency-bound at ~1 float per cycle). */
+/* ---- machine limits ---- */
+
+/* One thread's sum over [p, p + n): eight independent accumulators, so the adds never limit
+   the rate; the compiler vectorizes the lanes. */
 static float sum_block(const float *p, size_t n) {
-#if defined(__AVX2__)
-    __m256 a[8];
-    float out[8], s = 0.0f;
-    size_t i;
-    int k;
-    for (k = 0; k < 8; k++) a[k] = _mm256_setzero_ps();
-    for (i = 0; i + 64 <= n; i += 64)
-        for (k = 0; k < 8; k++) a[k] = _mm256_add_ps(a[k], _mm256_loadu_ps(p + i + 8 * k));
-    for (k = 1; k < 8; k++) a[0] = _mm256_add_ps(a[0], a[k]);
-    _mm256_storeu_ps(out, a[0]);
-    for (k = 0; k < 8; k++) s += out[k];
-    return s;
-#else
     float a[8] = {0};
     size_t i;
     int k;
     for (i = 0; i + 8 <= n; i += 8)
         for (k = 0; k < 8; k++) a[k] += p[i + (size_t)k];
     return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
-#endif
 }
 
-/* Best-of-3 read bandwidth over a buffer far larger than the caches, with n threads each
+/* Best-of-3 read bandwidth in GB/s over a buffer far larger than the caches, each of n threads
    reading its own contiguous share (as decode reads its share of weight rows). */
 static double read_bandwidth(int n_threads) {
     size_t n = (size_t)1 << 28, i; /* 1 GiB of floats */
@@ -78,229 +82,381 @@ static double read_bandwidth(int n_threads) {
 #pragma omp parallel for num_threads(n_threads) reduction(+ : s) schedule(static)
         for (t = 0; t < n_threads; t++) s += (double)sum_block(buf + n / (size_t)n_threads * (size_t)t, n / (size_t)n_threads);
         dt = now() - t0;
+        if ((double)n * sizeof *buf / dt > best) best = (double)n * sizeof *buf / dt;
         sum += s;
-        if ((double)(n * sizeof *buf) / dt > best) best = (double)(n * sizeof *buf) / dt;
     }
     free(buf);
     return sum < 0 ? 0.0 : best / 1e9;
 }
 
-/* FMA peak in GFLOP/s: independent FMA chains in registers, per thread, summed. */
-static double fma_peak(int n_threads) {
-#if defined(__AVX2__) && defined(__FMA__)
-    double t0 = now(), dt, flops;
+/* FMA peak in GFLOP/s per kernel set: eight independent 16-lane fma chains per thread, written
+   with tfm.h's own vector layer (the operations its float kernels use). */
+#define PEAK_LOOP(P, T)                                                                             \
+    T static float peak_##P(long iters) {                                                          \
+        tfm__##P##_v a[8], m = tfm__##P##_set1(0.999999f), c = tfm__##P##_set1(1e-7f);              \
+        long i;                                                                                     \
+        int k;                                                                                      \
+        for (k = 0; k < 8; k++) a[k] = tfm__##P##_set1(1.0f);                                       \
+        for (i = 0; i < iters; i++)                                                                 \
+            TFM__UNROLL for (k = 0; k < 8; k++) a[k] = tfm__##P##_fma(a[k], m, c);                  \
+        for (k = 1; k < 8; k++) a[0] = tfm__##P##_fma(a[k], m, a[0]);                               \
+        return tfm__##P##_sum(a[0]);                                                                \
+    }
+#ifdef TFM__X86_AVX2
+PEAK_LOOP(avx2, TFM__T_AVX2)
+#endif
+#ifdef TFM__X86_AVX512
+PEAK_LOOP(avx512, TFM__T_AVX512)
+#endif
+#ifdef TFM__NEON
+PEAK_LOOP(neon, )
+#endif
+
+static float peak_set(const char *set, long iters) {
+#ifdef TFM__X86_AVX512
+    if (!strcmp(set, "avx512") || !strcmp(set, "amx")) return peak_avx512(iters);
+#endif
+#ifdef TFM__X86_AVX2
+    if (!strcmp(set, "avx2")) return peak_avx2(iters);
+#endif
+#ifdef TFM__NEON
+    if (!strcmp(set, "neon")) return peak_neon(iters);
+#endif
+    (void)set;
+    (void)iters;
+    return -1.0f; /* scalar: not measured */
+}
+
+static double fma_peak(const tfm__isa *isa, int n_threads) {
     long iters = 20000000;
+    double t0 = now(), dt;
     float sink = 0.0f;
     (void)n_threads;
 #pragma omp parallel num_threads(n_threads) reduction(+ : sink)
-    {
-        __m256 a0 = _mm256_set1_ps(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-        __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-        float out[8];
-        long i;
-        for (i = 0; i < iters; i++) {
-            a0 = _mm256_fmadd_ps(a0, m, c); a1 = _mm256_fmadd_ps(a1, m, c);
-            a2 = _mm256_fmadd_ps(a2, m, c); a3 = _mm256_fmadd_ps(a3, m, c);
-            a4 = _mm256_fmadd_ps(a4, m, c); a5 = _mm256_fmadd_ps(a5, m, c);
-            a6 = _mm256_fmadd_ps(a6, m, c); a7 = _mm256_fmadd_ps(a7, m, c);
-        }
-        a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                           _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-        _mm256_storeu_ps(out, a0);
-        sink += out[0];
-    }
+    sink += peak_set(isa->name, iters);
     dt = now() - t0;
-    flops = (double)iters * 8 * 8 * 2 * n_threads;
-    return sink == 12345.0f ? 0.0 : flops / dt / 1e9;
-#else
-    (void)n_threads;
-    return 0.0;
-#endif
+    return sink < 0 ? 0.0 : (double)iters * 8 * TFM__LANES * 2 * n_threads / dt / 1e9;
 }
 
-/* ---- a random-weight .tfm in memory, laid out as tfm.h's top comment specifies ---- */
-typedef struct blob { unsigned char *p; } blob;
-
-static void put(blob *b, size_t at, const void *src, size_t n) { memcpy(b->p + at, src, n); }
-static void put_u32(blob *b, size_t at, uint32_t v) {
-    unsigned char t[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
-    put(b, at, t, 4);
-}
-static void put_u64(blob *b, size_t at, uint64_t v) { put_u32(b, at, (uint32_t)v); put_u32(b, at + 4, (uint32_t)(v >> 32)); }
-static void put_f32(blob *b, size_t at, float f) { uint32_t u; memcpy(&u, &f, 4); put_u32(b, at, u); }
-
-typedef struct tensor_spec { char name[64]; int rows, cols; } tensor_spec; /* cols 0: vector */
+/* ---- a random-weight model in memory, laid out by tools/tfm_write.c ---- */
+typedef struct tensor_spec { char name[64]; int rows, cols, layer; tq_role role; } tensor_spec; /* cols 0: vector */
 
 static int list_tensors(const shape *s, tensor_spec *t) {
-    int n = 0, l, d = s->d_model;
-#define ADD(nm, r, c) (snprintf(t[n].name, 64, "%s", nm), t[n].rows = (r), t[n].cols = (c), n++)
-    char nm[64];
-    ADD("tok_embd", s->n_vocab, d);
+    static const char *const vec_d[] = {"ln1.w", "ln1.b", "ln2.w", "ln2.b", "bq", "bk", "bv", "bo", "b_down"};
+    static const char *const mat_dd[] = {"wq", "wk", "wv", "wo"};
+    int n = 0, l, i, d = s->d_model;
+#define ADD(r, c, lay, ro, ...) \
+    (snprintf(t[n].name, 64, __VA_ARGS__), t[n].rows = (r), t[n].cols = (c), t[n].layer = (lay), t[n].role = (ro), n++)
+    ADD(s->n_vocab, d, -1, TQ_ROLE_OTHER, "tok_embd");
     for (l = 0; l < s->n_layers; l++) {
-        static const char *vec_d[] = {"ln1.w", "ln1.b", "ln2.w", "ln2.b", "bq", "bk", "bv", "bo", "b_down"};
-        static const char *mat_dd[] = {"wq", "wk", "wv", "wo"};
-        int i;
-        for (i = 0; i < 9; i++) { snprintf(nm, 64, "blk.%d.%s", l, vec_d[i]); ADD(nm, d, 0); }
-        for (i = 0; i < 4; i++) { snprintf(nm, 64, "blk.%d.%s", l, mat_dd[i]); ADD(nm, d, d); }
-        snprintf(nm, 64, "blk.%d.w_up", l); ADD(nm, s->d_ff, d);
-        snprintf(nm, 64, "blk.%d.b_up", l); ADD(nm, s->d_ff, 0);
-        snprintf(nm, 64, "blk.%d.w_down", l); ADD(nm, d, s->d_ff);
+        for (i = 0; i < 9; i++) ADD(d, 0, l, TQ_ROLE_OTHER, "blk.%d.%s", l, vec_d[i]);
+        for (i = 0; i < 4; i++) ADD(d, d, l, i == 2 ? TQ_ROLE_V : TQ_ROLE_OTHER, "blk.%d.%s", l, mat_dd[i]);
+        ADD(s->d_ff, d, l, TQ_ROLE_OTHER, "blk.%d.w_up", l);
+        ADD(s->d_ff, 0, l, TQ_ROLE_OTHER, "blk.%d.b_up", l);
+        ADD(d, s->d_ff, l, TQ_ROLE_DOWN, "blk.%d.w_down", l);
     }
-    ADD("lnf.w", d, 0);
-    ADD("lnf.b", d, 0);
-    ADD("output.w", s->n_vocab, d);
+    ADD(d, 0, -1, TQ_ROLE_OTHER, "lnf.w");
+    ADD(d, 0, -1, TQ_ROLE_OTHER, "lnf.b");
+    ADD(s->n_vocab, d, -1, TQ_ROLE_OUTPUT, "output.w");
 #undef ADD
     return n;
 }
 
-/* GPT-NeoX layout (parallel residual, partial rotary); weights uniform in +-0.05. */
-static unsigned char *make_model(const shape *s, tfm_dtype dtype, size_t *out_bytes, double *weight_bytes, void **raw) {
-    tensor_spec *t = (tensor_spec *)calloc((size_t)s->n_layers * 16 + 8, sizeof *t);
-    int n = list_tensors(s, t), i;
-    size_t at, data = 256 + (size_t)n * 128, total;
-    uint32_t rng = 12345u;
-    blob b;
-    data = (data + 63) & ~(size_t)63;
-    total = data;
-    *weight_bytes = 0;
-    for (i = 0; i < n; i++) {
-        size_t es = t[i].cols && dtype == TFM_DTYPE_F16 ? 2 : 4;
-        size_t bytes = (size_t)t[i].rows * (size_t)(t[i].cols ? t[i].cols : 1) * es;
-        total = (total + bytes + 63) & ~(size_t)63;
-        if (strcmp(t[i].name, "tok_embd") != 0) *weight_bytes += (double)bytes;
-    }
-    *raw = calloc(total + 64, 1); /* zeroed: reserved bytes and padding must be zero */
-    if (!*raw) { free(t); return NULL; }
-    b.p = (unsigned char *)*raw + (64 - (uintptr_t)*raw % 64) % 64;
-    put(&b, 0, "TFMODEL\0", 8);
-    put_u32(&b, 8, TFM_FORMAT_VERSION); put_u32(&b, 12, 256); put_u32(&b, 16, TFM_ARCH_GPT_NEOX);
-    put_u32(&b, 20, (uint32_t)s->n_vocab); put_u32(&b, 24, (uint32_t)s->n_ctx);
-    put_u32(&b, 28, (uint32_t)s->n_layers); put_u32(&b, 32, (uint32_t)s->n_heads);
-    put_u32(&b, 36, (uint32_t)s->n_heads); put_u32(&b, 40, (uint32_t)s->d_model);
-    put_u32(&b, 44, (uint32_t)(s->d_model / s->n_heads)); put_u32(&b, 48, (uint32_t)s->d_ff);
-    put_u32(&b, 52, (uint32_t)(s->d_model / s->n_heads / 4)); put_f32(&b, 56, 10000.0f);
-    put_f32(&b, 60, 1e-5f); put_u32(&b, 64, TFM_NORM_LAYERNORM); put_u32(&b, 68, TFM_ACT_GELU_ERF);
-    put_u32(&b, 72, TFM_FFN_PLAIN); put_u32(&b, 76, TFM_RESIDUAL_PARALLEL); put_u32(&b, 80, TFM_POS_ROPE_HALF);
-    put_u32(&b, 84, (uint32_t)n); put_u64(&b, 88, 256);
-    at = data;
-    for (i = 0; i < n; i++) {
-        size_t e = 256 + (size_t)i * 128, k, count = (size_t)t[i].rows * (size_t)(t[i].cols ? t[i].cols : 1);
-        bool half = t[i].cols && dtype == TFM_DTYPE_F16;
-        size_t bytes = count * (half ? 2 : 4);
-        put(&b, e, t[i].name, strlen(t[i].name));
-        put_u32(&b, e + 64, half ? TFM_DTYPE_F16 : TFM_DTYPE_F32);
-        put_u32(&b, e + 68, t[i].cols ? 2 : 1);
-        put_u64(&b, e + 72, (uint64_t)t[i].rows);
-        if (t[i].cols) put_u64(&b, e + 80, (uint64_t)t[i].cols);
-        put_u64(&b, e + 104, at); put_u64(&b, e + 112, bytes);
-        for (k = 0; k < count; k++) {
-            float v;
-            rng = rng * 1664525u + 1013904223u;
-            v = ((float)(rng >> 8) / 16777216.0f - 0.5f) * 0.1f;
-            if (strstr(t[i].name, ".w") && !t[i].cols) v += 1.0f; /* norm weights near 1 */
-            if (half) { uint16_t h = (uint16_t)((0x2000u + (rng >> 22)) | (rng & 0x8000u)); memcpy(b.p + at + 2 * k, &h, 2); }
-            else memcpy(b.p + at + 4 * k, &v, 4);
+/* The header of a GPT-NeoX model (parallel residual, rotary on a quarter of each head). */
+static void neox_header(const shape *s, uint32_t n_tensors, unsigned char *out) {
+    tfmw_header h;
+    memset(&h, 0, sizeof h);
+    h.arch = TFM_ARCH_GPT_NEOX;
+    h.n_vocab = (uint32_t)s->n_vocab;
+    h.n_ctx = (uint32_t)s->n_ctx;
+    h.n_layers = (uint32_t)s->n_layers;
+    h.n_heads = h.n_kv_heads = (uint32_t)s->n_heads;
+    h.d_model = (uint32_t)s->d_model;
+    h.d_head = (uint32_t)(s->d_model / s->n_heads);
+    h.d_ff = (uint32_t)s->d_ff;
+    h.rope_dim = h.d_head / 4;
+    h.rope_theta = 10000.0f;
+    h.norm_eps = 1e-5f;
+    h.norm = TFM_NORM_LAYERNORM;
+    h.act = TFM_ACT_GELU_ERF;
+    h.ffn = TFM_FFN_PLAIN;
+    h.residual = TFM_RESIDUAL_PARALLEL;
+    h.pos = TFM_POS_ROPE_HALF;
+    h.n_tensors = n_tensors;
+    tfmw_header_bytes(out, &h);
+}
+
+/* Random weights ~ uniform(+-0.05) (norm weights near 1, biases 0): a pool quantized once per
+   dtype, tiled over each matrix (the addresses differ, so caches gain nothing from the repeat). */
+static void fill_tensor(const tensor_spec *t, tfm_dtype dt, const unsigned char *pool, size_t pool_bytes,
+                        unsigned char *p, size_t bytes) {
+    size_t k;
+    if (!t->cols) {
+        for (k = 0; k < (size_t)t->rows; k++) {
+            float v = strstr(t->name, ".w") ? 1.0f + 0.01f * (float)(k % 7) : 0.0f;
+            memcpy(p + 4 * k, &v, 4);
         }
-        at = (at + bytes + 63) & ~(size_t)63;
+        return;
     }
+    (void)dt;
+    for (k = 0; k < bytes; k += pool_bytes) memcpy(p + k, pool, bytes - k < pool_bytes ? bytes - k : pool_bytes);
+}
+
+static unsigned char *make_model(const shape *s, const char *type, size_t *out_bytes, void **raw) {
+    tensor_spec *t = (tensor_spec *)calloc((size_t)s->n_layers * 16 + 8, sizeof *t);
+    tfmw_tensor *e = (tfmw_tensor *)calloc((size_t)s->n_layers * 16 + 8, sizeof *e);
+    float *f = (float *)malloc(POOL_ELEMS * sizeof(float));
+    unsigned char *pool[TFM_DTYPE_COUNT] = {0}, *p = NULL;
+    size_t pool_bytes[TFM_DTYPE_COUNT] = {0}, k;
+    uint32_t rng = 12345u;
+    uint64_t at;
+    int n, i;
+    *raw = NULL;
+    if (!t || !e || !f) goto done;
+    for (k = 0; k < POOL_ELEMS; k++) {
+        rng = rng * 1664525u + 1013904223u;
+        f[k] = ((float)(rng >> 8) / 16777216.0f - 0.5f) * 0.1f;
+    }
+    n = list_tensors(s, t);
+    at = tfmw_dir_end((size_t)n);
+    for (i = 0; i < n; i++) {
+        tfm_dtype dt = t[i].cols ? tq_matrix_dtype(type, t[i].role, t[i].layer, s->n_layers, t[i].cols, NULL)
+                                 : TFM_DTYPE_F32;
+        e[i].name = t[i].name;
+        e[i].dtype = (uint32_t)dt;
+        e[i].rank = t[i].cols ? 2 : 1;
+        e[i].shape[0] = (uint64_t)t[i].rows;
+        e[i].shape[1] = (uint64_t)t[i].cols;
+        e[i].data_bytes = (uint64_t)t[i].rows * tfm_dtype_row_bytes(dt, (size_t)(t[i].cols ? t[i].cols : 1));
+        e[i].data_offset = tfmw_place(&at, e[i].data_bytes);
+        if (t[i].cols && !pool[dt]) { /* POOL_ELEMS is whole blocks of every dtype */
+            pool_bytes[dt] = tfm_dtype_row_bytes(dt, POOL_ELEMS);
+            pool[dt] = (unsigned char *)malloc(pool_bytes[dt]);
+            if (!pool[dt] || tfm_dtype_from_f32(dt, f, pool[dt], POOL_ELEMS) != TFM_OK) goto done;
+        }
+    }
+    *raw = calloc((size_t)at + 64, 1); /* zeroed: reserved bytes and padding must be zero */
+    if (*raw) {
+        p = (unsigned char *)*raw + (64 - (uintptr_t)*raw % 64) % 64;
+        neox_header(s, (uint32_t)n, p);
+        for (i = 0; i < n; i++) {
+            tfmw_entry_bytes(p + TFMW_HEADER_BYTES + (size_t)i * TFMW_DIR_ENTRY_BYTES, &e[i]);
+            fill_tensor(&t[i], (tfm_dtype)e[i].dtype, pool[e[i].dtype], pool_bytes[e[i].dtype], p + e[i].data_offset,
+                        (size_t)e[i].data_bytes);
+        }
+        *out_bytes = (size_t)at;
+    }
+done:
+    for (i = 0; i < TFM_DTYPE_COUNT; i++) free(pool[i]);
+    free(f);
     free(t);
-    *out_bytes = total;
-    return b.p;
+    free(e);
+    return p;
+}
+
+/* ---- what one token reads and computes ---- */
+
+static double matrix_bytes(const tfm__tensor *w) { return w->data ? (double)w->rows * (double)w->row_bytes : 0.0; }
+static double matrix_params(const tfm__tensor *w) { return w->data ? (double)w->rows * (double)w->cols : 0.0; }
+
+/* Bytes of weight matrices one decoded token reads (every layer matrix and the output head;
+   the embedding only one row of) and the multiply-adds it does in them. */
+static void per_token(const tfm_model *m, double *bytes, double *macs) {
+    int l;
+    *bytes = matrix_bytes(&m->w_out);
+    *macs = matrix_params(&m->w_out);
+    for (l = 0; l < m->config.n_layers; l++) {
+        const tfm__layer *L = &m->layers[l];
+        const tfm__tensor *t[7];
+        int i;
+        t[0] = &L->wq; t[1] = &L->wk; t[2] = &L->wv; t[3] = &L->wo; t[4] = &L->w_up; t[5] = &L->w_gate; t[6] = &L->w_down;
+        for (i = 0; i < 7; i++) {
+            *bytes += matrix_bytes(t[i]);
+            *macs += matrix_params(t[i]);
+        }
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void log_line(void *user, tfm_result r, const char *msg) { (void)user; fprintf(stderr, "tfm: %s: %s\n", tfm_result_string(r), msg); }
 
+typedef struct args {
+    const char *path, *type, *kernels;
+    const shape *sh;
+    int threads[MAX_THREAD_COUNTS], n_thread_counts, n_prompt, n_gen, repeats, json;
+    tfm_dtype kv;
+} args;
+
+static int parse_threads(const char *v, args *a) {
+    a->n_thread_counts = 0;
+    while (*v) {
+        char *end;
+        long t = strtol(v, &end, 10);
+        if (end == v || t < 1 || t > 256 || a->n_thread_counts == MAX_THREAD_COUNTS) return 0;
+        a->threads[a->n_thread_counts++] = (int)t;
+        v = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return 0;
+    }
+    return a->n_thread_counts > 0;
+}
+
+static int parse_args(int argc, char **argv, args *a) {
+    int i;
+    size_t k;
+    memset(a, 0, sizeof *a);
+    a->sh = &SHAPES[0];
+    a->type = "f32";
+    a->threads[0] = 1;
+    a->n_thread_counts = 1;
+    a->n_prompt = 128;
+    a->n_gen = 32;
+    a->repeats = 3;
+    a->kv = TFM_DTYPE_F32;
+    for (i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) { fputs(USAGE, stdout); exit(0); }
+        if (!strcmp(o, "--json")) { a->json = 1; continue; }
+        if (!v) { fprintf(stderr, "tfm-bench: %s needs a value (see --help)\n", o); return 0; }
+        i++;
+        if (!strcmp(o, "--shape")) {
+            for (k = 0; k < sizeof SHAPES / sizeof SHAPES[0] && strcmp(SHAPES[k].name, v); k++) {}
+            if (k == sizeof SHAPES / sizeof SHAPES[0]) { fprintf(stderr, "tfm-bench: unknown shape %s\n", v); return 0; }
+            a->sh = &SHAPES[k];
+        } else if (!strcmp(o, "--type")) {
+            if (!tq_type_valid(v)) { fprintf(stderr, "tfm-bench: unknown --type %s (see --help)\n", v); return 0; }
+            a->type = v;
+        } else if (!strcmp(o, "--kernels")) a->kernels = v;
+        else if (!strcmp(o, "--kv")) {
+            if (strcmp(v, "f32") && strcmp(v, "f16")) { fprintf(stderr, "tfm-bench: --kv f32|f16\n"); return 0; }
+            a->kv = strcmp(v, "f16") ? TFM_DTYPE_F32 : TFM_DTYPE_F16;
+        } else if (!strcmp(o, "-m")) a->path = v;
+        else if (!strcmp(o, "-t")) {
+            if (!parse_threads(v, a)) { fprintf(stderr, "tfm-bench: -t takes 1..256, comma-separated\n"); return 0; }
+        } else if (!strcmp(o, "-n")) a->n_gen = atoi(v);
+        else if (!strcmp(o, "-p")) a->n_prompt = atoi(v);
+        else if (!strcmp(o, "-r")) a->repeats = atoi(v);
+        else { fprintf(stderr, "tfm-bench: unknown option %s (see --help)\n", o); return 0; }
+    }
+    if (a->n_gen < 1 || a->n_prompt < 1 || a->repeats < 1 || a->repeats > 100) {
+        fprintf(stderr, "tfm-bench: -n and -p must be >= 1, -r 1..100\n");
+        return 0;
+    }
+    return 1;
+}
+
+/* One configuration: median prompt and decode times over a->repeats runs (after a warm-up). */
+static int run_config(const tfm_model *m, const args *a, int n_threads, double *t_prompt, double *t_gen) {
+    tfm_config c = tfm_model_config(m);
+    tfm_session_desc sd;
+    tfm_session *s = NULL;
+    double tp[100], tg[100];
+    int32_t *ids = (int32_t *)malloc((size_t)(a->n_prompt + a->n_gen) * sizeof *ids);
+    int rep, i, ok = 1;
+    memset(&sd, 0, sizeof sd);
+    sd.n_threads = n_threads;
+    sd.n_ctx = a->n_prompt + a->n_gen;
+    sd.kv_dtype = a->kv;
+    if (!ids || sd.n_ctx > c.n_ctx) {
+        fprintf(stderr, "tfm-bench: -p + -n (%d) exceeds the model's n_ctx %d\n", sd.n_ctx, c.n_ctx);
+        free(ids);
+        return 0;
+    }
+    if (tfm_session_create(m, &sd, &s) != TFM_OK) { free(ids); return 0; }
+    for (i = 0; i < a->n_prompt + a->n_gen; i++) ids[i] = (int32_t)(((long)i * 7919 + 13) % c.n_vocab);
+    for (rep = -1; rep < a->repeats && ok; rep++) { /* rep -1: warm-up (page faults, caches) */
+        double t0 = now();
+        ok = tfm_session_eval(s, ids, a->n_prompt, 0, NULL) == TFM_OK;
+        if (rep >= 0) tp[rep] = now() - t0;
+        t0 = now();
+        for (i = 0; i < a->n_gen && ok; i++) ok = tfm_session_decode(s, ids[a->n_prompt + i], a->n_prompt + i, NULL) == TFM_OK;
+        if (rep >= 0) tg[rep] = now() - t0;
+    }
+    if (!ok) fprintf(stderr, "tfm-bench: eval failed: %s\n", tfm_session_last_error(s));
+    if (ok) {
+        *t_prompt = median(tp, a->repeats);
+        *t_gen = median(tg, a->repeats);
+    }
+    tfm_session_destroy(s);
+    free(ids);
+    return ok;
+}
+
 int main(int argc, char **argv) {
-    const shape *sh = &SHAPES[0];
-    const char *path = NULL;
-    tfm_dtype dtype = TFM_DTYPE_F32;
-    int n_threads = 1, n_decode = 32, n_prompt = 64, i;
+    args a;
     unsigned char *mem = NULL;
     void *raw = NULL;
     size_t mem_bytes = 0;
-    double weight_bytes = 0, bw, peak, t0, t_prompt, t_decode, n_params;
     tfm_model_desc md;
     tfm_model *model;
-    tfm_session_desc sd;
-    tfm_session *s;
     tfm_config c;
-    int32_t *ids;
-    tfm_result r;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        size_t k;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: tfm-bench [--shape pythia-410m|pythia-160m|gpt2|tiny] [--type f32|f16] [-m M.tfm]\n"
-                   "                 [-t THREADS] [-n DECODE_TOKENS] [-p PROMPT_TOKENS]\n"
-                   "Measures read bandwidth and FMA peak, then prompt and decode tokens/s of tfm.h on a\n"
-                   "random-weight model of the shape (default pythia-410m, f32, 1 thread, -n 32 -p 64),\n"
-                   "or of the -m file (then --shape/--type are ignored and decode has no bandwidth ratio).\n");
-            return 0;
-        }
-        if (!v) { fprintf(stderr, "tfm-bench: %s needs a value (see --help)\n", a); return 1; }
-        i++;
-        if (!strcmp(a, "--shape")) {
-            for (k = 0; k < sizeof SHAPES / sizeof SHAPES[0] && strcmp(SHAPES[k].name, v); k++) {}
-            if (k == sizeof SHAPES / sizeof SHAPES[0]) { fprintf(stderr, "tfm-bench: unknown shape %s\n", v); return 1; }
-            sh = &SHAPES[k];
-        } else if (!strcmp(a, "--type")) {
-            if (strcmp(v, "f32") && strcmp(v, "f16")) { fprintf(stderr, "tfm-bench: --type f32|f16\n"); return 1; }
-            dtype = strcmp(v, "f16") ? TFM_DTYPE_F32 : TFM_DTYPE_F16;
-        } else if (!strcmp(a, "-m")) path = v;
-        else if (!strcmp(a, "-t")) n_threads = atoi(v);
-        else if (!strcmp(a, "-n")) n_decode = atoi(v);
-        else if (!strcmp(a, "-p")) n_prompt = atoi(v);
-        else { fprintf(stderr, "tfm-bench: unknown option %s (see --help)\n", a); return 1; }
-    }
-    if (n_threads < 1 || n_decode < 1 || n_prompt < 1) { fprintf(stderr, "tfm-bench: -t, -n, -p must be >= 1\n"); return 1; }
+    const char *label, *type_label;
+    double bytes, macs;
+    int ti;
+    if (!parse_args(argc, argv, &a)) return 1;
     memset(&md, 0, sizeof md);
     md.logger.log = log_line;
-    if (path) md.path = path;
-    else {
-        fprintf(stderr, "building a random %s model (%s)...\n", sh->name, dtype == TFM_DTYPE_F16 ? "f16" : "f32");
-        mem = make_model(sh, dtype, &mem_bytes, &weight_bytes, &raw);
+    md.kernels = a.kernels;
+    if (a.path) {
+        md.path = a.path;
+        label = a.path;
+    } else {
+        if (!a.json) fprintf(stderr, "building a random %s model (%s)...\n", a.sh->name, a.type);
+        mem = make_model(a.sh, a.type, &mem_bytes, &raw);
         if (!mem) { fprintf(stderr, "tfm-bench: out of memory\n"); return 1; }
         md.data = mem;
         md.data_bytes = mem_bytes;
+        label = a.sh->name;
     }
-    if ((r = tfm_model_open(&md, &model)) != TFM_OK) { free(raw); return 1; }
+    if (tfm_model_open(&md, &model) != TFM_OK) { free(raw); return 1; }
     c = tfm_model_config(model);
-    if (path) weight_bytes = 0; /* unknown split: report tokens/s only */
-    memset(&sd, 0, sizeof sd);
-    sd.n_threads = n_threads;
-    sd.n_ctx = n_prompt + n_decode < c.n_ctx ? n_prompt + n_decode : c.n_ctx;
-    if (n_prompt + n_decode > sd.n_ctx) { fprintf(stderr, "tfm-bench: -p + -n exceeds n_ctx %d\n", c.n_ctx); return 1; }
-    if (tfm_session_create(model, &sd, &s) != TFM_OK) { tfm_model_close(model); free(raw); return 1; }
-    ids = (int32_t *)malloc((size_t)n_prompt * sizeof *ids);
-    for (i = 0; i < n_prompt; i++) ids[i] = (int32_t)((i * 7919) % c.n_vocab);
-    fprintf(stderr, "measuring bandwidth and FMA peak with %d thread(s)...\n", n_threads);
-    bw = read_bandwidth(n_threads);
-    peak = fma_peak(n_threads);
-    t0 = now();
-    r = tfm_session_eval(s, ids, n_prompt, 0, NULL);
-    t_prompt = now() - t0;
-    t0 = now();
-    for (i = 0; i < n_decode && r == TFM_OK; i++) {
-        const float *lg;
-        r = tfm_session_decode(s, ids[i % n_prompt], n_prompt + i, &lg);
+    type_label = a.path ? tfm_dtype_describe(c.dtype).name : a.type;
+    per_token(model, &bytes, &macs);
+    if (!a.json) {
+        printf("build            %s\n", tfm_build_info());
+        printf("kernels          %s\n", model->isa.name);
+        printf("model            %s %s: %d layers, d_model %d, d_ff %d, vocab %d; %.1f MB of matrices per token\n", label,
+               type_label, c.n_layers, c.d_model, c.d_ff, c.n_vocab, bytes / 1e6);
     }
-    t_decode = now() - t0;
-    if (r != TFM_OK) { fprintf(stderr, "tfm-bench: eval failed: %s\n", tfm_session_last_error(s)); return 1; }
-    n_params = (double)c.n_layers * (4.0 * c.d_model * c.d_model + 2.0 * c.d_model * c.d_ff) + (double)c.n_vocab * c.d_model;
-    printf("build            %s, %d thread(s)\n", tfm_build_info(), n_threads);
-    printf("model            %s %s: %d layers, d_model %d, d_ff %d, vocab %d\n", path ? path : sh->name,
-           c.dtype == TFM_DTYPE_F16 ? "f16" : "f32", c.n_layers, c.d_model, c.d_ff, c.n_vocab);
-    printf("read bandwidth   %.1f GB/s\n", bw);
-    printf("FMA peak         %.0f GFLOP/s (AVX2)\n", peak);
-    printf("prompt           %d tokens: %.1f tokens/s", n_prompt, n_prompt / t_prompt);
-    if (peak > 0) printf(" = %.1f%% of FMA peak", 100.0 * 2.0 * n_params * n_prompt / t_prompt / (peak * 1e9));
-    printf("\ndecode           %d tokens: %.2f tokens/s", n_decode, n_decode / t_decode);
-    if (weight_bytes > 0)
-        printf(" = %.1f GB/s of weights = %.0f%% of read bandwidth", weight_bytes * n_decode / t_decode / 1e9,
-               100.0 * weight_bytes * n_decode / t_decode / 1e9 / bw);
-    printf("\n");
-    free(ids);
-    tfm_session_destroy(s);
+    for (ti = 0; ti < a.n_thread_counts; ti++) {
+        int nt = a.threads[ti];
+        double bw, peak, t_prompt = 0, t_gen = 0, pp, tg, eff, gflops;
+        if (!a.json) fprintf(stderr, "measuring %d thread(s)...\n", nt);
+        bw = read_bandwidth(nt);
+        peak = fma_peak(&model->isa, nt);
+        if (!run_config(model, &a, nt, &t_prompt, &t_gen)) {
+            tfm_model_close(model);
+            free(raw);
+            return 1;
+        }
+        pp = a.n_prompt / t_prompt;
+        tg = a.n_gen / t_gen;
+        eff = bw > 0 ? bytes * tg / 1e9 / bw : 0.0;
+        gflops = 2.0 * macs * pp / 1e9;
+        if (a.json) {
+            printf("{\"model\": \"%s\", \"type\": \"%s\", \"kernels\": \"%s\", \"threads\": %d, \"n_prompt\": %d, "
+                   "\"n_gen\": %d, \"repeats\": %d, \"pp_tok_s\": %.2f, \"tg_tok_s\": %.2f, \"weight_bytes\": %.0f, "
+                   "\"bandwidth_gbs\": %.2f, \"decode_efficiency\": %.3f, \"pp_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
+                   label, type_label, model->isa.name, nt, a.n_prompt, a.n_gen, a.repeats, pp, tg, bytes, bw, eff,
+                   gflops, peak);
+        } else {
+            printf("threads %d\n", nt);
+            printf("  read bandwidth %.1f GB/s, FMA peak %.0f GFLOP/s (%s)\n", bw, peak, model->isa.name);
+            printf("  prompt         %d tokens: %.1f tokens/s = %.0f GFLOP/s", a.n_prompt, pp, gflops);
+            if (c.dtype <= TFM_DTYPE_BF16 && peak > 0) printf(" = %.0f%% of FMA peak", 100.0 * gflops / peak);
+            printf("\n  decode         %d tokens: %.2f tokens/s = %.1f GB/s of weights = %.0f%% of read bandwidth\n",
+                   a.n_gen, tg, bytes * tg / 1e9, 100.0 * eff);
+        }
+        fflush(stdout);
+    }
     tfm_model_close(model);
     free(raw);
     return 0;

@@ -5,9 +5,9 @@
        tfm-convert --vocab-only SRC -o vocab.tfm   SRC: tokenizer.json, or a dir holding it or
                                                    vocab.json + merges.txt
        tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type f32|f16] [--quiet]
-                   [--check]                   a llama2.c checkpoint (tools/convert_llama2c.h)
+                   [--check]                   a llama2.c checkpoint (tools/convert_llama2c.c)
        tfm-convert FILE.gguf -o out.tfm [--type f32|f16] [--quiet] [--check]
-       tfm-convert --vocab-only FILE.gguf -o vocab.tfm   GGUF (tools/convert_gguf.h)
+       tfm-convert --vocab-only FILE.gguf -o vocab.tfm   GGUF (tools/convert_gguf.c)
        tfm-convert --help
 
    model_type: gpt_neox, gpt2, llama, phi, gptj, starcoder2. Source dtypes F32, F16, BF16;
@@ -16,7 +16,7 @@
 
    Writes exactly the format documented at the top of tfm.h (header, tensor directory,
    tokenizer blob, 64-byte aligned tensor data, every field little-endian and written byte by
-   byte). Tensor data is streamed one tensor at a time in chunks; the output goes to OUT.tmp,
+   byte; the header, directory and layout through tools/tfm_write.c, shared with tfm-bench). Tensor data is streamed one tensor at a time in chunks; the output goes to OUT.tmp,
    renamed to OUT only when everything succeeded. Every failure is one "tfm-convert: error:"
    line (naming the file, key or tensor, and both shapes on a mismatch) and exit status 1.
 
@@ -30,17 +30,21 @@
        TC_CONV1D for weights stored [in, out];
      - buffer suffixes to skip, and optional name prefixes ("transformer.").
    The checkpoint reader, the row-gather writer and the tokenizer are shared by all of them.
+   The same architecture in GGUF is one gg_archs entry in tools/convert_gguf.c.
 
    Policy: a checkpoint tensor that no table entry uses (and that is not a known buffer) is an
    ERROR, so a half-understood checkpoint never turns silently into a wrong model. A present
    output head with tie_word_embeddings true is ignored with a warning, as Hugging Face does.
 
-   SECTIONS: >>util >>f16 >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check
-   >>llama2c (tools/convert_llama2c.h: llama2.c checkpoints, tokenizer.bin) >>main */
+   SECTIONS: >>util >>f16 >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check >>main
+   The shared types and calls are declared in tools/convert.h, which the other importers use:
+   tools/convert_gguf.c (GGUF files) and tools/convert_llama2c.c (llama2.c checkpoints,
+   tokenizer.bin). */
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
-#include "tools/json.h"
+#include "tools/convert.h"
 #include "tools/gguf.h"
+#include "tools/tfm_write.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -51,20 +55,13 @@
 #include <string.h>
 
 /* >>util -----------------------------------------------------------------------------------------
-   Messages, whole-file reads, paths, little-endian writes. */
+   Messages, whole-file reads, paths; tfm.h's own readers for the other units. */
 
-#define TC_MAX_JSON_BYTES ((size_t)512 << 20)     /* config / tokenizer / index files */
 #define TC_MAX_ST_HEADER_BYTES 100000000u         /* as the reference safetensors reader */
-#define TC_MAX_RANK 8
 #define TC_CHUNK_BYTES ((size_t)4 << 20)          /* tensor data is streamed in chunks */
 #define TC_PROGRESS_MIN_BYTES ((uint64_t)32 << 20) /* smaller outputs print no progress */
-#define TC_ALIGN 64                               /* .tfm tensor and blob alignment */
-#define TC_HEADER_BYTES 256
-#define TC_DIR_ENTRY_BYTES 128
-#define TC_NAME_BYTES 64
-#define TC_BLOB_HEADER_BYTES 64
 
-static void tc_error(const char *fmt, ...) {
+void tc_error(const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "tfm-convert: error: ");
     va_start(ap, fmt);
@@ -73,7 +70,7 @@ static void tc_error(const char *fmt, ...) {
     fprintf(stderr, "\n");
 }
 
-static void tc_warn(const char *fmt, ...) {
+void tc_warn(const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "tfm-convert: warning: ");
     va_start(ap, fmt);
@@ -82,7 +79,7 @@ static void tc_warn(const char *fmt, ...) {
     fprintf(stderr, "\n");
 }
 
-static char *tc_strdup(const char *s) {
+char *tc_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = (char *)malloc(n);
     if (d) memcpy(d, s, n);
@@ -108,7 +105,7 @@ static int tc_file_exists(const char *path) {
 }
 
 /* Size of an open file; leaves the position at the start. */
-static int tc_file_bytes(FILE *f, const char *path, uint64_t *out) {
+int tc_file_bytes(FILE *f, const char *path, uint64_t *out) {
     long end;
     if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         tc_error("%s: cannot determine the file size", path);
@@ -137,7 +134,7 @@ static int tc_read_at(FILE *f, const char *path, uint64_t offset, void *dst, siz
 }
 
 /* Reads a whole file (NUL-terminated) of at most max_bytes. */
-static int tc_read_file(const char *path, size_t max_bytes, char **out, size_t *out_bytes) {
+int tc_read_file(const char *path, size_t max_bytes, char **out, size_t *out_bytes) {
     FILE *f = fopen(path, "rb");
     uint64_t n;
     char *buf;
@@ -179,25 +176,35 @@ static int tc_read_json(const char *path, json_doc *doc) {
     return ok;
 }
 
-static void tc_put_u32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
+uint32_t tc_rd_u32(const unsigned char *p) { return tfm__rd_u32(p); }
+float tc_rd_f32(const unsigned char *p) { return tfm__rd_f32(p); }
+uint32_t tc_max_vocab(void) { return (uint32_t)TFM_MAX_VOCAB; }
+
+int tc_map_open(const char *path, tc_map *m) {
+    tfm_model_desc md;
+    tfm_allocator a;
+    tfm__file *f = (tfm__file *)calloc(1, sizeof *f);
+    memset(m, 0, sizeof *m);
+    memset(&md, 0, sizeof md);
+    memset(&a, 0, sizeof a);
+    md.path = path;
+    if (!f || tfm__file_open(&md, &a, NULL, f) != TFM_OK) {
+        free(f);
+        return 0;
+    }
+    m->data = f->data;
+    m->data_bytes = f->data_bytes;
+    m->file = f;
+    return 1;
 }
 
-static void tc_put_u64(unsigned char *p, uint64_t v) {
-    tc_put_u32(p, (uint32_t)v);
-    tc_put_u32(p + 4, (uint32_t)(v >> 32));
+void tc_map_close(tc_map *m) {
+    tfm_allocator a;
+    memset(&a, 0, sizeof a);
+    if (m->file) tfm__file_close((tfm__file *)m->file, &a);
+    free(m->file);
+    memset(m, 0, sizeof *m);
 }
-
-static void tc_put_f32(unsigned char *p, float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    tc_put_u32(p, u);
-}
-
-static uint64_t tc_align64(uint64_t n) { return (n + (TC_ALIGN - 1)) & ~(uint64_t)(TC_ALIGN - 1); }
 
 /* a * b for sizes from files; 0 on overflow. */
 static int tc_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
@@ -258,44 +265,13 @@ static float tc_bf16_to_f32(uint16_t b) {
    Each header is validated in full before any data is read: size, JSON, dtype and shape
    against the byte range, ranges inside the file, no overlaps and no holes. */
 
-typedef enum tc_dtype {
-    TC_F32, TC_F16, TC_BF16, TC_OTHER,
-    TC_Q4_0, TC_Q4_1, TC_Q5_0, TC_Q5_1, TC_Q8_0, /* GGUF blocks of 32 along a row (tools/gguf.h) */
-    TC_Q4_K, TC_Q5_K, TC_Q6_K                    /* GGUF blocks of 256 */
-} tc_dtype;
-
-typedef struct tc_tensor {
-    const char *name;     /* in the shard's header JSON strings */
-    tc_dtype dtype;
-    const char *dtype_name;
-    int rank;
-    uint64_t shape[TC_MAX_RANK];
-    int shard;
-    uint64_t offset;      /* absolute file offset */
-    uint64_t bytes;
-    int used;
-} tc_tensor;
-
-typedef struct tc_shard {
-    char *path;
-    FILE *file;
-    json_doc header;
-} tc_shard;
-
-typedef struct tc_checkpoint {
-    tc_shard *shards;
-    int n_shards;
-    tc_tensor *tensors;   /* sorted by name once loaded */
-    size_t n_tensors, cap_tensors;
-} tc_checkpoint;
-
 static const struct { const char *name; unsigned bits; } tc_st_dtypes[] = {
     {"F32", 32}, {"F16", 16}, {"BF16", 16}, {"F64", 64}, {"I64", 64}, {"U64", 64}, {"I32", 32},
     {"U32", 32}, {"I16", 16}, {"U16", 16}, {"I8", 8}, {"U8", 8}, {"BOOL", 8}, {"C64", 64},
     {"F8_E4M3", 8}, {"F8_E5M2", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"F8_E8M0", 8},
 };
 
-static void tc_checkpoint_free(tc_checkpoint *c) {
+void tc_checkpoint_free(tc_checkpoint *c) {
     int i;
     for (i = 0; i < c->n_shards; i++) {
         if (c->shards[i].file) fclose(c->shards[i].file);
@@ -316,7 +292,7 @@ static int tc_cmp_tensor_offset(const void *a, const void *b) {
     return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
 }
 
-static tc_tensor *tc_find_tensor(const tc_checkpoint *c, const char *name) {
+tc_tensor *tc_find_tensor(const tc_checkpoint *c, const char *name) {
     tc_tensor key;
     key.name = name;
     return (tc_tensor *)bsearch(&key, c->tensors, c->n_tensors, sizeof key, tc_cmp_tensor_name);
@@ -382,7 +358,7 @@ static int tc_st_entry(const json_doc *d, const json_node *e, const char *path, 
     return 1;
 }
 
-static int tc_add_tensor(tc_checkpoint *c, tc_tensor *t) {
+int tc_add_tensor(tc_checkpoint *c, tc_tensor *t) {
     if (c->n_tensors == c->cap_tensors) {
         size_t cap = c->cap_tensors ? c->cap_tensors * 2 : 64;
         tc_tensor *g = (tc_tensor *)realloc(c->tensors, cap * sizeof *g);
@@ -490,7 +466,7 @@ static int tc_st_open(tc_checkpoint *c, const char *path) {
 }
 
 /* Sorts by name and rejects duplicates (across shards too). */
-static int tc_checkpoint_index(tc_checkpoint *c) {
+int tc_checkpoint_index(tc_checkpoint *c) {
     size_t i;
     qsort(c->tensors, c->n_tensors, sizeof *c->tensors, tc_cmp_tensor_name);
     for (i = 1; i < c->n_tensors; i++)
@@ -566,20 +542,11 @@ done:
    Typed reads of config.json keys. A key that is absent or null takes the default; a key with
    the wrong type is an error naming it. */
 
-typedef struct tc_hparams { /* the .tfm header fields */
-    uint32_t arch, n_vocab, n_ctx, n_layers, n_heads, n_kv_heads, d_model, d_head, d_ff, rope_dim;
-    float rope_theta, norm_eps;
-    uint32_t norm, act, ffn, residual, pos;
-    int tied_output; /* no output.w: the head reuses tok_embd */
-    int attn_bias;   /* attention projections carry biases */
-    int mlp_bias;    /* MLP projections carry biases */
-} tc_hparams;
-
-typedef struct tc_cfg {
+struct tc_cfg {
     const json_doc *doc;
     const json_node *obj;
     const char *path;
-} tc_cfg;
+};
 
 static const json_node *tc_cfg_node(const tc_cfg *c, const char *key) {
     const json_node *n = json_get(c->doc, c->obj, key);
@@ -702,7 +669,7 @@ static int tc_cfg_rope(const tc_cfg *c, const char *const *theta_keys, const cha
 }
 
 /* Limits tfm.h enforces when it opens the file; checked here so errors appear early. */
-static int tc_validate_hparams(const tc_hparams *hp, const char *path) {
+int tc_validate_hparams(const tc_hparams *hp, const char *path) {
     const char *bad = NULL;
     if (hp->n_layers < 1 || hp->n_layers > TFM_MAX_LAYERS) bad = "layer count";
     else if (hp->n_vocab < 1 || hp->n_vocab > TFM_MAX_VOCAB) bad = "vocab_size";
@@ -720,50 +687,6 @@ static int tc_validate_hparams(const tc_hparams *hp, const char *path) {
 /* >>arch -----------------------------------------------------------------------------------------
    Per-architecture tables: how config.json keys become header fields, and how checkpoint
    tensors become .tfm tensors. Shapes are written in symbolic dims resolved from tc_hparams. */
-
-typedef enum tc_dim {
-    TC_DIM_NONE = 0,
-    TC_DIM_VOCAB,   /* n_vocab */
-    TC_DIM_CTX,     /* n_ctx */
-    TC_DIM_MODEL,   /* d_model */
-    TC_DIM_FF,      /* d_ff */
-    TC_DIM_Q,       /* n_heads * d_head */
-    TC_DIM_KV,      /* n_kv_heads * d_head */
-    TC_DIM_QKV      /* (n_heads + 2 * n_kv_heads) * d_head: a fused q|k|v projection */
-} tc_dim;
-
-typedef enum tc_op {
-    TC_OP_COPY = 0,         /* one .tfm tensor, same layout */
-    TC_OP_SPLIT_QKV_HEADS,  /* fused rows viewed as [n_heads, 3, d_head] (GPT-NeoX, MHA only):
-                               three tensors q, k, v */
-    TC_OP_SPLIT_QKV_THIRDS  /* fused rows q | k | v, each contiguous (GPT-2) */
-} tc_op;
-
-#define TC_LAYER 1u        /* names contain %d: one entry per layer */
-#define TC_IF_ATTN_BIAS 2u /* present iff hparams.attn_bias */
-#define TC_IF_MLP_BIAS 4u  /* present iff hparams.mlp_bias */
-#define TC_IF_UNTIED 8u    /* present iff the output head is not tied */
-#define TC_CONV1D 16u      /* stored [in, out] (GPT-2 Conv1D): transposed on the way out; the
-                              table gives the stored shape */
-#define TC_KEEP_F32 32u    /* a matrix that stays f32 whatever --type says (a lookup table,
-                              not a matmul: learned positions) */
-
-typedef struct tc_tensor_map {
-    const char *hf;        /* checkpoint name (printf format with %d for the layer) */
-    const char *tfm[3];    /* output name(s); three for the split ops */
-    unsigned flags;
-    tc_op op;
-    tc_dim shape[2];       /* expected checkpoint shape; rank = number of non-NONE dims */
-} tc_tensor_map;
-
-typedef struct tc_arch {
-    const char *model_type;
-    int (*read_config)(const tc_cfg *cfg, tc_hparams *hp);
-    const tc_tensor_map *tensors;
-    size_t n_tensors;
-    const char *const *skip_suffixes; /* buffers in older checkpoints, not weights */
-    const char *const *prefixes;      /* tried when a name is not found as is (NULL: none) */
-} tc_arch;
 
 /* n_heads / n_kv_heads / d_head (head_dim 0: d_model / n_heads), checked for consistency. */
 static int tc_heads(const tc_cfg *c, tc_hparams *hp, uint32_t head_dim) {
@@ -1114,7 +1037,6 @@ static const tc_tensor_map tc_starcoder2_tensors[] = {
     {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
 };
 
-#define TC_TABLE(t) t, sizeof t / sizeof t[0]
 static const tc_arch tc_archs[] = {
     {"gpt_neox", tc_neox_config, TC_TABLE(tc_neox_tensors), tc_neox_skip, NULL},
     {"gpt2", tc_gpt2_config, TC_TABLE(tc_gpt2_tensors), tc_gpt2_skip, tc_gpt2_prefixes},
@@ -1137,24 +1059,6 @@ static const tc_arch *tc_find_arch(const char *model_type) {
    gather and its place in the file. Output row r of a tensor reads source row
    (r / group) * stride + offset + r % group; a plain copy is one group. A transposed (Conv1D)
    source instead gives output row r = source column offset + r. */
-
-typedef struct tc_out {
-    char name[TC_NAME_BYTES];
-    uint32_t dtype;               /* tfm_dtype */
-    int rank;
-    uint64_t shape[2];
-    const tc_tensor *src;
-    uint64_t rows, row_elems;     /* the tensor as rows x row_elems (a vector: n x 1) */
-    uint64_t group, stride, offset;
-    int transposed;               /* source is [row_elems, src_cols] */
-    uint64_t src_cols;
-    uint64_t data_offset, data_bytes;
-} tc_out;
-
-typedef struct tc_plan {
-    tc_out *outs;
-    size_t n_outs, cap_outs;
-} tc_plan;
 
 static uint64_t tc_dim_value(const tc_hparams *hp, tc_dim d) {
     switch (d) {
@@ -1224,8 +1128,8 @@ static void tc_part(const tc_tensor_map *m, const tc_hparams *hp, int i, uint64_
 }
 
 /* One table entry for one layer (layer < 0: global). */
-static int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int layer,
-                         const tc_hparams *hp, const tc_checkpoint *c, uint32_t out_dtype) {
+int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int layer,
+                  const tc_hparams *hp, const tc_checkpoint *c, uint32_t out_dtype) {
     char name[256], hf[300], want[96], got[96];
     uint64_t shape[2] = {0, 0}, total, inner;
     int rank = 0, i, n_parts = m->op == TC_OP_COPY ? 1 : 3, conv = (m->flags & TC_CONV1D) != 0;
@@ -1288,8 +1192,8 @@ static int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, i
 
 /* The whole model: global entries in table order, the per-layer entries as one block per
    layer at the place of the first per-layer entry. Then every unused tensor is an error. */
-static int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpoint *c,
-                         uint32_t out_dtype) {
+int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpoint *c,
+                  uint32_t out_dtype) {
     size_t i, j, n_unused = 0;
     int layers_done = 0, l;
     for (i = 0; i < a->n_tensors; i++) {
@@ -1329,34 +1233,9 @@ static int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_
    kept (tfm.h merges by their rank, as Hugging Face does) and each token's score is minus the
    rank of the first merge that makes it (-1e10, never merged by score, for the others). */
 
-#define TC_ALPHABET_CPS 0x144 /* code points of the byte alphabet: 0 .. U+0143 */
 #define TC_SPM_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's visible space */
 
-typedef struct tc_tok {
-    uint32_t n_tokens;
-    uint32_t *text_off, *text_len; /* raw text of each id in arena */
-    unsigned char *has_text;
-    unsigned char *attrs;
-    char *arena;
-    size_t arena_bytes, arena_cap;
-    uint32_t *merges;              /* [n_merges][3] */
-    size_t n_merges, cap_merges;
-    uint32_t flags, pretok;
-    uint32_t kind;                 /* tfm_tokenizer_kind; 0: TFM_TOKENIZER_BPE_BYTES */
-    float *scores;                 /* [n_tokens] merge scores (SentencePiece); NULL: all 0 */
-    int32_t bos_id, eos_id, unk_id, pad_id;
-    const char **h_key;            /* alphabet spelling -> id (keys borrowed from the source) */
-    uint32_t *h_len;
-    int32_t *h_id;
-    size_t h_cap;
-    char *concat;                  /* scratch for merged spellings */
-    size_t concat_cap;
-    unsigned char cp_valid[TC_ALPHABET_CPS], cp_byte[TC_ALPHABET_CPS];
-    int spm_spelling;              /* tokenizer.json with byte_fallback: U+2581 and <0xNN> */
-    int metaspace_split;           /* Metaspace split = true: checked against the vocab */
-} tc_tok;
-
-static void tc_tok_free(tc_tok *t) {
+void tc_tok_free(tc_tok *t) {
     free(t->text_off);
     free(t->text_len);
     free(t->has_text);
@@ -1383,7 +1262,7 @@ static void tc_tok_alphabet(tc_tok *t) {
     }
 }
 
-static int tc_tok_alloc(tc_tok *t, uint32_t n_tokens, size_t n_hash) {
+int tc_tok_alloc(tc_tok *t, uint32_t n_tokens, size_t n_hash) {
     size_t cap = 16;
     while (cap < n_hash * 2) cap *= 2;
     t->n_tokens = n_tokens;
@@ -1425,7 +1304,7 @@ static int32_t tc_tok_lookup(const tc_tok *t, const char *s, size_t n) {
 }
 
 /* Append raw bytes to the arena and make them the text of id. */
-static int tc_tok_set_text(tc_tok *t, uint32_t id, const char *s, size_t n) {
+int tc_tok_set_text(tc_tok *t, uint32_t id, const char *s, size_t n) {
     if (t->arena_bytes + n > t->arena_cap) {
         size_t cap = t->arena_cap ? t->arena_cap : 1 << 16;
         char *g;
@@ -1452,7 +1331,7 @@ static int tc_hex_upper(char c) {
 
 /* A vocab entry: spelling (alphabet, or SentencePiece's with spm_spelling) -> id. Decodes the
    spelling to raw bytes. */
-static int tc_tok_add_vocab(tc_tok *t, const char *s, size_t n, int64_t id, const char *src) {
+int tc_tok_add_vocab(tc_tok *t, const char *s, size_t n, int64_t id, const char *src) {
     char raw[1024];
     size_t i = 0, o = 0, slot;
     if (id < 0 || id >= (int64_t)t->n_tokens) {
@@ -1552,7 +1431,7 @@ static int tc_tok_add_merge(tc_tok *t, const char *a, size_t na, const char *b, 
 }
 
 /* "a b" -> a, b (one space; byte-level spellings never contain a space). */
-static int tc_tok_add_merge_line(tc_tok *t, const char *s, size_t n, const char *src) {
+int tc_tok_add_merge_line(tc_tok *t, const char *s, size_t n, const char *src) {
     const char *sp = (const char *)memchr(s, ' ', n);
     if (!sp || sp == s || sp + 1 == s + n || memchr(sp + 1, ' ', (size_t)(s + n - sp - 1))) {
         tc_error("%s: merge %lu (\"%.*s\"): expected two tokens separated by one space", src,
@@ -2034,9 +1913,9 @@ static int tc_tok_finish(tc_tok *t, const tc_cfg *cfg, const char *src) {
 }
 
 /* The blob exactly as tfm.h's FILE FORMAT describes it. */
-static int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) {
+int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) {
     size_t n = t->n_tokens, text_bytes = 0, off, i, bytes;
-    size_t offsets_at = TC_BLOB_HEADER_BYTES, scores_at = offsets_at + 4 * (n + 1);
+    size_t offsets_at = TFMW_BLOB_HEADER_BYTES, scores_at = offsets_at + 4 * (n + 1);
     size_t attrs_at = scores_at + 4 * n, merges_at = (attrs_at + n + 3) & ~(size_t)3;
     size_t text_at = merges_at + 12 * t->n_merges;
     unsigned char *b;
@@ -2048,25 +1927,25 @@ static int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) 
     }
     b = (unsigned char *)calloc(bytes, 1);
     if (!b) { tc_error("out of memory"); return 0; }
-    tc_put_u32(b + 0, t->kind ? t->kind : (uint32_t)TFM_TOKENIZER_BPE_BYTES);
-    tc_put_u32(b + 4, (uint32_t)n);
-    tc_put_u32(b + 8, (uint32_t)t->n_merges);
-    tc_put_u32(b + 12, t->flags);
-    tc_put_u32(b + 16, t->pretok);
-    tc_put_u32(b + 20, (uint32_t)t->bos_id);
-    tc_put_u32(b + 24, (uint32_t)t->eos_id);
-    tc_put_u32(b + 28, (uint32_t)t->unk_id);
-    tc_put_u32(b + 32, (uint32_t)t->pad_id);
-    tc_put_u32(b + 36, (uint32_t)text_bytes);
+    tfmw_put_u32(b + 0, t->kind ? t->kind : (uint32_t)TFM_TOKENIZER_BPE_BYTES);
+    tfmw_put_u32(b + 4, (uint32_t)n);
+    tfmw_put_u32(b + 8, (uint32_t)t->n_merges);
+    tfmw_put_u32(b + 12, t->flags);
+    tfmw_put_u32(b + 16, t->pretok);
+    tfmw_put_u32(b + 20, (uint32_t)t->bos_id);
+    tfmw_put_u32(b + 24, (uint32_t)t->eos_id);
+    tfmw_put_u32(b + 28, (uint32_t)t->unk_id);
+    tfmw_put_u32(b + 32, (uint32_t)t->pad_id);
+    tfmw_put_u32(b + 36, (uint32_t)text_bytes);
     for (i = 0, off = 0; i < n; i++) {
-        tc_put_u32(b + offsets_at + 4 * i, (uint32_t)off);
+        tfmw_put_u32(b + offsets_at + 4 * i, (uint32_t)off);
         if (t->text_len[i]) memcpy(b + text_at + off, t->arena + t->text_off[i], t->text_len[i]);
         off += t->text_len[i];
         b[attrs_at + i] = t->attrs[i]; /* no scores: 0.0f (BPE ranks are the merge order) */
-        if (t->scores) tc_put_f32(b + scores_at + 4 * i, t->scores[i]);
+        if (t->scores) tfmw_put_f32(b + scores_at + 4 * i, t->scores[i]);
     }
-    tc_put_u32(b + offsets_at + 4 * n, (uint32_t)off);
-    for (i = 0; i < 3 * t->n_merges; i++) tc_put_u32(b + merges_at + 4 * i, t->merges[i]);
+    tfmw_put_u32(b + offsets_at + 4 * n, (uint32_t)off);
+    for (i = 0; i < 3 * t->n_merges; i++) tfmw_put_u32(b + merges_at + 4 * i, t->merges[i]);
     *out = b;
     *out_bytes = bytes;
     return 1;
@@ -2125,10 +2004,10 @@ static int tc_w(tc_writer *w, const void *p, size_t n) {
 }
 
 static int tc_w_zeros_to(tc_writer *w, uint64_t offset) {
-    static const unsigned char zeros[TC_ALIGN];
+    static const unsigned char zeros[TFMW_ALIGN];
     while (w->at < offset) {
         uint64_t n = offset - w->at;
-        if (!tc_w(w, zeros, (size_t)(n < TC_ALIGN ? n : TC_ALIGN))) return 0;
+        if (!tc_w(w, zeros, (size_t)(n < TFMW_ALIGN ? n : TFMW_ALIGN))) return 0;
     }
     return 1;
 }
@@ -2146,7 +2025,7 @@ static int tc_grow(unsigned char **buf, size_t *cap, size_t need) {
 static size_t tc_src_elem_bytes(tc_dtype d) { return d == TC_F32 ? 4 : 2; }
 
 /* The GGUF block type of a quantized source dtype, or 0 (F32 is 0 there too: never a block). */
-static uint32_t tc_block_type(tc_dtype d) {
+uint32_t tc_block_type(tc_dtype d) {
     return d == TC_Q4_0 ? GGUF_TYPE_Q4_0 : d == TC_Q4_1 ? GGUF_TYPE_Q4_1 : d == TC_Q5_0 ? GGUF_TYPE_Q5_0
          : d == TC_Q5_1 ? GGUF_TYPE_Q5_1 : d == TC_Q8_0 ? GGUF_TYPE_Q8_0 : d == TC_Q4_K ? GGUF_TYPE_Q4_K
          : d == TC_Q5_K ? GGUF_TYPE_Q5_K : d == TC_Q6_K ? GGUF_TYPE_Q6_K : 0u;
@@ -2177,7 +2056,7 @@ static void tc_convert(const unsigned char *in, tc_dtype src, unsigned char *out
         else if (src == TC_F16) f = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
         else f = tc_bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
         if (dst == TFM_DTYPE_F32) {
-            tc_put_f32(out + 4 * i, f);
+            tfmw_put_f32(out + 4 * i, f);
         } else {
             uint16_t h = tc_f32_to_f16(f);
             out[2 * i] = (unsigned char)h;
@@ -2254,68 +2133,61 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
     return 1;
 }
 
-/* Places the blob and the tensors; returns the file size. */
+/* Places the blob and the tensors (tools/tfm_write.h); returns the file size. */
 static uint64_t tc_layout(tc_plan *p, size_t blob_bytes, uint64_t *blob_at) {
-    uint64_t at = TC_HEADER_BYTES + (uint64_t)p->n_outs * TC_DIR_ENTRY_BYTES;
+    uint64_t at = tfmw_dir_end(p->n_outs);
     size_t i;
-    *blob_at = 0;
-    if (blob_bytes) {
-        *blob_at = tc_align64(at);
-        at = *blob_at + blob_bytes;
-    }
+    *blob_at = blob_bytes ? tfmw_place(&at, blob_bytes) : 0;
     for (i = 0; i < p->n_outs; i++) {
         tc_out *o = &p->outs[i];
-        o->data_offset = tc_align64(at);
         o->data_bytes = o->rows * o->row_elems * (o->dtype == TFM_DTYPE_F32 ? 4u : 2u);
-        at = o->data_offset + o->data_bytes;
+        o->data_offset = tfmw_place(&at, o->data_bytes);
     }
     return at;
 }
 
 static void tc_header(unsigned char *h, const tc_hparams *hp, uint32_t n_tensors, uint64_t blob_at,
                       uint64_t blob_bytes) {
-    memset(h, 0, TC_HEADER_BYTES);
-    memcpy(h, "TFMODEL", 8); /* with its NUL */
-    tc_put_u32(h + 8, TFM_FORMAT_VERSION);
-    tc_put_u32(h + 12, TC_HEADER_BYTES);
-    tc_put_u32(h + 16, hp->arch);
-    tc_put_u32(h + 20, hp->n_vocab);
-    tc_put_u32(h + 24, hp->n_ctx);
-    tc_put_u32(h + 28, hp->n_layers);
-    tc_put_u32(h + 32, hp->n_heads);
-    tc_put_u32(h + 36, hp->n_kv_heads);
-    tc_put_u32(h + 40, hp->d_model);
-    tc_put_u32(h + 44, hp->d_head);
-    tc_put_u32(h + 48, hp->d_ff);
-    tc_put_u32(h + 52, hp->rope_dim);
-    tc_put_f32(h + 56, hp->rope_theta);
-    tc_put_f32(h + 60, hp->norm_eps);
-    tc_put_u32(h + 64, hp->norm);
-    tc_put_u32(h + 68, hp->act);
-    tc_put_u32(h + 72, hp->ffn);
-    tc_put_u32(h + 76, hp->residual);
-    tc_put_u32(h + 80, hp->pos);
-    tc_put_u32(h + 84, n_tensors);
-    tc_put_u64(h + 88, TC_HEADER_BYTES);
-    tc_put_u64(h + 96, blob_at);
-    tc_put_u64(h + 104, blob_bytes);
+    tfmw_header w;
+    w.arch = hp->arch;
+    w.n_vocab = hp->n_vocab;
+    w.n_ctx = hp->n_ctx;
+    w.n_layers = hp->n_layers;
+    w.n_heads = hp->n_heads;
+    w.n_kv_heads = hp->n_kv_heads;
+    w.d_model = hp->d_model;
+    w.d_head = hp->d_head;
+    w.d_ff = hp->d_ff;
+    w.rope_dim = hp->rope_dim;
+    w.rope_theta = hp->rope_theta;
+    w.norm_eps = hp->norm_eps;
+    w.norm = hp->norm;
+    w.act = hp->act;
+    w.ffn = hp->ffn;
+    w.residual = hp->residual;
+    w.pos = hp->pos;
+    w.n_tensors = n_tensors;
+    w.tokenizer_offset = blob_at;
+    w.tokenizer_bytes = blob_bytes;
+    tfmw_header_bytes(h, &w);
 }
 
 static void tc_dir_entry(unsigned char *e, const tc_out *o) {
-    memset(e, 0, TC_DIR_ENTRY_BYTES);
-    memcpy(e, o->name, strlen(o->name)); /* < 64 bytes: NUL-padded */
-    tc_put_u32(e + 64, o->dtype);
-    tc_put_u32(e + 68, (uint32_t)o->rank);
-    tc_put_u64(e + 72, o->shape[0]);
-    tc_put_u64(e + 80, o->shape[1]);
-    tc_put_u64(e + 104, o->data_offset);
-    tc_put_u64(e + 112, o->data_bytes);
+    tfmw_tensor t;
+    t.name = o->name;
+    t.dtype = o->dtype;
+    t.rank = o->rank;
+    t.shape[0] = o->shape[0];
+    t.shape[1] = o->shape[1];
+    t.data_offset = o->data_offset;
+    t.data_bytes = o->data_bytes;
+    tfmw_entry_bytes(e, &t);
 }
 
-static int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
-                         const unsigned char *blob, size_t blob_bytes, const tc_checkpoint *ck, int quiet) {
+int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
+                  const unsigned char *blob, size_t blob_bytes, const tc_checkpoint *ck, int quiet) {
     tc_writer w;
-    unsigned char buf[TC_HEADER_BYTES];
+    unsigned char buf[TFMW_HEADER_BYTES];
     uint64_t blob_at, file_bytes = tc_layout(p, blob_bytes, &blob_at);
     char *tmp = (char *)malloc(strlen(out_path) + 5);
     size_t i;
@@ -2335,10 +2207,10 @@ static int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
         return 0;
     }
     tc_header(buf, hp, (uint32_t)p->n_outs, blob_at, blob_bytes);
-    if (!tc_w(&w, buf, TC_HEADER_BYTES)) goto done;
+    if (!tc_w(&w, buf, TFMW_HEADER_BYTES)) goto done;
     for (i = 0; i < p->n_outs; i++) {
         tc_dir_entry(buf, &p->outs[i]);
-        if (!tc_w(&w, buf, TC_DIR_ENTRY_BYTES)) goto done;
+        if (!tc_w(&w, buf, TFMW_DIR_ENTRY_BYTES)) goto done;
     }
     if (blob_bytes && (!tc_w_zeros_to(&w, blob_at) || !tc_w(&w, blob, blob_bytes))) goto done;
     for (i = 0; i < p->n_outs; i++)
@@ -2420,7 +2292,7 @@ static int tc_check_tokenizer(const tfm_model *model) {
 
 /* Opens the file with tfm.h, prints its configuration, compares it with what was written
    (hp; NULL for a vocab-only file) and round-trips a sample through the tokenizer. */
-static int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
+int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
     tfm_model_desc md;
     tfm_model *model;
     tfm_config c;
@@ -2466,8 +2338,6 @@ static int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
     return ok;
 }
 
-#include "tools/convert_llama2c.h" /* >>llama2c: llama2.c checkpoints and tokenizer.bin */
-
 /* >>main -----------------------------------------------------------------------------------------
    Arguments, then model conversion or vocab-only conversion. */
 
@@ -2501,13 +2371,6 @@ static void tc_usage(FILE *f) {
         "           or a directory with tokenizer.json or vocab.json + merges.txt, or a .gguf\n"
         "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n");
 }
-
-typedef struct tc_args {
-    const char *src, *out;
-    const char *tokenizer; /* llama2.c tokenizer.bin */
-    uint32_t dtype;
-    int quiet, check, vocab_only;
-} tc_args;
 
 static int tc_parse_args(int argc, char **argv, tc_args *a) {
     int i;
@@ -2656,8 +2519,6 @@ done:
     tc_tok_free(&tok);
     return ok;
 }
-
-#include "tools/convert_gguf.h" /* >>gguf: GGUF files (model and tokenizer) */
 
 int main(int argc, char **argv) {
     tc_args a;

@@ -1,5 +1,5 @@
-/* convert_gguf.h - GGUF import for tfm-convert (included by tools/tfm-convert.c before >>main;
-   uses its >>safetensors checkpoint, >>plan, >>tokenizer, >>writer and >>check code).
+/* convert_gguf.c - GGUF import for tfm-convert (through tools/convert.h it uses tfm-convert's
+   >>safetensors checkpoint, >>plan, >>tokenizer, >>writer and >>check code).
 
        tfm-convert FILE.gguf -o out.tfm [--type f32|f16] [--check]
        tfm-convert --vocab-only FILE.gguf -o vocab.tfm
@@ -11,7 +11,7 @@
    The file is mapped and parsed by tools/gguf.h, then presented to the shared writer as a
    one-shard checkpoint whose tensors carry llama.cpp's names and PyTorch-order shapes (GGUF
    dims are reversed: ne[0] is the row length, so an [out, in] matrix has ne = {in, out}).
-   Layout conventions honoured (REFERENCE.md D.1, tests/data/arch/README.md):
+   Layout conventions honoured (REFERENCE.md D.1, tests/data/models/README.md):
      - llama: q/k rows are in Meta's interleaved order: pos = ROPE_INTERLEAVED, rows kept.
      - gptneox, gpt2: attn_qkv is q | k | v thirds (split by rows, no per-head interleave).
      - gpt2: matrices are already [out, in]; output.weight duplicates token_embd and is kept
@@ -48,22 +48,28 @@
      - no tokenizer.ggml.model (or "none"): converted without a tokenizer, with a warning (the
        model is usable by token ids); other models (bert, t5, rwkv, ...) are refused. */
 
+#include "tools/convert.h"
+#include "tools/gguf.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 /* >>gguf-source ----------------------------------------------------------------------------------
    The mapped file, its parsed header, and the checkpoint view the writer reads. */
 
 typedef struct gg_source {
     const char *path;
-    tfm__file map;       /* the whole file, mapped (or read) by tfm.h's >>io */
+    tc_map map;          /* the whole file, mapped (or read) by tfm.h's >>io */
     gguf_file g;
     tc_checkpoint ck;    /* one shard: the GGUF file itself */
 } gg_source;
 
 static void gg_close(gg_source *s) {
-    tfm_allocator a;
-    memset(&a, 0, sizeof a);
     tc_checkpoint_free(&s->ck);
     gguf_free(&s->g);
-    tfm__file_close(&s->map, &a);
+    tc_map_close(&s->map);
 }
 
 static tc_dtype gg_dtype(uint32_t type, const char **name) {
@@ -111,15 +117,10 @@ static int gg_checkpoint(gg_source *s) {
 }
 
 static int gg_open(gg_source *s, const char *path) {
-    tfm_model_desc md;
-    tfm_allocator a;
     char err[256];
     memset(s, 0, sizeof *s);
-    memset(&md, 0, sizeof md);
-    memset(&a, 0, sizeof a);
     s->path = path;
-    md.path = path;
-    if (tfm__file_open(&md, &a, NULL, &s->map) != TFM_OK) {
+    if (!tc_map_open(path, &s->map)) {
         tc_error("cannot open or read %s", path);
         return 0;
     }
@@ -535,7 +536,7 @@ static int gg_tok_tokens(const gg_source *s, tc_tok *t, int spm, const unsigned 
                          const unsigned char *scores) {
     gguf_string_iter it;
     uint64_t n, i;
-    gguf_string_array(&s->g, "tokenizer.ggml.tokens", &it, &n);
+    if (!gguf_string_array(&s->g, "tokenizer.ggml.tokens", &it, &n)) return 0; /* gg_tokenizer checked it */
     for (i = 0; i < n; i++) {
         gguf_string str = gguf_string_next(&it);
         int32_t type = types ? (int32_t)(uint32_t)gguf__le(types + 4 * i, 4) : GG_TOKTYPE_NORMAL;
@@ -626,8 +627,8 @@ static int gg_tokenizer(const gg_source *s, tc_tok *t, int *found) {
     *found = 1;
     {
         gguf_string_iter it;
-        if (!gguf_string_array(&s->g, "tokenizer.ggml.tokens", &it, &n) || n == 0 || n > TFM_MAX_VOCAB) {
-            tc_error("%s: tokenizer.ggml.tokens must be an array of 1..%d strings", s->path, TFM_MAX_VOCAB);
+        if (!gguf_string_array(&s->g, "tokenizer.ggml.tokens", &it, &n) || n == 0 || n > tc_max_vocab()) {
+            tc_error("%s: tokenizer.ggml.tokens must be an array of 1..%u strings", s->path, tc_max_vocab());
             return 0;
         }
     }
@@ -668,7 +669,7 @@ done:
 
 /* A path ending in .gguf (whatever it holds: a bad file gets GGUF's messages), or a file that
    starts with the GGUF magic. */
-static int gg_is_gguf(const char *path) {
+int gg_is_gguf(const char *path) {
     unsigned char m[4];
     size_t n = strlen(path);
     FILE *f;
@@ -759,7 +760,7 @@ done:
     return ok;
 }
 
-static int gg_convert(const tc_args *a) {
+int gg_convert(const tc_args *a) {
     if (a->tokenizer) {
         tc_error("--tokenizer is for llama2.c checkpoints; %s is GGUF (its tokenizer is inside)", a->src);
         return 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """NFC golden cases for tests/test_tokenizer.c from Python's unicodedata (standard library only).
 
-    /usr/bin/python3 tools/make_nfc_vectors.py > tests/data/tokenizer/nfc.txt
+    /usr/bin/python3 tests/gen/make_nfc_vectors.py > tests/data/tokenizer/nfc.txt
 
 One case per line: "input => expected", each a space-separated list of hex code points."""
 import random

@@ -20,11 +20,11 @@ REFERENCE.md C.1/C.2), not from tfm.h, so that it can judge tfm.h and tools/tfm-
 Every weight is read as stored (f32, f16 or bf16 safetensors, one file or shards) and widened to
 float64 exactly, so the reference is computed on the very numbers a converter sees.
 
-Usage: /usr/bin/python3 tools/ref_gpt_neox.py DIR [ids...]   prints the logits of the last
+Usage: /usr/bin/python3 tests/gen/ref_gpt_neox.py DIR [ids...]   prints the logits of the last
 position (ids default to DIR/tokens.txt).
-       /usr/bin/python3 tools/ref_gpt_neox.py --torch-check DIR...   compares with a second,
+       /usr/bin/python3 tests/gen/ref_gpt_neox.py --torch-check DIR...   compares with a second,
 torch-written forward (float64) on each folder's tokens.txt.
-       /usr/bin/python3 tools/ref_gpt_neox.py --diagnose DIR GOT.f32   ranks the reference and
+       /usr/bin/python3 tests/gen/ref_gpt_neox.py --diagnose DIR GOT.f32   ranks the reference and
 variants with one typical mistake each (qkv as thirds, interleaved RoPE, wrong rotary dims or
 base, GELU form, residual form, dropped biases, tied head) by distance to logits GOT.f32
 (float32 [n_tokens, vocab], as test_models writes build/models/NAME.got.f32 on a failure). As a module: load(dir) and forward(model, ids).

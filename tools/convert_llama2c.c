@@ -1,8 +1,7 @@
-/* convert_llama2c.h - llama2.c checkpoints and tokenizer.bin for tfm-convert (>>llama2c).
+/* convert_llama2c.c - llama2.c checkpoints and tokenizer.bin for tfm-convert.
 
-   Included by tools/tfm-convert.c after its >>check section: it reuses the checkpoint, plan,
-   tokenizer and writer code there, so a llama2.c file takes the same path to disk as a
-   Hugging Face one. Formats as llama2.c writes them (export.py, tokenizer.py, run.c @ 350e04fe;
+   Through tools/convert.h it uses tfm-convert's checkpoint, plan, tokenizer and writer code,
+   so a llama2.c file takes the same path to disk as a Hugging Face one. Formats as llama2.c writes them (export.py, tokenizer.py, run.c @ 350e04fe;
    tfm.h's REFERENCE.md D.2):
 
    version 0 ("legacy", the format run.c reads): seven int32, no magic
@@ -35,6 +34,14 @@
    ids 1 and 2 in llama2.c's tokenizers); "<unk>" is special and unk_id; flags PREFIX_SPACE (the
    dummy prefix run.c adds) and ADD_BOS (run.c starts every prompt with BOS). */
 
+#include "tools/convert.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #define TC_L2C_MAGIC 0x616b3432u  /* "ak42" as a little-endian uint32 */
 #define TC_L2C_V0_HEADER_BYTES 28 /* seven int32 */
 #define TC_L2C_V1_HEADER_BYTES 256
@@ -52,7 +59,7 @@ typedef struct tc_l2c_header {
 /* 1 if path is a readable file that may be llama2.c's: the "ak42" magic, or any other file of
    at least 4 bytes that is not GGUF (version 0 has no magic; its header and size are checked
    when it is converted). A directory reads as nothing here: 0. */
-static int tc_l2c_sniff(const char *path) {
+int tc_l2c_sniff(const char *path) {
     unsigned char m[4];
     FILE *f = fopen(path, "rb");
     size_t n;
@@ -68,8 +75,8 @@ static int tc_l2c_read_header(FILE *f, const char *path, tc_l2c_header *h, tc_hp
     int32_t v[7];
     size_t n = fread(b, 1, sizeof b, f), at, i;
     memset(h, 0, sizeof *h);
-    if (n >= 8 && tfm__rd_u32(b) == TC_L2C_MAGIC) {
-        int32_t version = (int32_t)tfm__rd_u32(b + 4);
+    if (n >= 8 && tc_rd_u32(b) == TC_L2C_MAGIC) {
+        int32_t version = (int32_t)tc_rd_u32(b + 4);
         if (version != 1) {
             tc_error("%s: llama2.c checkpoint version %d is not supported (0 and 1 are; version 2 "
                      "is runq.c's int8: export float32 with export.py --version 1)", path,
@@ -93,7 +100,7 @@ static int tc_l2c_read_header(FILE *f, const char *path, tc_l2c_header *h, tc_hp
         h->header_bytes = TC_L2C_V0_HEADER_BYTES;
         at = 0;
     }
-    for (i = 0; i < 7; i++) v[i] = (int32_t)tfm__rd_u32(b + at + 4 * i);
+    for (i = 0; i < 7; i++) v[i] = (int32_t)tc_rd_u32(b + at + 4 * i);
     h->dim = v[0];
     h->hidden_dim = v[1];
     h->n_layers = v[2];
@@ -241,7 +248,7 @@ static int tc_l2c_tokenizer(const char *path, uint32_t n_vocab, tc_tok *t) {
     int ok = 0;
     memset(t, 0, sizeof *t);
     if (!tc_read_file(path, TC_MAX_JSON_BYTES, &f, &n)) return 0;
-    if (n < 4 || (max_len = (int32_t)tfm__rd_u32((const unsigned char *)f)) <= 0) {
+    if (n < 4 || (max_len = (int32_t)tc_rd_u32((const unsigned char *)f)) <= 0) {
         tc_error("%s: not a llama2.c tokenizer.bin (no positive max_token_length first)", path);
         goto done;
     }
@@ -253,7 +260,7 @@ static int tc_l2c_tokenizer(const char *path, uint32_t n_vocab, tc_tok *t) {
     t->kind = TFM_TOKENIZER_SPM;
     for (i = 0; i < n_vocab; i++) {
         const unsigned char *p = (const unsigned char *)f + at;
-        int32_t len = n - at >= 8 ? (int32_t)tfm__rd_u32(p + 4) : 0;
+        int32_t len = n - at >= 8 ? (int32_t)tc_rd_u32(p + 4) : 0;
         const char *why = n - at < 8                  ? "the file ends before it"
                           : len < 0 || len > max_len  ? "byte length outside 0..max_token_length"
                           : n - at - 8 < (size_t)len ? "the file ends inside it" : NULL;
@@ -263,7 +270,7 @@ static int tc_l2c_tokenizer(const char *path, uint32_t n_vocab, tc_tok *t) {
                      "tokenizer of another model?)", path, i, why, n_vocab);
             goto done;
         }
-        t->scores[i] = tfm__rd_f32(p);
+        t->scores[i] = tc_rd_f32(p);
         if (!(t->scores[i] > -INFINITY && t->scores[i] < INFINITY)) {
             tc_error("%s: token %u has a score that is not finite", path, i);
             goto done;
@@ -307,8 +314,8 @@ done:
 }
 
 /* MODEL.bin [+ tokenizer.bin] -> out. */
-static int tc_l2c_convert(const char *src, const char *tok_path, const char *out, uint32_t dtype,
-                          int quiet, int check) {
+int tc_l2c_convert(const char *src, const char *tok_path, const char *out, uint32_t dtype,
+                   int quiet, int check) {
     tc_l2c_header h;
     tc_hparams hp;
     tc_checkpoint ck;

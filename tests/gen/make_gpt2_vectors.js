@@ -2,7 +2,7 @@
 // gpt-3-encoder@1.1.4, a JavaScript port of OpenAI's encoder.py with the same vocabulary).
 //
 //   mkdir -p /tmp/npmenc && cd /tmp/npmenc && npm install gpt-3-encoder@1.1.4
-//   NODE_PATH=/tmp/npmenc/node_modules node tools/make_gpt2_vectors.js > tests/data/tokenizer/gpt2_extra.txt
+//   NODE_PATH=/tmp/npmenc/node_modules node tests/gen/make_gpt2_vectors.js > tests/data/tokenizer/gpt2_extra.txt
 //
 // Output: one case per line, "text => id,id,...", where the text escapes backslash as \\,
 // newline as \n, tab as \t and carriage return as \r (so every case is one line).

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""check_gguf.py - reader-side cross-check of the GGUF files in tests/data/arch.
+"""check_gguf.py - reader-side cross-check of the model GGUF files in tests/data/models.
 
-    /usr/bin/python3 tools/check_gguf.py [--extra] [ROOT]      (default tests/data/arch)
+    /usr/bin/python3 tests/gen/check_gguf.py [--extra] [ROOT]      (default tests/data/models)
 
-Written independently of tools/gguf_write.py (own parser, own dequantizer, own forwards):
+Written independently of tests/gen/gguf_write.py (own parser, own dequantizer, own forwards):
 
 1. Parse every */model*.gguf: magic, version 3, KV section (all value types), tensor infos.
    Assert: general.alignment == 32 and every tensor data offset a multiple of it; the data
@@ -20,8 +20,8 @@ Written independently of tools/gguf_write.py (own parser, own dequantizer, own f
    interleaved-pair RoPE on the permuted Q/K; gptneox: q|k|v thirds; gpt2: Linear-layout
    weights and the explicit output.weight) must reproduce logits.f32 (F32 files),
    logits_f16.f32 (F16) or logits_q8.f32 (Q8_0) to float32 rounding.
-With --extra, also converts tests/data/arch/phi and starcoder2 to F32 GGUF (phi2 / starcoder2) in a
-temporary folder with tools/gguf_write.py and checks those the same way.
+With --extra, also converts tests/data/models/phi and starcoder2 to F32 GGUF (phi2 / starcoder2) in a
+temporary folder with tests/gen/gguf_write.py and checks those the same way.
 Exit status 0 when everything holds.
 """
 import glob
@@ -406,15 +406,15 @@ def check_file(path, folder=None):
 def main(argv):
     extra = "--extra" in argv
     argv = [a for a in argv if a != "--extra"]
-    root = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                       "..", "tests", "data", "arch")
+    root = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                       "data", "models")
     files = sorted(glob.glob(os.path.join(root, "*", "*.gguf")))
     assert files, "no GGUF files under " + root
     for f in files:
         print(check_file(f))
     n = len(files)
     if extra:
-        # phi2 / starcoder2 GGUF (F32) written to a temporary folder by tools/gguf_write.py
+        # phi2 / starcoder2 GGUF (F32) written to a temporary folder by tests/gen/gguf_write.py
         import subprocess
         import tempfile
         writer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf_write.py")

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """gguf_write.py - write GGUF v3 files the way llama.cpp's convert_hf_to_gguf.py lays them out.
 
-Written for the tfm.h test data (tests/data/arch/). Own code: it only follows the published GGUF
+Written for the tfm.h test data (tests/data/models/, tests/data/gguf/). Own code: it only follows the published GGUF
 layout (ggml docs/gguf.md; /work/shared/REFERENCE.md D.1) and the tensor/metadata conventions of
 llama.cpp's converter for these architectures (phi2 and starcoder2 too, see map_phi2 and
-map_starcoder2; no files of those two are committed, tools/check_gguf.py --extra checks them):
+map_starcoder2; no files of those two are committed, tests/gen/check_gguf.py --extra checks them):
 
   gpt2     Conv1D weights ([in, out] in the checkpoint) transposed to Linear [out, in];
            c_attn stays fused as blk.N.attn_qkv (q|k|v thirds, as in the checkpoint);
@@ -30,11 +30,11 @@ explicitly; tensor data offsets are multiples of it, each tensor is padded to it
 
 Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0] [--tokenizer TOK]
                    gguf_write.py --vocab-only TOK OUT.gguf
-                   gguf_write.py --quant-fixture DIR   (tests/data/arch/gguf_quant, see quant_fixture)
+                   gguf_write.py --quant-fixture DIR   (tests/data/gguf/quant, see quant_fixture)
                    gguf_write.py --kquant-fixture DIR  (the same with Q4_K / Q5_K / Q6_K, d_model 256)
                    gguf_write.py --from-llama2c MODEL.bin TOKENIZER.bin OUT.gguf   (see from_llama2c)
-(HF_DIR = config.json + model.safetensors written by tools/make_arch_models.py or
-tools/make_test_models.py. TOK = a byte-level BPE tokenizer.json -> tokenizer.ggml.model "gpt2",
+(HF_DIR = config.json + model.safetensors written by tests/gen/make_arch_models.py or
+tests/gen/make_test_models.py. TOK = a byte-level BPE tokenizer.json -> tokenizer.ggml.model "gpt2",
 or a llama2.c tokenizer.bin -> "llama" (SentencePiece); see tokenizer_gpt2 and
 tokenizer_llama_from_llama2c. The tokenizer keys are appended after the model keys.)
 """
@@ -619,7 +619,7 @@ def random_blocks(rng, gtype, n):
 
 
 def quant_fixture(out_dir, seed=7007, k_quants=False):
-    """tests/data/arch/gguf_quant: a 2-layer llama (d_model 32, 4 heads / 2 kv, d_ff 32,
+    """tests/data/gguf/quant: a 2-layer llama (d_model 32, 4 heads / 2 kv, d_ff 32,
     vocab 32, ctx 32) whose matrices are random blocks of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and
     raw BF16 / F16 values (norms F32), as model-quant.gguf, and the same weights decoded by
     dequantize_blocks (BF16, F16 widened) as all-F32 model-f32.gguf. A reader that decodes the

@@ -3,7 +3,7 @@
 // Hugging Face tokenizers (npm tokenizers@0.23.2). The ids are written only if both agree.
 //
 //   NODE_PATH=/tmp/npmenc/node_modules:/tmp/npmhf/node_modules \
-//     node tools/make_gpt2_large.js TEXT_FILE /work/shared/tokenizers/gpt2 > IDS_FILE
+//     node tests/gen/make_gpt2_large.js TEXT_FILE /work/shared/tokenizers/gpt2 > IDS_FILE
 //
 // Output: the ids, comma separated, on one line. Both encoders run without special tokens, so
 // the text must not contain <|endoftext|> (tfm.h's GPT-2 blob matches it as a special token).

@@ -4,13 +4,13 @@
 //   export NODE_PATH=/tmp/npmhf/node_modules
 //   D=tests/data/tokenizer
 //   for v in legacy first always; do
-//     node tools/make_synth_vectors.js llama $D/llama_$v.json > $D/llama_${v}_hf.txt; done
-//   node tools/make_synth_vectors.js llama-decode $D/llama_legacy.json > $D/llama_hf_decode.txt
-//   node tools/make_synth_vectors.js digits $D/digits.json > $D/digits_hf.txt
-//   node tools/make_synth_vectors.js llama3 $D/llama3.json > $D/llama3_hf.txt
-//   node tools/make_synth_vectors.js llama3-pretok $D/llama3.json > $D/llama3_pretok_hf.txt
-//   node tools/make_synth_vectors.js qwen2 $D/qwen2.json > $D/qwen2_hf.txt
-//   node tools/make_synth_vectors.js qwen2-pretok $D/qwen2.json > $D/qwen2_pretok_hf.txt
+//     node tests/gen/make_synth_vectors.js llama $D/llama_$v.json > $D/llama_${v}_hf.txt; done
+//   node tests/gen/make_synth_vectors.js llama-decode $D/llama_legacy.json > $D/llama_hf_decode.txt
+//   node tests/gen/make_synth_vectors.js digits $D/digits.json > $D/digits_hf.txt
+//   node tests/gen/make_synth_vectors.js llama3 $D/llama3.json > $D/llama3_hf.txt
+//   node tests/gen/make_synth_vectors.js llama3-pretok $D/llama3.json > $D/llama3_pretok_hf.txt
+//   node tests/gen/make_synth_vectors.js qwen2 $D/qwen2.json > $D/qwen2_hf.txt
+//   node tests/gen/make_synth_vectors.js qwen2-pretok $D/qwen2.json > $D/qwen2_pretok_hf.txt
 //
 // llama / digits / llama3: "text => id,id,..." per line, encoded without the post-processor's special
 // tokens (tfm_model_tokenize adds none); text escapes as in make_hf_vectors.js (\\ \n \t \r).

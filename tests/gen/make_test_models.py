@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """make_test_models.py - writes the tiny GPT-NeoX golden checkpoints in tests/data/models/.
 
-    /usr/bin/python3 tools/make_test_models.py [--out tests/data/models] [--check]
-    /usr/bin/python3 tools/make_test_models.py --validate-tokenizer ../shared
+    /usr/bin/python3 tests/gen/make_test_models.py [--out tests/data/models] [--check]
+    /usr/bin/python3 tests/gen/make_test_models.py --validate-tokenizer ../shared
 
 For each variant NAME it writes tests/data/models/NAME/ in exact Hugging Face layout:
 config.json, model.safetensors (or two shards + model.safetensors.index.json), tokens.txt (the
 token ids to run), logits.f32 (little-endian float32 [n_positions, vocab_size] from the float64
-reference tools/ref_gpt_neox.py, run on the checkpoint as written, i.e. after f16/bf16 rounding),
+reference tests/gen/ref_gpt_neox.py, run on the checkpoint as written, i.e. after f16/bf16 rounding),
 and for neox_tok a tokenizer.json plus text.txt (tokens.txt is its tokenization).
 Everything is deterministic (fixed numpy seeds; no network, no Hugging Face libraries: the
 safetensors writer and the byte-level BPE below are written here).

@@ -1,9 +1,9 @@
-// make_synth_tokenizers.js - small synthetic tokenizer.json files for tests/test_tokenizer.c, in
+// make_synth_tokenizers.js - small synthetic tokenizer.json files for tests/test_convert_tokenizer.c, in
 // the shapes of real checkpoints, trained here (a plain BPE trainer, no download) on the
 // self-written text below. No library is needed to make them; Hugging Face tokenizers (npm)
-// then gives the golden ids (tools/make_synth_vectors.js).
+// then gives the golden ids (tests/gen/make_synth_vectors.js).
 //
-//   node tools/make_synth_tokenizers.js tests/data/tokenizer
+//   node tests/gen/make_synth_tokenizers.js tests/data/tokenizer
 //
 // writes
 //   llama_legacy.json  Llama-2 as transformers converts it (legacy): model BPE with

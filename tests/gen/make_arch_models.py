@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """make_arch_models.py - tiny Hugging Face-layout checkpoints of gpt2, llama, phi, starcoder2,
 gptj and gpt_neox with float64 NumPy reference logits, plus GGUF copies of gpt2 / llama /
-gpt_neox (tools/gguf_write.py). Output: tests/data/arch/NAME/ (see tests/data/arch/README.md).
+gpt_neox (tests/gen/gguf_write.py). Output: tests/data/models/NAME/ (see tests/data/models/README.md).
 
-    /usr/bin/python3 tools/make_arch_models.py [OUT_ROOT]     (default tests/data/arch)
-    /usr/bin/python3 tools/make_arch_models.py --check [ROOT] (re-read every folder, recompute)
-    /usr/bin/python3 tools/make_arch_models.py --torch-check [ROOT] (second forward, torch ops)
+    /usr/bin/python3 tests/gen/make_arch_models.py [OUT_ROOT]     (default tests/data/models)
+    /usr/bin/python3 tests/gen/make_arch_models.py --check [ROOT] (re-read every folder, recompute)
+    /usr/bin/python3 tests/gen/make_arch_models.py --torch-check [ROOT] (second forward, torch ops)
 
 Every reference forward below is written from the architecture's transformers modeling file
 (module by module, with the checkpoint's own tensor names and layouts), in float64 on the float32
@@ -306,7 +306,7 @@ FORWARD = {"gpt2": forward_gpt2, "llama": forward_llama, "phi": forward_phi,
 
 # ---------------------------------------------------------------------------------------------
 # weights. Matrices ~N(0, 0.2); norm weights 1 + N(0, 0.1); biases N(0, 0.1) (nonzero, so a
-# dropped bias shows). Same convention as tools/make_test_models.py.
+# dropped bias shows). Same convention as tests/gen/make_test_models.py.
 
 
 class Gen:
@@ -828,12 +828,12 @@ def torch_check(root):
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     if len(argv) > 1 and argv[1] == "--torch-check":
-        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "tests", "data", "arch")
+        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "data", "models")
         return 0 if torch_check(root) else 1
     if len(argv) > 1 and argv[1] == "--check":
-        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "tests", "data", "arch")
+        root = argv[2] if len(argv) > 2 else os.path.join(here, "..", "data", "models")
         return 0 if check(root) else 1
-    root = argv[1] if len(argv) > 1 else os.path.join(here, "..", "tests", "data", "arch")
+    root = argv[1] if len(argv) > 1 else os.path.join(here, "..", "data", "models")
     only = argv[2:]
     for v in VARIANTS:
         if not only or v[0] in only:

@@ -3,10 +3,10 @@
 //
 //   mkdir -p /tmp/npmhf && cd /tmp/npmhf && npm install tokenizers@0.23.2
 //   export NODE_PATH=/tmp/npmhf/node_modules
-//   node tools/make_hf_vectors.js neox /work/shared/tokenizers/gpt-neox-20b/tokenizer.json \
+//   node tests/gen/make_hf_vectors.js neox /work/shared/tokenizers/gpt-neox-20b/tokenizer.json \
 //       > tests/data/tokenizer/neox_extra.txt
-//   node tools/make_hf_vectors.js gpt2 /work/shared/tokenizers/gpt2 > tests/data/tokenizer/gpt2_hf.txt
-//   node tools/make_hf_vectors.js neox-decode /work/shared/tokenizers/gpt-neox-20b/tokenizer.json \
+//   node tests/gen/make_hf_vectors.js gpt2 /work/shared/tokenizers/gpt2 > tests/data/tokenizer/gpt2_hf.txt
+//   node tests/gen/make_hf_vectors.js neox-decode /work/shared/tokenizers/gpt-neox-20b/tokenizer.json \
 //       > tests/data/tokenizer/neox_hf_decode.txt
 //
 // neox-decode writes "id,id,... => HEX": 300 random id sequences mixing single-byte tokens of

@@ -5,7 +5,7 @@ This script is the documentation of how every file in models/demo/ was made. Run
 repository root with Debian's Python (no pip):
 
     apt-get install -y python3-torch python3-numpy bible-kjv
-    /usr/bin/python3 tools/train_demo.py            # corpus, tokenizer, training, export, references
+    /usr/bin/python3 models/demo/train_demo.py            # corpus, tokenizer, training, export, references
 
 Stages (all deterministic: fixed seeds, fixed step count, fixed data order):
   1. corpus     `bible -f "gen1:1-rev22:21"`, the leading "Ge1:1 " reference of each verse stripped,

@@ -1,7 +1,7 @@
 // hf_tokenizer_check.js - checks neox_tok's golden ids with Hugging Face tokenizers itself (the
 // npm package tokenizers@0.23.2, the Rust library's Node binding):
 //   mkdir -p /tmp/npmhf && cd /tmp/npmhf && npm install tokenizers@0.23.2
-//   NODE_PATH=/tmp/npmhf/node_modules node tests/data/models/hf_tokenizer_check.js tests/data/models/neox_tok
+//   NODE_PATH=/tmp/npmhf/node_modules node tests/gen/hf_tokenizer_check.js tests/data/models/neox_tok
 // Encodes DIR/text.txt with DIR/tokenizer.json and compares with DIR/tokens.txt; exit code 1 if
 // they differ.
 'use strict';
