@@ -12,7 +12,7 @@ LDLIBS    = -lm
 SHARED   ?= ../shared
 PYTHON   ?= /usr/bin/python3
 
-PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench
+PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench build/tfm-chat
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
 .PHONY: all test sanitize check-compile unicode-check demo bench fuzz clean
