@@ -23,6 +23,24 @@ all: $(PROGRAMS)
 TEST_MODELS := $(patsubst tests/data/models/%/config.json,build/models/%.tfm,$(wildcard tests/data/models/*/config.json))
 TEST_MODELS += $(patsubst %.tfm,%-f16.tfm,$(TEST_MODELS))
 DEMO_MODEL  = $(if $(wildcard models/demo/config.json),build/demo.tfm)
+# Today's small models (tests/data/modern, tests/test_modern.c): each Hugging Face folder and,
+# where it has one, its model.gguf.
+TEST_MODELS += $(patsubst tests/data/modern/%/config.json,build/modern/%.tfm,$(wildcard tests/data/modern/*/config.json))
+TEST_MODELS += $(patsubst tests/data/modern/%/model.gguf,build/modern/%-gguf.tfm,$(wildcard tests/data/modern/*/model.gguf))
+
+TEST_MODELS += build/modern/tok_gemma.tfm build/modern/tok_phi3.tfm
+
+build/modern/tok_%.tfm: tests/data/tokenizer/%.json build/tfm-convert
+	@mkdir -p build/modern
+	build/tfm-convert --vocab-only tests/data/tokenizer/$*.json -o $@ --quiet
+
+build/modern/%-gguf.tfm: tests/data/modern/%/model.gguf build/tfm-convert
+	@mkdir -p build/modern
+	build/tfm-convert tests/data/modern/$*/model.gguf -o $@ --quiet
+
+build/modern/%.tfm: tests/data/modern/%/config.json tests/data/modern/%/model.safetensors build/tfm-convert
+	@mkdir -p build/modern
+	build/tfm-convert tests/data/modern/$* -o $@ --quiet
 
 build/models/%-f16.tfm: tests/data/models/%/config.json build/tfm-convert
 	@mkdir -p build/models
@@ -39,7 +57,7 @@ build:
 	@mkdir -p build
 
 # tfm-convert: the Hugging Face path and the shared core, the GGUF and llama2.c importers.
-CONVERT_SRC = tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c tools/tfm_write.c
+CONVERT_SRC = tools/tfm-convert.c tools/convert_gguf.c tools/convert_llama2c.c tools/tfm_write.c tools/quant.c
 build/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/tfm_write.h tools/json.h tools/gguf.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $(CONVERT_SRC) $(LDLIBS)
 

@@ -77,10 +77,12 @@
    tfm does NOT: train, use a GPU, create threads of its own (OpenMP aside), print, exit, abort
    on bad input, keep global state, or allocate after create time.
 
-   FILE FORMAT (.tfm, version 1; every field little-endian; written by tools/tfm-convert)
-       A fixed 256-byte header, a tensor directory of fixed 128-byte entries, an optional
-       tokenizer blob, then tensor data, each tensor at a 64-byte aligned offset so the mapped
-       file is used in place. Reserved bytes are zero. Offsets are from the start of the file.
+   FILE FORMAT (.tfm, version 2; every field little-endian; written by tools/tfm-convert)
+       A fixed 256-byte header, a tensor directory of fixed 128-byte entries, an optional layer
+       table, an optional tokenizer blob, then tensor data, each tensor at a 64-byte aligned
+       offset so the mapped file is used in place. Reserved bytes are zero. Offsets are from the
+       start of the file. Version 1 files (bytes 112..255 all zero) read as version 2 with every
+       field from offset 112 on at its zero default.
 
        header (256 bytes)
          0  u8[8] magic "TFMODEL\0"          56  f32 rope_theta  (RoPE base)
@@ -94,9 +96,32 @@
         36  u32 n_kv_heads                    88  u64 tensor_dir_offset (= 256)
         40  u32 d_model                       96  u64 tokenizer_offset (0 if none)
         44  u32 d_head                       104  u64 tokenizer_bytes  (0 if none)
-        48  u32 d_ff                         112  u8[144] reserved
-        52  u32 rope_dim (rotary dims per head, even, <= d_head; 0 without RoPE)
+        48  u32 d_ff                         112  u32 flags     (TFM_FLAG_*)
+        52  u32 rope_dim (rotary dims per    116  f32 attn_scale    (0: 1 / sqrt(d_head))
+            head, even, <= d_head; 0         120  f32 attn_softcap  (0: none)
+            without RoPE)                    124  f32 logit_softcap (0: none)
+                                             128  f32 embed_scale   (0: 1)
+                                             132  f32 rope_theta_local (0: rope_theta)
+                                             136  f32 rope_attn_factor (0: 1)
+                                             140  u32 rope_orig_ctx (0: no long factors)
+                                             144  u64 layer_table_offset (0: none)
+                                             152  u8[104] reserved
+       attn_scale multiplies q . k (Gemma: query_pre_attn_scalar^-0.5). A soft-cap c turns s
+       into c tanh(s / c): attention scores after the scale, before the causal/window mask;
+       logits after the output projection. embed_scale multiplies the token embedding row
+       (Gemma: sqrt(d_model) as f32). rope_attn_factor multiplies every RoPE cos and sin
+       (longrope's attention factor). flags: TFM_FLAG_QK_NORM 1 (per-head q and k norms
+       before RoPE), TFM_FLAG_POST_NORMS 2 (norms on the attention and FFN outputs before the
+       residual add; Gemma).
        A vocab-only file (tfm-convert --vocab-only) has n_layers = 0 and no tensors.
+
+       layer table (at layer_table_offset, a multiple of 8, n_layers entries of 16 bytes)
+         0  u32 window  (0: every earlier position; else key j is visible from query i when
+                         i - j < window, so the window counts the query itself)
+         4  u32 rope    (0: the global RoPE table; 1: the local one, base rope_theta_local,
+                         no frequency divisors; 2: no RoPE in this layer)
+         8  u32[2] reserved
+       Without a table every layer has window 0 and rope 0.
 
        tensor directory entry (128 bytes), n_tensors of them
          0  char[64] name, NUL-padded        104  u64 data_offset (multiple of 64)
@@ -118,7 +143,13 @@
          blk.i.w_down [d_model, d_ff]         blk.i.b_down [d_model]        optional
          lnf.w, lnf.b [d_model]
          output.w [n_vocab, d_model] (absent: tied to tok_embd)  output.b [n_vocab] optional
-       Vectors (rank 1: norms and biases) are always f32; matrices are any tfm_dtype.
+         blk.i.q_norm.w, blk.i.k_norm.w [d_head]       (TFM_FLAG_QK_NORM: the file's norm kind)
+         blk.i.post_attn.w, blk.i.post_ffn.w [d_model] (TFM_FLAG_POST_NORMS)
+         rope_freqs [rope_dim/2]      optional: frequency j of the global table is divided by
+                                      rope_freqs[j] (rope_scaling llama3, linear, longrope short)
+         rope_freqs_long [rope_dim/2] optional, with rope_orig_ctx: replaces rope_freqs in a
+                                      session whose n_ctx exceeds rope_orig_ctx (longrope)
+       Vectors (rank 1: norms, biases, rope_freqs) are always f32; matrices are any tfm_dtype.
        dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k (block layouts in >>dtype).
 
        tokenizer blob (at tokenizer_offset, tokenizer_bytes long)
@@ -169,7 +200,7 @@
 #define TFM_VERSION_MINOR 1
 #define TFM_VERSION_PATCH 0
 #define TFM_VERSION_STRING "0.1.0"
-#define TFM_FORMAT_VERSION 1
+#define TFM_FORMAT_VERSION 2
 
 #ifndef TFM_API
 #ifdef TFM_STATIC
@@ -230,7 +261,14 @@ typedef enum tfm_arch { /* informative: the forward pass reads only the fields b
     TFM_ARCH_LLAMA = 3,
     TFM_ARCH_PHI = 4,
     TFM_ARCH_GPTJ = 5,
-    TFM_ARCH_STARCODER2 = 6
+    TFM_ARCH_STARCODER2 = 6,
+    TFM_ARCH_QWEN2 = 7,
+    TFM_ARCH_QWEN3 = 8,
+    TFM_ARCH_GEMMA2 = 9,
+    TFM_ARCH_GEMMA3 = 10,
+    TFM_ARCH_PHI3 = 11,
+    TFM_ARCH_MISTRAL = 12,
+    TFM_ARCH_SMOLLM3 = 13
 } tfm_arch;
 
 typedef enum tfm_norm { TFM_NORM_LAYERNORM = 0, TFM_NORM_RMSNORM = 1 } tfm_norm;
@@ -268,9 +306,13 @@ typedef enum tfm_pretok {
 #define TFM_TOKFLAG_PREFIX_FIRST 8u /* PREFIX_SPACE only before a segment that starts the text */
 #define TFM_TOKFLAG_PREFIX_UNLESS_SPACE 16u /* PREFIX_SPACE not before a segment starting with ' ' */
 #define TFM_TOKFLAG_IGNORE_MERGES 32u /* a pre-token that is a token is that token (HF ignore_merges) */
+#define TFM_FLAG_QK_NORM 1u         /* header flags: per-head q/k norms before RoPE (Qwen3, Gemma-3) */
+#define TFM_FLAG_POST_NORMS 2u      /* norms on the sublayer outputs before the residual (Gemma) */
 #define TFM_TOKATTR_SPECIAL 1u      /* control token such as <|endoftext|> */
 #define TFM_TOKATTR_ADDED 2u        /* matched verbatim in the text before pre-tokenizing */
 #define TFM_TOKATTR_BYTE 4u         /* byte-fallback token <0xNN>: its text is that one byte */
+#define TFM_TOKATTR_LSTRIP 8u       /* an added token that takes the white space before it */
+#define TFM_TOKATTR_RSTRIP 16u      /* an added token that takes the white space after it (Phi-3) */
 
 /* Resolved model configuration, returned by value (a read-only copy). */
 typedef struct tfm_config {
@@ -297,6 +339,14 @@ typedef struct tfm_config {
     int32_t bos_id;   /* -1 when the tokenizer has none */
     int32_t eos_id;
     bool add_bos;     /* prepend bos_id to a text's ids, as in training (tokenize does not) */
+    float attn_scale;       /* q . k is multiplied by this (1/sqrt(d_head) unless the file says) */
+    float attn_softcap;     /* 0: none; else each attention score s becomes c tanh(s / c) */
+    float logit_softcap;    /* 0: none; else each logit l becomes c tanh(l / c) */
+    float embed_scale;      /* the token embedding row is multiplied by this (usually 1) */
+    float rope_theta_local; /* RoPE base of layers with their own local table */
+    int sliding_window;     /* the largest window of a windowed layer; 0: all layers see all */
+    bool rope_scaled;       /* RoPE frequencies divided per frequency (rope_scaling) */
+    bool qk_norm, post_norms; /* TFM_FLAG_QK_NORM, TFM_FLAG_POST_NORMS */
 } tfm_config;
 
 /* Memory callbacks. Set both or neither; align is a power of two. */
@@ -483,7 +533,8 @@ TFM_API tfm_result tfm_model_chat_template(const tfm_model *model, const char **
                                            size_t *text_bytes);
 
 /* --- session ---
-   tfm_session_create: allocates the KV cache [n_layers, n_ctx, n_kv_heads * d_head] and all
+   tfm_session_create: allocates the KV cache (per layer [n_ctx, n_kv_heads * d_head]; a layer
+   with a sliding window shorter than n_ctx keeps only a ring of the window plus one batch) and all
    scratch; nothing is allocated afterwards.
    Params: model (must outlive the session), desc (read during the call), out_session.
    Thread safety: one thread at a time per session; many sessions may share one model. */
@@ -491,7 +542,8 @@ TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_
                                       tfm_session **out_session);
 TFM_API void tfm_session_destroy(tfm_session *session);          /* NULL is fine */
 /* Evaluate tokens[0..n_tokens) at positions pos..pos+n_tokens-1. pos may be at most the
-   number of positions already evaluated (a smaller pos rewinds the cache). logits_all, if
+   number of positions already evaluated (a smaller pos rewinds the cache; INVALID_ARG when a
+   sliding-window layer's ring no longer holds the window before pos). logits_all, if
    not NULL, receives [n_tokens, n_vocab]; the last token's logits are always kept in the
    session (tfm_session_logits). Full context: TFM_ERR_CONTEXT_FULL, nothing evaluated. */
 TFM_API tfm_result tfm_session_eval(tfm_session *session, const int32_t *tokens, int n_tokens,
@@ -1293,13 +1345,18 @@ TFM_PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
    the config. Every failure names the field or tensor in one log line. */
 
 #define TFM__HEADER_BYTES 256
-#define TFM__HEADER_USED 112 /* bytes before the reserved tail */
+#define TFM__HEADER_USED 152   /* bytes before the reserved tail */
+#define TFM__HEADER_USED_V1 112 /* the same in format version 1 */
+#define TFM__FORMAT_MIN_VERSION 1
 #define TFM__ENTRY_BYTES 128
 #define TFM__NAME_BYTES 64
 #define TFM__MAX_RANK 4
 #define TFM__TENSOR_ALIGN 64
-#define TFM__N_GLOBAL 6     /* model-wide tensor names (tok_embd .. output.b) */
-#define TFM__N_PER_LAYER 18 /* tensor names per layer (blk.<i>.ln1.w .. b_down) */
+#define TFM__N_GLOBAL 8     /* model-wide tensor names (tok_embd .. rope_freqs_long) */
+#define TFM__N_PER_LAYER 22 /* tensor names per layer (blk.<i>.ln1.w .. post_ffn.w) */
+#define TFM__LAYER_ENTRY_BYTES 16
+#define TFM__FLAGS_KNOWN (TFM_FLAG_QK_NORM | TFM_FLAG_POST_NORMS)
+enum { TFM__ROPE_GLOBAL = 0, TFM__ROPE_LOCAL = 1, TFM__ROPE_NONE = 2 }; /* layer table rope kinds */
 
 /* The header fields, as read (not yet trusted). */
 typedef struct tfm__header {
@@ -1307,6 +1364,9 @@ typedef struct tfm__header {
     uint32_t d_model, d_head, d_ff, rope_dim, norm, act, ffn, residual, pos, n_tensors;
     float rope_theta, norm_eps;
     uint64_t tensor_dir_offset, tokenizer_offset, tokenizer_bytes;
+    uint32_t flags, rope_orig_ctx; /* version 2 from here on (zero in version 1 files) */
+    float attn_scale, attn_softcap, logit_softcap, embed_scale, rope_theta_local, rope_attn_factor;
+    uint64_t layer_table_offset;
 } tfm__header;
 
 /* One directory entry, validated by tfm__read_entry. */
@@ -1320,7 +1380,7 @@ typedef struct tfm__entry {
 /* Magic, version, header size and reserved bytes; fills *h. */
 TFM_PRIVATE tfm_result tfm__parse_header(const unsigned char *p, size_t file_bytes,
                                          const tfm_logger *lg, tfm__header *h) {
-    size_t i;
+    size_t i, used;
     memset(h, 0, sizeof *h);
     if (file_bytes < TFM__HEADER_BYTES)
         return tfm__log(lg, TFM_ERR_CORRUPT, "file is %zu bytes, smaller than the %d-byte header",
@@ -1328,13 +1388,14 @@ TFM_PRIVATE tfm_result tfm__parse_header(const unsigned char *p, size_t file_byt
     if (memcmp(p, "TFMODEL", 8) != 0) return tfm__log(lg, TFM_ERR_BAD_MAGIC, "not a .tfm file (magic)");
     h->format_version = tfm__rd_u32(p + 8);
     h->header_bytes = tfm__rd_u32(p + 12);
-    if (h->format_version != TFM_FORMAT_VERSION)
-        return tfm__log(lg, TFM_ERR_BAD_VERSION, "format version %u, this build reads %d",
-                        (unsigned)h->format_version, TFM_FORMAT_VERSION);
+    if (h->format_version < TFM__FORMAT_MIN_VERSION || h->format_version > TFM_FORMAT_VERSION)
+        return tfm__log(lg, TFM_ERR_BAD_VERSION, "format version %u, this build reads %d..%d",
+                        (unsigned)h->format_version, TFM__FORMAT_MIN_VERSION, TFM_FORMAT_VERSION);
     if (h->header_bytes != TFM__HEADER_BYTES)
         return tfm__log(lg, TFM_ERR_CORRUPT, "header_bytes %u, expected %d", (unsigned)h->header_bytes,
                         TFM__HEADER_BYTES);
-    for (i = TFM__HEADER_USED; i < TFM__HEADER_BYTES; i++)
+    used = h->format_version == 1 ? TFM__HEADER_USED_V1 : TFM__HEADER_USED;
+    for (i = used; i < TFM__HEADER_BYTES; i++)
         if (p[i] != 0) return tfm__log(lg, TFM_ERR_CORRUPT, "header: reserved byte %zu is not zero", i);
     h->arch = tfm__rd_u32(p + 16);       h->n_vocab = tfm__rd_u32(p + 20);
     h->n_ctx = tfm__rd_u32(p + 24);      h->n_layers = tfm__rd_u32(p + 28);
@@ -1348,6 +1409,11 @@ TFM_PRIVATE tfm_result tfm__parse_header(const unsigned char *p, size_t file_byt
     h->tensor_dir_offset = tfm__rd_u64(p + 88);
     h->tokenizer_offset = tfm__rd_u64(p + 96);
     h->tokenizer_bytes = tfm__rd_u64(p + 104);
+    h->flags = tfm__rd_u32(p + 112);           h->attn_scale = tfm__rd_f32(p + 116);
+    h->attn_softcap = tfm__rd_f32(p + 120);    h->logit_softcap = tfm__rd_f32(p + 124);
+    h->embed_scale = tfm__rd_f32(p + 128);     h->rope_theta_local = tfm__rd_f32(p + 132);
+    h->rope_attn_factor = tfm__rd_f32(p + 136); h->rope_orig_ctx = tfm__rd_u32(p + 140);
+    h->layer_table_offset = tfm__rd_u64(p + 144);
     return TFM_OK;
 }
 
@@ -1359,6 +1425,21 @@ TFM_PRIVATE tfm_result tfm__check_range(const tfm_logger *lg, const char *field,
     if (v >= lo && v <= hi) return TFM_OK;
     return tfm__log(lg, TFM_ERR_CORRUPT, "config: %s = %llu, expected %u..%u", field, (unsigned long long)v,
                     (unsigned)lo, (unsigned)hi);
+}
+
+/* The version 2 fields: known flags, scales finite and >= 0 (0 means the default). */
+TFM_PRIVATE tfm_result tfm__check_config_v2(const tfm__header *h, const tfm_logger *lg) {
+    const float v[6] = {h->attn_scale, h->attn_softcap, h->logit_softcap, h->embed_scale,
+                        h->rope_theta_local, h->rope_attn_factor};
+    static const char names[6][18] = {"attn_scale", "attn_softcap", "logit_softcap", "embed_scale",
+                                      "rope_theta_local", "rope_attn_factor"};
+    int i;
+    if (h->flags & ~TFM__FLAGS_KNOWN)
+        return tfm__log(lg, TFM_ERR_UNSUPPORTED, "config: unknown flags 0x%x", (unsigned)(h->flags & ~TFM__FLAGS_KNOWN));
+    for (i = 0; i < 6; i++)
+        if (!(v[i] >= 0.0f && v[i] < INFINITY))
+            return tfm__log(lg, TFM_ERR_CORRUPT, "config: %s must be finite and >= 0", names[i]);
+    return tfm__check_range(lg, "rope_orig_ctx", h->rope_orig_ctx, 0, (uint32_t)TFM_MAX_CTX);
 }
 
 /* Config ranges. A vocab-only file (no layers, no tensors) only needs fields that fit. */
@@ -1393,7 +1474,7 @@ TFM_PRIVATE tfm_result tfm__check_config(const tfm__header *h, const tfm_logger 
     if (!(h->rope_theta >= 0.0f && h->rope_theta < INFINITY) ||
         (h->rope_dim > 0 && !(h->rope_theta > 0.0f)))
         return tfm__log(lg, TFM_ERR_CORRUPT, "config: rope_theta must be finite and > 0");
-    return TFM_OK;
+    return tfm__check_config_v2(h, lg);
 }
 
 /* The directory and tokenizer ranges lie inside the file, after the header. */
@@ -1411,6 +1492,11 @@ TFM_PRIVATE tfm_result tfm__check_layout(const tfm__header *h, size_t file_bytes
         return tfm__log(lg, TFM_ERR_CORRUPT, "tensor directory ends at %llu, past the file end %zu",
                         (unsigned long long)end, file_bytes);
     *dir_end = end;
+    if (h->layer_table_offset != 0 &&
+        (h->layer_table_offset % 8 != 0 || h->layer_table_offset < end || h->layer_table_offset > file_bytes ||
+         (uint64_t)h->n_layers * TFM__LAYER_ENTRY_BYTES > file_bytes - h->layer_table_offset))
+        return tfm__log(lg, TFM_ERR_CORRUPT, "layer table at %llu (%u entries) is misaligned or outside the file",
+                        (unsigned long long)h->layer_table_offset, (unsigned)h->n_layers);
     if (h->tokenizer_bytes == 0) {
         if (h->tokenizer_offset != 0)
             return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer_offset is set but tokenizer_bytes is 0");
@@ -1489,17 +1575,22 @@ TFM_PRIVATE tfm_result tfm__read_entry(const unsigned char *file, size_t file_by
 
 /* Tensor names map to slots: TFM__N_GLOBAL model-wide names, then TFM__N_PER_LAYER per layer
    ("blk.<i>.<suffix>"). */
-enum { TFM__T_TOK_EMBD, TFM__T_POS_EMBD, TFM__T_LNF_W, TFM__T_LNF_B, TFM__T_OUTPUT_W, TFM__T_OUTPUT_B };
+enum {
+    TFM__T_TOK_EMBD, TFM__T_POS_EMBD, TFM__T_LNF_W, TFM__T_LNF_B, TFM__T_OUTPUT_W, TFM__T_OUTPUT_B,
+    TFM__T_ROPE_FREQS, TFM__T_ROPE_FREQS_LONG
+};
 enum {
     TFM__L_LN1_W, TFM__L_LN1_B, TFM__L_WQ, TFM__L_BQ, TFM__L_WK, TFM__L_BK, TFM__L_WV, TFM__L_BV,
     TFM__L_WO, TFM__L_BO, TFM__L_LN2_W, TFM__L_LN2_B, TFM__L_W_UP, TFM__L_B_UP, TFM__L_W_GATE,
-    TFM__L_B_GATE, TFM__L_W_DOWN, TFM__L_B_DOWN
+    TFM__L_B_GATE, TFM__L_W_DOWN, TFM__L_B_DOWN, TFM__L_Q_NORM_W, TFM__L_K_NORM_W, TFM__L_POST_ATTN_W,
+    TFM__L_POST_FFN_W
 };
-static const char tfm__global_names[TFM__N_GLOBAL][12] = {
-    "tok_embd", "pos_embd", "lnf.w", "lnf.b", "output.w", "output.b"};
-static const char tfm__layer_names[TFM__N_PER_LAYER][8] = {
+static const char tfm__global_names[TFM__N_GLOBAL][16] = {
+    "tok_embd", "pos_embd", "lnf.w", "lnf.b", "output.w", "output.b", "rope_freqs", "rope_freqs_long"};
+static const char tfm__layer_names[TFM__N_PER_LAYER][12] = {
     "ln1.w", "ln1.b", "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo",
-    "ln2.w", "ln2.b", "w_up", "b_up", "w_gate", "b_gate", "w_down", "b_down"};
+    "ln2.w", "ln2.b", "w_up", "b_up", "w_gate", "b_gate", "w_down", "b_down",
+    "q_norm.w", "k_norm.w", "post_attn.w", "post_ffn.w"};
 
 /* Slot of a tensor name, or -1 for a name the format does not define. */
 TFM_PRIVATE int tfm__name_slot(const char *name, int n_layers) {
@@ -1900,16 +1991,21 @@ TFM_PRIVATE void tfm__softmax_inplace(float *x, int n) {
 }
 
 /* RoPE tables for positions [0, n_ctx): cos_t, sin_t [n_ctx, rope_dim/2] with angle
-   pos * theta_j, theta_j = base^(-2j / rope_dim). Built once at session create (in double:
-   pos * theta_j loses float precision at large pos). */
-TFM_PRIVATE void tfm__rope_tables(float *cos_t, float *sin_t, int n_ctx, int rope_dim, float base) {
+   pos * theta_j, theta_j = base^(-2j / rope_dim) / divisors[j] (divisors NULL: 1), both times
+   mscale. Built once at session create (in double: pos * theta_j loses float precision at
+   large pos).
+   Why divisors: RoPE scaling (Llama-3's, linear, longrope) stretches the slow frequencies so
+   a model sees positions past its training length as it saw the ones inside it; mscale is
+   longrope's compensation for the flatter attention that follows. */
+TFM_PRIVATE void tfm__rope_tables(float *cos_t, float *sin_t, int n_ctx, int rope_dim, float base,
+                                  const float *divisors, float mscale) {
     int half = rope_dim / 2, pos, j;
     for (j = 0; j < half; j++) {
-        double theta_j = pow((double)base, -2.0 * (double)j / (double)rope_dim);
+        double theta_j = pow((double)base, -2.0 * (double)j / (double)rope_dim) / (divisors ? (double)divisors[j] : 1.0);
         for (pos = 0; pos < n_ctx; pos++) {
             double angle = (double)pos * theta_j;
-            cos_t[(size_t)pos * (size_t)half + (size_t)j] = (float)cos(angle);
-            sin_t[(size_t)pos * (size_t)half + (size_t)j] = (float)sin(angle);
+            cos_t[(size_t)pos * (size_t)half + (size_t)j] = (float)(cos(angle) * (double)mscale);
+            sin_t[(size_t)pos * (size_t)half + (size_t)j] = (float)(sin(angle) * (double)mscale);
         }
     }
 }
@@ -3150,6 +3246,10 @@ typedef struct tfm__layer {
     tfm__tensor w_down;         /* [d_model, d_ff] */
     const float *b_up, *b_gate; /* [d_ff] optional */
     const float *b_down;        /* [d_model] optional */
+    const float *q_norm_w, *k_norm_w;      /* [d_head]; TFM_FLAG_QK_NORM only */
+    const float *post_attn_w, *post_ffn_w; /* [d_model]; TFM_FLAG_POST_NORMS only */
+    int window;                 /* 0: attends to every earlier position; else the last window */
+    int rope;                   /* TFM__ROPE_GLOBAL, _LOCAL or _NONE (the layer table) */
 } tfm__layer;
 
 struct tfm_model {
@@ -3165,6 +3265,11 @@ struct tfm_model {
     const float *lnf_b;    /* [d_model]; LayerNorm only, optional */
     tfm__tensor w_out;     /* [n_vocab, d_model]; a copy of tok_embd when tied */
     const float *b_out;    /* [n_vocab] optional */
+    const float *rope_freqs;      /* [rope_dim/2] divisors of the global RoPE table, optional */
+    const float *rope_freqs_long; /* [rope_dim/2] the same past rope_orig_ctx, optional */
+    int rope_orig_ctx;     /* sessions with a larger n_ctx use rope_freqs_long */
+    float rope_attn_factor; /* RoPE cos/sin multiplier (1 unless longrope) */
+    bool has_local_rope;   /* some layer uses the local RoPE table */
     tfm__tokenizer *tokenizer; /* NULL when the file has none */
     tfm__isa isa;          /* the kernels, chosen at open (>>dispatch) */
     unsigned act_formats;  /* bit f set: some matrix reads activations in tfm__act format f */
@@ -3251,7 +3356,56 @@ TFM_PRIVATE tfm_result tfm__resolve_layer(tfm__resolver *r, const tfm_config *c,
     if (!res && gated) res = tfm__take_vec(r, s + TFM__L_B_GATE, c->d_ff, false, &L->b_gate);
     if (!res) res = tfm__take(r, s + TFM__L_W_DOWN, d, c->d_ff, true, &L->w_down);
     if (!res) res = tfm__take_vec(r, s + TFM__L_B_DOWN, d, false, &L->b_down);
+    if (!res && c->qk_norm) res = tfm__take_vec(r, s + TFM__L_Q_NORM_W, c->d_head, true, &L->q_norm_w);
+    if (!res && c->qk_norm) res = tfm__take_vec(r, s + TFM__L_K_NORM_W, c->d_head, true, &L->k_norm_w);
+    if (!res && c->post_norms) res = tfm__take_vec(r, s + TFM__L_POST_ATTN_W, d, true, &L->post_attn_w);
+    if (!res && c->post_norms) res = tfm__take_vec(r, s + TFM__L_POST_FFN_W, d, true, &L->post_ffn_w);
     return res;
+}
+
+/* rope_freqs and rope_freqs_long, [rope_dim/2] divisors each finite and > 0 (RoPE only; the
+   long set needs the short one and rope_orig_ctx). */
+TFM_PRIVATE tfm_result tfm__resolve_rope_freqs(tfm__resolver *r, tfm_model *m) {
+    const tfm_config *c = &m->config;
+    bool rope = c->pos == TFM_POS_ROPE_HALF || c->pos == TFM_POS_ROPE_INTERLEAVED;
+    const float *f[2] = {NULL, NULL};
+    int k, j, half = c->rope_dim / 2;
+    tfm_result res = TFM_OK;
+    if (!rope) return TFM_OK; /* present anyway: "not used by this config" */
+    for (k = 0; k < 2 && !res; k++) res = tfm__take_vec(r, TFM__T_ROPE_FREQS + k, half, false, &f[k]);
+    if (res) return res;
+    if (f[1] && (!f[0] || m->rope_orig_ctx == 0))
+        return tfm__log(r->lg, TFM_ERR_CORRUPT, "tensor rope_freqs_long: needs rope_freqs and rope_orig_ctx");
+    for (k = 0; k < 2; k++)
+        for (j = 0; f[k] && j < half; j++)
+            if (!(f[k][j] > 0.0f && f[k][j] < INFINITY))
+                return tfm__log(r->lg, TFM_ERR_CORRUPT, "tensor %s: element %d is not finite and > 0",
+                                tfm__global_names[TFM__T_ROPE_FREQS + k], j);
+    m->rope_freqs = f[0];
+    m->rope_freqs_long = f[1];
+    m->config.rope_scaled = f[0] != NULL;
+    return TFM_OK;
+}
+
+/* Per-layer window and RoPE kind from the layer table (none: all 0). A local table needs RoPE. */
+TFM_PRIVATE tfm_result tfm__read_layer_table(const unsigned char *file, const tfm__header *h, const tfm_logger *lg,
+                                             tfm_model *m) {
+    const tfm_config *c = &m->config;
+    bool rope = c->pos == TFM_POS_ROPE_HALF || c->pos == TFM_POS_ROPE_INTERLEAVED;
+    uint32_t l;
+    for (l = 0; l < h->n_layers && h->layer_table_offset; l++) {
+        const unsigned char *e = file + (size_t)h->layer_table_offset + (size_t)l * TFM__LAYER_ENTRY_BYTES;
+        uint32_t window = tfm__rd_u32(e), kind = tfm__rd_u32(e + 4);
+        if (window > (uint32_t)TFM_MAX_CTX || kind > TFM__ROPE_NONE || (kind != TFM__ROPE_GLOBAL && !rope) ||
+            tfm__rd_u32(e + 8) != 0 || tfm__rd_u32(e + 12) != 0)
+            return tfm__log(lg, TFM_ERR_CORRUPT, "layer table entry %u: window %u, rope %u (or reserved bytes) "
+                            "out of range", (unsigned)l, (unsigned)window, (unsigned)kind);
+        m->layers[l].window = (int)window;
+        m->layers[l].rope = (int)kind;
+        if (kind == TFM__ROPE_LOCAL) m->has_local_rope = true;
+        if ((int)window > m->config.sliding_window) m->config.sliding_window = (int)window;
+    }
+    return TFM_OK;
 }
 
 /* Resolve every tensor the config needs; a tensor the config does not use is CORRUPT too (it
@@ -3269,6 +3423,7 @@ TFM_PRIVATE tfm_result tfm__resolve(tfm__resolver *r, tfm_model *m, int n_slots)
     if (!res && ln) res = tfm__take_vec(r, TFM__T_LNF_B, c->d_model, false, &m->lnf_b);
     if (!res) res = tfm__take(r, TFM__T_OUTPUT_W, c->n_vocab, c->d_model, false, &m->w_out);
     if (!res) res = tfm__take_vec(r, TFM__T_OUTPUT_B, c->n_vocab, false, &m->b_out);
+    if (!res) res = tfm__resolve_rope_freqs(r, m);
     for (l = 0; l < c->n_layers && !res; l++) res = tfm__resolve_layer(r, c, l, &m->layers[l]);
     if (res) return res;
     for (s = 0; s < n_slots; s++) {
@@ -3284,7 +3439,7 @@ TFM_PRIVATE tfm_result tfm__resolve(tfm__resolver *r, tfm_model *m, int n_slots)
 /* The config as the public struct, from a validated header. */
 TFM_PRIVATE void tfm__config_from_header(const tfm__header *h, tfm_config *c) {
     memset(c, 0, sizeof *c);
-    c->arch = h->arch <= TFM_ARCH_STARCODER2 ? (tfm_arch)h->arch : TFM_ARCH_UNKNOWN;
+    c->arch = h->arch <= TFM_ARCH_SMOLLM3 ? (tfm_arch)h->arch : TFM_ARCH_UNKNOWN;
     c->n_vocab = (int)h->n_vocab;     c->n_ctx = (int)h->n_ctx;
     c->n_layers = (int)h->n_layers;   c->n_heads = (int)h->n_heads;
     c->n_kv_heads = (int)h->n_kv_heads; c->d_model = (int)h->d_model;
@@ -3297,6 +3452,13 @@ TFM_PRIVATE void tfm__config_from_header(const tfm__header *h, tfm_config *c) {
     c->n_tokens = 0;
     c->bos_id = -1;
     c->eos_id = -1;
+    c->attn_scale = h->attn_scale > 0.0f ? h->attn_scale : 1.0f / sqrtf((float)(h->d_head ? h->d_head : 1));
+    c->attn_softcap = h->attn_softcap;
+    c->logit_softcap = h->logit_softcap;
+    c->embed_scale = h->embed_scale > 0.0f ? h->embed_scale : 1.0f;
+    c->rope_theta_local = h->rope_theta_local > 0.0f ? h->rope_theta_local : h->rope_theta;
+    c->qk_norm = (h->flags & TFM_FLAG_QK_NORM) != 0;
+    c->post_norms = (h->flags & TFM_FLAG_POST_NORMS) != 0;
 }
 
 /* config.dtype: the dtype of the largest of tok_embd and the w_up matrices (the converter writes
@@ -3339,6 +3501,15 @@ TFM_PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
 #define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
 #define TFM__MAX_THREADS 256         /* desc n_threads limit (a team larger than a CPU only spins) */
 
+/* One layer's slice of the KV cache: rows x kv_dim elements from element `at` of k_cache and v_cache.
+   A full layer has n_ctx rows; a layer whose window w is shorter keeps a ring of
+   w + n_batch - 1 rows (position p in row p % rows), enough for the w - 1 keys before the
+   first token of a batch and the batch itself. low: the first position still in the ring. */
+typedef struct tfm__kv_layer {
+    size_t at;
+    int rows, low;
+} tfm__kv_layer;
+
 struct tfm_session {
     const tfm_model *model;
     tfm_allocator allocator;
@@ -3354,8 +3525,9 @@ struct tfm_session {
     int n_batch;    /* tokens per pass */
     size_t kv_bytes;            /* bytes per cached value: 4 (f32) or 2 (f16) */
     struct tfm__team *team;     /* the thread team while an OpenMP eval runs, else NULL */
-    unsigned char *k_cache;     /* [n_layers, n_kv_heads, d_head, n_ctx] keys, transposed */
-    unsigned char *v_cache;     /* [n_layers, n_ctx, kv_dim] values */
+    tfm__kv_layer *kv;          /* [n_layers] each layer's ring of cache rows */
+    unsigned char *k_cache;     /* per layer l, kv head g: keys transposed, [d_head, kv[l].rows] */
+    unsigned char *v_cache;     /* per layer [kv[l].rows, kv_dim] values */
     float *k_new, *v_new;       /* [n_batch, kv_dim] the batch's keys and values before the cache */
     float *x;                   /* [n_batch, d_model] the residual stream of each token */
     float *xn, *xn2;            /* [n_batch, d_model] normalized inputs of the sublayers */
@@ -3370,6 +3542,7 @@ struct tfm_session {
     float *scores;              /* [n_heads, n_ctx] attention weights, one row per head */
     float *logits;              /* [n_vocab] of the last evaluated token */
     float *rope_cos, *rope_sin; /* [n_ctx, rope_dim/2] (RoPE only) */
+    float *rope_cos_local, *rope_sin_local; /* the same for local layers (some layer's rope 1) */
     float *alibi;               /* [n_heads] slopes (ALiBi only) */
     float *pos_table;           /* [n_ctx, d_model] (sinusoidal only) */
     char last_error[TFM__ERROR_BYTES];
@@ -3400,8 +3573,15 @@ TFM_PRIVATE void *tfm__carve_elems(tfm__plan *p, unsigned char *base, size_t a, 
     return base ? tfm__at(base, at) : NULL;
 }
 
+/* Reserve a * b * c floats. */
 TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c) {
     return TFM__CAST(float *, tfm__carve_elems(p, base, a, b, c, sizeof(float)));
+}
+
+/* Rows of layer l's cache in a session of n_ctx positions and n_batch tokens per pass (see
+   tfm__kv_layer). */
+TFM_PRIVATE int tfm__kv_rows(const tfm__layer *L, int n_ctx, int n_batch) {
+    return L->window > 0 && L->window < n_ctx - (n_batch - 1) ? L->window + (n_batch - 1) : n_ctx;
 }
 
 /* Lay out every array of s after the struct itself; base NULL only sizes. */
@@ -3411,11 +3591,22 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
     size_t nb = (size_t)s->n_batch, n_pad = (nb + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
     size_t cols = tfm__max_cols(c);
     bool rope = c->pos == TFM_POS_ROPE_HALF || c->pos == TFM_POS_ROPE_INTERLEAVED;
-    int f;
+    size_t kv_rows = 0;
+    int l, f;
     p->bytes = sizeof(tfm_session);
     p->overflow = false;
-    s->k_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)c->n_layers, ctx, kv_dim, s->kv_bytes));
-    s->v_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)c->n_layers, ctx, kv_dim, s->kv_bytes));
+    s->kv = TFM__CAST(tfm__kv_layer *, tfm__carve_elems(p, base, (size_t)c->n_layers, 1, 1, sizeof(tfm__kv_layer)));
+    for (l = 0; l < c->n_layers; l++) {
+        int rows = tfm__kv_rows(&s->model->layers[l], s->n_ctx, s->n_batch);
+        if (s->kv) {
+            s->kv[l].at = kv_rows * kv_dim; /* < the cache size, checked by the carve below */
+            s->kv[l].rows = rows;
+            s->kv[l].low = 0;
+        }
+        kv_rows += (size_t)rows; /* <= n_layers * n_ctx: no overflow */
+    }
+    s->k_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, kv_rows, kv_dim, 1, s->kv_bytes));
+    s->v_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, kv_rows, kv_dim, 1, s->kv_bytes));
     s->k_new = tfm__carve(p, base, nb, kv_dim, 1);
     s->v_new = tfm__carve(p, base, nb, kv_dim, 1);
     s->x = tfm__carve(p, base, nb, d, 1);
@@ -3431,6 +3622,8 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
     s->logits = tfm__carve(p, base, (size_t)c->n_vocab, 1, 1);
     s->rope_cos = rope ? tfm__carve(p, base, ctx, half, 1) : NULL;
     s->rope_sin = rope ? tfm__carve(p, base, ctx, half, 1) : NULL;
+    s->rope_cos_local = rope && s->model->has_local_rope ? tfm__carve(p, base, ctx, half, 1) : NULL;
+    s->rope_sin_local = rope && s->model->has_local_rope ? tfm__carve(p, base, ctx, half, 1) : NULL;
     s->alibi = c->pos == TFM_POS_ALIBI ? tfm__carve(p, base, (size_t)c->n_heads, 1, 1) : NULL;
     s->pos_table = c->pos == TFM_POS_SINUSOIDAL ? tfm__carve(p, base, ctx, d, 1) : NULL;
     for (f = 1; f < TFM__ACT_COUNT; f++) {
@@ -3701,29 +3894,44 @@ TFM_PRIVATE void tfm__matmul(tfm_session *s, const tfm__tensor *w, const float *
    Batch arrays are [n_b, width] row-major. Parallel work (matrix rows, attention heads) goes
    through tfm__run_tasks. */
 
-/* Causal attention of one head for the query at position n_pos - 1 over positions [0, n_pos):
-   q [d_head]; kt: this kv head's keys, transposed ([d_head, kt_stride]: key j is column j); v:
-   its values, rows v_stride elements apart ([n_pos, v_stride]), f32 or f16 (both caches);
-   scores [n_pos] scratch; out [d_head].
-     s_j = q . k_j / sqrt(d_head) + slope (j - (n_pos - 1)),  w = softmax(s),  out = sum_j w_j v_j
+/* The keys one query sees: n positions, the last one the query's own, in ring rows s0..s0+n0-1
+   then (a ring that wrapped) rows 0..n-n0-1. kt: this kv head's keys, transposed ([d_head,
+   rows]: the key in row r is column r); v: its values, rows kv_dim elements apart; f16 or f32
+   elements (both caches). */
+typedef struct tfm__kv_span {
+    const unsigned char *kt, *v;
+    size_t rows, kv_dim;
+    bool f16;
+    int s0, n0, n;
+} tfm__kv_span;
+
+/* Causal attention of one head for one query over its span of keys: q [d_head], scores [n]
+   scratch, out [d_head].
+     s_j = q . k_j * scale, then c tanh(s_j / c) with a soft-cap c, + slope (j - (n - 1)),
+     w = softmax(s),  out = sum_j w_j v_j
    Why: the query asks "which earlier tokens matter to me", each key answers by similarity, and
-   the token receives the weighted mix of their values. Only earlier positions exist in the
-   cache, so the model is causal by construction. slope is 0 except with ALiBi. Keys are stored
-   transposed so that the scores of 16 keys are one vector chain (>>simd); the values stay in
-   rows, each one a vector step of the weighted sum. */
-TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const unsigned char *kt, size_t kt_stride,
-                                     const unsigned char *v, size_t v_stride, bool f16, int d_head, int n_pos,
-                                     float slope, float *scores, float *out) {
-    float scale = 1.0f / sqrtf((float)d_head);
-    size_t vb = v_stride * (f16 ? 2u : 4u);
+   the token receives the weighted mix of their values. Only earlier positions (the last window
+   of them in a sliding-window layer) are in the span, so the model is causal by construction
+   and masked keys never enter the softmax. slope is 0 except with ALiBi. Keys are stored
+   transposed so that the scores of 16 keys are one vector chain (>>simd); values stay in rows,
+   each one vector step of the weighted sum. */
+TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const tfm__kv_span *sp, int d_head,
+                                     float scale, float softcap, float slope, float *scores, float *out) {
+    size_t e = sp->f16 ? 2u : 4u, vb = sp->kv_dim * e;
     int j;
-    isa->scores[f16](q, kt, kt_stride, d_head, n_pos, scores);
-    for (j = 0; j < n_pos; j++) scores[j] = scores[j] * scale + slope * (float)(j - (n_pos - 1));
-    tfm__softmax_inplace(scores, n_pos);
+    isa->scores[sp->f16](q, sp->kt + (size_t)sp->s0 * e, sp->rows, d_head, sp->n0, scores);
+    if (sp->n > sp->n0) isa->scores[sp->f16](q, sp->kt, sp->rows, d_head, sp->n - sp->n0, scores + sp->n0);
+    for (j = 0; j < sp->n; j++) {
+        float sj = scores[j] * scale;
+        if (softcap > 0.0f) sj = softcap * tanhf(sj / softcap);
+        scores[j] = sj + slope * (float)(j - (sp->n - 1));
+    }
+    tfm__softmax_inplace(scores, sp->n);
     memset(out, 0, (size_t)d_head * sizeof(float));
-    for (j = 0; j < n_pos; j++) {
-        if (f16) isa->axpy_h(out, scores[j], v + (size_t)j * vb, d_head);
-        else isa->axpy(out, scores[j], TFM__CAST(const float *, TFM__CAST(const void *, v + (size_t)j * vb)), d_head);
+    for (j = 0; j < sp->n; j++) {
+        const unsigned char *vj = sp->v + (size_t)(j < sp->n0 ? sp->s0 + j : j - sp->n0) * vb;
+        if (sp->f16) isa->axpy_h(out, scores[j], vj, d_head);
+        else isa->axpy(out, scores[j], TFM__CAST(const float *, TFM__CAST(const void *, vj)), d_head);
     }
 }
 
@@ -3732,49 +3940,75 @@ typedef struct tfm__attn_job {
     int layer, pos, n_b;
 } tfm__attn_job;
 
-/* The cache of layer l, kv head g: keys [d_head, n_ctx] (transposed) and values [n_ctx, kv_dim]
+/* Layer l's cache for kv head g: keys [d_head, rows] (transposed) and values [rows, kv_dim]
    from column g * d_head. */
 TFM_PRIVATE unsigned char *tfm__kcache(const tfm_session *s, int l, int g) {
-    const tfm_config *c = &s->model->config;
-    size_t at = ((size_t)l * (size_t)c->n_kv_heads + (size_t)g) * (size_t)c->d_head * (size_t)s->n_ctx;
+    size_t dh = (size_t)s->model->config.d_head, at = s->kv[l].at + (size_t)g * dh * (size_t)s->kv[l].rows;
     return s->k_cache + at * s->kv_bytes;
 }
 TFM_PRIVATE unsigned char *tfm__vcache(const tfm_session *s, int l, int g) {
-    const tfm_config *c = &s->model->config;
-    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
-    size_t at = (size_t)l * (size_t)s->n_ctx * kv_dim + (size_t)g * (size_t)c->d_head;
-    return s->v_cache + at * s->kv_bytes;
+    return s->v_cache + (s->kv[l].at + (size_t)g * (size_t)s->model->config.d_head) * s->kv_bytes;
 }
 
-/* Task h: head h for every token of the batch, in order (token b sees positions 0..pos+b).
-   Query head h reads kv head h / (n_heads / n_kv_heads): grouped-query attention, where a
-   group of query heads shares one key/value head to shrink the cache. */
+/* Task h: head h for every token of the batch, in order (token b at position t = pos + b sees
+   positions 0..t, or t - window + 1..t in a sliding-window layer). Query head h reads kv head
+   h / (n_heads / n_kv_heads): grouped-query attention, where a group of query heads shares
+   one key/value head to shrink the cache. */
 TFM_PRIVATE void tfm__attn_task(void *ctx, int h) {
     const tfm__attn_job *job = TFM__CAST(const tfm__attn_job *, ctx);
     const tfm_session *s = job->s;
     const tfm_config *c = &s->model->config;
+    const tfm__kv_layer *kv = &s->kv[job->layer];
+    int window = s->model->layers[job->layer].window, g = h / (c->n_heads / c->n_kv_heads), b;
     size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head, q_at = (size_t)h * (size_t)c->d_head;
-    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
-    int g = h / (c->n_heads / c->n_kv_heads), b;
-    for (b = 0; b < job->n_b; b++)
-        tfm__attention_head(&s->model->isa, s->q + (size_t)b * q_dim + q_at, tfm__kcache(s, job->layer, g),
-                            (size_t)s->n_ctx, tfm__vcache(s, job->layer, g), kv_dim, s->kv_bytes == 2, c->d_head,
-                            job->pos + b + 1, s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
+    tfm__kv_span sp;
+    sp.kt = tfm__kcache(s, job->layer, g);
+    sp.v = tfm__vcache(s, job->layer, g);
+    sp.rows = (size_t)kv->rows;
+    sp.kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
+    sp.f16 = s->kv_bytes == 2;
+    for (b = 0; b < job->n_b; b++) {
+        int t = job->pos + b, first = window > 0 && t >= window ? t - window + 1 : 0;
+        sp.n = t - first + 1;
+        sp.s0 = first % kv->rows;
+        sp.n0 = sp.n < kv->rows - sp.s0 ? sp.n : kv->rows - sp.s0;
+        tfm__attention_head(&s->model->isa, s->q + (size_t)b * q_dim + q_at, &sp, c->d_head, c->attn_scale,
+                            c->attn_softcap, s->alibi ? s->alibi[h] : 0.0f, s->scores + (size_t)h * (size_t)s->n_ctx,
                             s->att + (size_t)b * q_dim + q_at);
+    }
 }
 
-/* RoPE on every query and key head of the batch, token b at position pos + b. */
-TFM_PRIVATE void tfm__rope_batch(const tfm_session *s, float *k_rows, int n_b, int pos) {
+/* RoPE on every query and key head of the batch, token b at position pos + b, with layer l's
+   table (global, local, or none). */
+TFM_PRIVATE void tfm__rope_batch(const tfm_session *s, int l, float *k_rows, int n_b, int pos) {
     const tfm_config *c = &s->model->config;
+    int kind = s->model->layers[l].rope, b, h;
     size_t half = (size_t)c->rope_dim / 2, dh = (size_t)c->d_head;
     size_t q_dim = (size_t)c->n_heads * dh, kv_dim = (size_t)c->n_kv_heads * dh;
     bool inter = c->pos == TFM_POS_ROPE_INTERLEAVED;
-    int b, h;
+    const float *cos_all = kind == TFM__ROPE_LOCAL ? s->rope_cos_local : s->rope_cos;
+    const float *sin_all = kind == TFM__ROPE_LOCAL ? s->rope_sin_local : s->rope_sin;
+    if (kind == TFM__ROPE_NONE) return;
     for (b = 0; b < n_b; b++) {
-        const float *cos_t = s->rope_cos + (size_t)(pos + b) * half, *sin_t = s->rope_sin + (size_t)(pos + b) * half;
+        const float *cos_t = cos_all + (size_t)(pos + b) * half, *sin_t = sin_all + (size_t)(pos + b) * half;
         float *q = s->q + (size_t)b * q_dim, *k = k_rows + (size_t)b * kv_dim;
         for (h = 0; h < c->n_heads; h++) tfm__rope(q + (size_t)h * dh, c->rope_dim, cos_t, sin_t, inter);
         for (h = 0; h < c->n_kv_heads; h++) tfm__rope(k + (size_t)h * dh, c->rope_dim, cos_t, sin_t, inter);
+    }
+}
+
+/* Per-head q and k norms (TFM_FLAG_QK_NORM) in place, before RoPE: each d_head slice of the
+   batch's queries and keys normalized with the layer's q_norm / k_norm weights.
+   Why: bounding q and k keeps the attention logits from growing without limit (Qwen3, Gemma-3). */
+TFM_PRIVATE void tfm__qk_norm_batch(const tfm_session *s, int l, float *k_rows, int n_b) {
+    const tfm_config *c = &s->model->config;
+    const tfm__layer *L = &s->model->layers[l];
+    int n_q = n_b * c->n_heads, n_k = n_b * c->n_kv_heads, i; /* rows of d_head, contiguous */
+    for (i = 0; i < n_q + n_k; i++) {
+        float *v = i < n_q ? s->q + (size_t)i * (size_t)c->d_head : k_rows + (size_t)(i - n_q) * (size_t)c->d_head;
+        const float *w = i < n_q ? L->q_norm_w : L->k_norm_w;
+        if (c->norm == TFM_NORM_RMSNORM) tfm__rmsnorm(v, v, w, c->d_head, c->norm_eps);
+        else tfm__layernorm(v, v, w, NULL, c->d_head, c->norm_eps);
     }
 }
 
@@ -3784,30 +4018,32 @@ TFM_PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v) 
     else memcpy(dst, &v, sizeof v);
 }
 
-/* The batch's keys and values (k_new, v_new [n_b, kv_dim]) into layer l's cache at pos..: keys
-   as columns of the transposed key cache, values as rows. */
+/* The batch's keys and values (k_new, v_new [n_b, kv_dim]) into layer l's ring at rows
+   (pos + b) % rows (the batch never wraps: tfm__batch_size): keys as columns of the
+   transposed key cache, values as rows. */
 TFM_PRIVATE void tfm__kv_store(const tfm_session *s, int l, int n_b, int pos) {
     const tfm_config *c = &s->model->config;
     size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d;
+    size_t rows = (size_t)s->kv[l].rows;
     int b, g;
     for (g = 0; g < c->n_kv_heads; g++) {
         unsigned char *kt = tfm__kcache(s, l, g), *v = tfm__vcache(s, l, g);
         for (b = 0; b < n_b; b++) {
             const float *kb = s->k_new + (size_t)b * kv_dim + (size_t)g * dh;
             const float *vv = s->v_new + (size_t)b * kv_dim + (size_t)g * dh;
-            size_t p = (size_t)(pos + b);
+            size_t row = (size_t)(pos + b) % rows;
             for (d = 0; d < dh; d++) {
-                tfm__kv_put(s, kt + (d * (size_t)s->n_ctx + p) * e, kb[d]);
-                tfm__kv_put(s, v + (p * kv_dim + d) * e, vv[d]);
+                tfm__kv_put(s, kt + (d * rows + row) * e, kb[d]);
+                tfm__kv_put(s, v + (row * kv_dim + d) * e, vv[d]);
             }
         }
     }
 }
 
 /* Self-attention sublayer, in [n_b, d_model] -> out [n_b, d_model]:
-   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv, RoPE on every head of q and k, k and v into
-   the cache at pos..pos+n_b-1, each head attends over the positions up to its own,
-   out = Wo att + bo. */
+   q = Wq in + bq, k = Wk in + bk, v = Wv in + bv, per-head q / k norms and RoPE on every head
+   of q and k, k and v into the cache at pos..pos+n_b-1, each head attends over the positions
+   it sees, out = Wo att + bo. */
 TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *out, int n_b, int pos) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
@@ -3821,7 +4057,8 @@ TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *
     tfm__job_add(&qkv, &L->wk, L->bk, s->k_new, kv_dim);
     tfm__job_add(&qkv, &L->wv, L->bv, s->v_new, kv_dim);
     tfm__matmul_run(s, &qkv);
-    if (s->rope_cos) tfm__rope_batch(s, s->k_new, n_b, pos);
+    if (c->qk_norm) tfm__qk_norm_batch(s, l, s->k_new, n_b);
+    if (s->rope_cos) tfm__rope_batch(s, l, s->k_new, n_b, pos);
     tfm__kv_store(s, l, n_b, pos);
     job.s = s;
     job.layer = l;
@@ -3873,13 +4110,16 @@ TFM_PRIVATE void tfm__norm_rows(const tfm_model *m, float *out, const float *x, 
 /* One block on the residual stream x, in the file's layout:
      sequential:       x += attn(ln1 x);  x += ffn(ln2 x)
      parallel:         x += attn(ln1 x) + ffn(ln2 x)   (both norms read the same x)
-     parallel shared:  x += attn(ln1 x) + ffn(ln1 x) */
+     parallel shared:  x += attn(ln1 x) + ffn(ln1 x)
+   With TFM_FLAG_POST_NORMS each sublayer output is normalized before it is added
+   (attn -> post_attn(attn), ffn -> post_ffn(ffn); Gemma). */
 TFM_PRIVATE void tfm__layer_step(tfm_session *s, int l, int n_b, int pos) {
     const tfm_model *m = s->model;
     const tfm__layer *L = &m->layers[l];
     size_t n = (size_t)n_b * (size_t)m->config.d_model, i;
     tfm__norm_rows(m, s->xn, s->x, L->ln1_w, L->ln1_b, n_b);
     tfm__attn_block(s, l, s->xn, s->attn_out, n_b, pos);
+    if (L->post_attn_w) tfm__norm_rows(m, s->attn_out, s->attn_out, L->post_attn_w, NULL, n_b);
     switch (m->config.residual) {
     case TFM_RESIDUAL_SEQUENTIAL:
         for (i = 0; i < n; i++) s->x[i] += s->attn_out[i];
@@ -3897,11 +4137,12 @@ TFM_PRIVATE void tfm__layer_step(tfm_session *s, int l, int n_b, int pos) {
         for (i = 0; i < n; i++) s->x[i] += s->attn_out[i];
         break;
     }
+    if (L->post_ffn_w) tfm__norm_rows(m, s->ffn_out, s->ffn_out, L->post_ffn_w, NULL, n_b);
     for (i = 0; i < n; i++) s->x[i] += s->ffn_out[i];
 }
 
-/* x[b] = the embedding row of tokens[b] plus, for learned or sinusoidal positions, the vector
-   of position pos + b. */
+/* x[b] = the embedding row of tokens[b] (times embed_scale) plus, for learned or sinusoidal
+   positions, the vector of position pos + b. */
 TFM_PRIVATE void tfm__embed(tfm_session *s, const int32_t *tokens, int n_b, int pos) {
     const tfm_model *m = s->model;
     size_t d = (size_t)m->config.d_model, i;
@@ -3909,6 +4150,8 @@ TFM_PRIVATE void tfm__embed(tfm_session *s, const int32_t *tokens, int n_b, int 
     for (b = 0; b < n_b; b++) {
         float *x = s->x + (size_t)b * d;
         tfm__tensor_row(&m->tok_embd, (int)tokens[b], x);
+        if (m->config.embed_scale != 1.0f)
+            for (i = 0; i < d; i++) x[i] *= m->config.embed_scale;
         if (m->config.pos == TFM_POS_LEARNED) {
             tfm__tensor_row(&m->pos_embd, pos + b, s->xn);
             for (i = 0; i < d; i++) x[i] += s->xn[i];
@@ -3935,7 +4178,45 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
     if (!logits) return TFM_OK;
     tfm__norm_rows(m, s->xn, s->x + (size_t)first * d, m->lnf_w, m->lnf_b, n_b - first);
     tfm__matmul(s, &m->w_out, s->xn, d, m->b_out, logits, (size_t)m->config.n_vocab, n_b - first);
+    if (m->config.logit_softcap > 0.0f) {
+        float cap = m->config.logit_softcap;
+        size_t i, n = (size_t)(n_b - first) * (size_t)m->config.n_vocab;
+        for (i = 0; i < n; i++) logits[i] = cap * tanhf(logits[i] / cap);
+    }
     return TFM_OK;
+}
+
+/* Tokens of the next batch at pos: at most n_batch and n_left, and no more than fit before
+   a sliding-window ring wraps (so the batch's cache rows are contiguous in every layer). */
+TFM_PRIVATE int tfm__batch_size(const tfm_session *s, int pos, int n_left) {
+    int n_b = n_left < s->n_batch ? n_left : s->n_batch, l;
+    for (l = 0; l < s->model->config.n_layers; l++) {
+        int rows = s->kv[l].rows, room = rows - pos % rows;
+        if (rows < s->n_ctx && room < n_b) n_b = room;
+    }
+    return n_b;
+}
+
+/* After positions pos..pos+n_b-1 are written: the first position each ring still holds. */
+TFM_PRIVATE void tfm__kv_advance(tfm_session *s, int pos, int n_b) {
+    int l;
+    for (l = 0; l < s->model->config.n_layers; l++) {
+        tfm__kv_layer *kv = &s->kv[l];
+        int lost = pos + n_b - kv->rows; /* positions below this were overwritten */
+        if (pos == 0) kv->low = 0;
+        if (lost > kv->low) kv->low = lost;
+    }
+}
+
+/* Can positions pos.. be evaluated, i.e. does every windowed layer still hold the keys the
+   query at pos needs (positions max(0, pos - window + 1) .. pos - 1)? */
+TFM_PRIVATE bool tfm__kv_can_resume(const tfm_session *s, int pos) {
+    int l;
+    for (l = 0; l < s->model->config.n_layers; l++) {
+        int w = s->model->layers[l].window, first = w > 0 && pos >= w ? pos - w + 1 : 0;
+        if (pos > 0 && first < s->kv[l].low) return false;
+    }
+    return true;
 }
 
 /* Evaluate tokens[0..n_tokens) at pos.. in batches of n_batch (arguments already checked),
@@ -3948,9 +4229,10 @@ TFM_PRIVATE tfm_result tfm__eval_batches(tfm_session *s, const int32_t *tokens, 
     int i, n_b;
     for (i = 0; i < n_tokens; i += n_b) {
         float *out = logits_all ? logits_all + (size_t)i * n_vocab : NULL;
-        n_b = n_tokens - i < s->n_batch ? n_tokens - i : s->n_batch;
+        n_b = tfm__batch_size(s, pos + i, n_tokens - i);
         if (!logits_all && i + n_b == n_tokens) out = s->logits;
         if ((r = tfm__forward(s, tokens + i, n_b, pos + i, out, logits_all != NULL)) != TFM_OK) return r;
+        tfm__kv_advance(s, pos + i, n_b);
         s->n_past = pos + i + n_b;
     }
     return TFM_OK;
@@ -5182,7 +5464,8 @@ TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t c
 #define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS | \
                         TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE | \
                         TFM_TOKFLAG_IGNORE_MERGES)
-#define TFM__TOK_ATTRS (TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED | TFM_TOKATTR_BYTE)
+#define TFM__TOK_ATTRS (TFM_TOKATTR_SPECIAL | TFM_TOKATTR_ADDED | TFM_TOKATTR_BYTE | TFM_TOKATTR_LSTRIP | \
+                        TFM_TOKATTR_RSTRIP)
 
 struct tfm__tokenizer {
     tfm_tokenizer_kind kind;
@@ -5893,6 +6176,28 @@ TFM_PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned
     return -1;
 }
 
+/* White space (Unicode White_Space, as Hugging Face's lstrip / rstrip of added tokens) from
+   s[at] forward to at most end, or (back) backward down to at least start: the new index. */
+TFM_PRIVATE size_t tfm__tok_skip_space(const unsigned char *s, size_t at, size_t start, size_t end, bool back) {
+    uint32_t c;
+    if (!back) {
+        while (at < end) {
+            size_t len = tfm__utf8_next(s + at, end - at, &c);
+            if (tfm__uc_class_of(c) != TFM__UC_SPACE) break;
+            at += len;
+        }
+        return at;
+    }
+    while (at > start) {
+        size_t b = at - 1;
+        while (b > start && (s[b] & 0xC0u) == 0x80u) b--; /* the start of the last code point */
+        tfm__utf8_next(s + b, at - b, &c);
+        if (tfm__uc_class_of(c) != TFM__UC_SPACE) break;
+        at = b;
+    }
+    return at;
+}
+
 /* The text segment s[seg..end) (not empty) with its SentencePiece dummy prefix, if any. */
 TFM_PRIVATE void tfm__tok_text_segment(const tfm__tokenizer *t, const unsigned char *s, size_t seg,
                                        size_t end, tfm__tok_out *o) {
@@ -5918,13 +6223,16 @@ TFM_PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char
     while (pos < text_bytes) {
         size_t len = 0;
         int32_t id = t->n_added ? tfm__tok_match_added(t, s + pos, text_bytes - pos, &len) : -1;
+        size_t seg_end = pos;
         if (id < 0) {
             pos++;
             continue;
         }
-        if (pos > seg) tfm__tok_text_segment(t, s, seg, pos, &o);
+        if (tfm__tok_attr(t, id) & TFM_TOKATTR_LSTRIP) seg_end = tfm__tok_skip_space(s, pos, seg, pos, true);
+        if (seg_end > seg) tfm__tok_text_segment(t, s, seg, seg_end, &o);
         tfm__tok_emit(&o, id);
         pos += len;
+        if (tfm__tok_attr(t, id) & TFM_TOKATTR_RSTRIP) pos = tfm__tok_skip_space(s, pos, pos, text_bytes, false);
         seg = pos;
     }
     if (pos > seg) tfm__tok_text_segment(t, s, seg, pos, &o);
@@ -10360,12 +10668,15 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
         m->isa = isa;
         m->layers = TFM__CAST(tfm__layer *, tfm__at(m, layers_at));
         tfm__config_from_header(&h, &m->config);
+        m->rope_orig_ctx = (int)h.rope_orig_ctx;
+        m->rope_attn_factor = h.rope_attn_factor > 0.0f ? h.rope_attn_factor : 1.0f;
         rs.file = f->data;
         rs.file_bytes = f->data_bytes;
         rs.dir_end = dir_end;
         rs.slots = slots;
         rs.lg = lg;
         if (!tfm__is_vocab_only(&h)) r = tfm__resolve(&rs, m, n_slots);
+        if (!r) r = tfm__read_layer_table(f->data, &h, lg, m);
         if (!r) m->config.dtype = tfm__largest_dtype(m);
         if (!r) m->act_formats = tfm__act_formats(m);
     }
@@ -10463,7 +10774,13 @@ TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_
     tfm__session_fields(s, model, &d);
     s->block_bytes = plan.bytes;
     tfm__session_layout(s, c, TFM__CAST(unsigned char *, TFM__CAST(void *, s)), &plan);
-    if (s->rope_cos) tfm__rope_tables(s->rope_cos, s->rope_sin, s->n_ctx, c->rope_dim, c->rope_theta);
+    if (s->rope_cos) {
+        bool long_ctx = model->rope_freqs_long && s->n_ctx > model->rope_orig_ctx;
+        tfm__rope_tables(s->rope_cos, s->rope_sin, s->n_ctx, c->rope_dim, c->rope_theta,
+                         long_ctx ? model->rope_freqs_long : model->rope_freqs, model->rope_attn_factor);
+    }
+    if (s->rope_cos_local)
+        tfm__rope_tables(s->rope_cos_local, s->rope_sin_local, s->n_ctx, c->rope_dim, c->rope_theta_local, NULL, 1.0f);
     if (s->alibi) tfm__alibi_slopes(s->alibi, c->n_heads);
     if (s->pos_table) tfm__sinusoid_table(s->pos_table, s->n_ctx, c->d_model);
     memset(s->logits, 0, (size_t)c->n_vocab * sizeof(float));
@@ -10501,6 +10818,9 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
             return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: token %d (index %d) is outside [0, %d)",
                                      (int)tokens[i], i, n_vocab);
+    if (pos < s->n_past && !tfm__kv_can_resume(s, pos))
+        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: pos %d: a sliding-window layer's cache no longer "
+                                 "holds the window before it (rewind at most to pos 0 or within the ring)", pos);
     s->n_past = pos;
     if ((r = tfm__eval_team(s, tokens, n_tokens, pos, logits_all)) != TFM_OK)
         return tfm__session_fail(s, r, "eval: cancelled at position %d", s->n_past);

@@ -119,7 +119,7 @@ F=$T/neox.tfm
 grep -q "warning:.*token ids only" "$T/err" && ok || bad "no warning for a checkpoint without tokenizer"
 expect_eq magic "$(bytes "$F" 0 7)" "TFMODEL"
 expect_eq "magic NUL" "$(u8 "$F" 7)" 0
-expect_eq format_version "$(u32 "$F" 8)" 1
+expect_eq format_version "$(u32 "$F" 8)" 2
 expect_eq header_bytes "$(u32 "$F" 12)" 256
 expect_eq arch "$(u32 "$F" 16)" 1
 expect_eq n_vocab "$(u32 "$F" 20)" 16
@@ -142,7 +142,7 @@ expect_eq n_tensors "$(u32 "$F" 84)" 20
 expect_eq tensor_dir_offset "$(u64 "$F" 88)" 256
 expect_eq "tokenizer_offset (none)" "$(u64 "$F" 96)" 0
 expect_eq "tokenizer_bytes (none)" "$(u64 "$F" 104)" 0
-expect_eq "header reserved bytes" "$(nonzero "$F" 112 144)" 0
+expect_eq "header version-2 fields (all default) and reserved bytes" "$(nonzero "$F" 112 144)" 0
 names=""; i=0; while [ $i -lt 20 ]; do names="$names $(ename "$F" $i)"; i=$((i + 1)); done
 expect_eq "tensor order" "$names" " tok_embd blk.0.ln1.w blk.0.ln1.b blk.0.wq blk.0.wk blk.0.wv blk.0.bq blk.0.bk blk.0.bv blk.0.wo blk.0.bo blk.0.ln2.w blk.0.ln2.b blk.0.w_up blk.0.b_up blk.0.w_down blk.0.b_down lnf.w lnf.b output.w"
 # every entry: 64-byte aligned, inside the file, reserved zero; the last one ends the file
@@ -378,8 +378,10 @@ head -c 5 "$T/neox/model.safetensors" > "$T/e4/model.safetensors"
 expect_fail "truncated length" "too short" -- "$CONV" "$T/e4" -o "$O"
 EXTRA="gpt_neox.layers.1.mlp.extra.weight 4" mk_neox "$T/e5"
 expect_fail "unused tensor" "gpt_neox.layers.1.mlp.extra.weight.*not used" -- "$CONV" "$T/e5" -o "$O"
-cp -r "$T/neox" "$T/e6"; sed -i 's/"rope_scaling": null/"rope_scaling": {"type": "linear", "factor": 2.0}/' "$T/e6/config.json"
-expect_fail "rope_scaling" "rope_scaling" -- "$CONV" "$T/e6" -o "$O"
+cp -r "$T/neox" "$T/e6"; sed -i 's/"rope_scaling": null/"rope_scaling": {"type": "yarn", "factor": 2.0}/' "$T/e6/config.json"
+expect_fail "rope_scaling yarn" 'rope scaling type "yarn" is not supported (supported: linear, llama3, longrope)' -- "$CONV" "$T/e6" -o "$O"
+sed -i 's/"type": "yarn"/"rope_type": "dynamic"/' "$T/e6/config.json"
+expect_fail "rope_scaling dynamic" 'rope scaling type "dynamic" is not supported' -- "$CONV" "$T/e6" -o "$O"
 cp -r "$T/neox" "$T/e7"; sed -i 's/"rotary_pct": 0.5/"rotary_pct": 0.25/' "$T/e7/config.json"
 expect_fail "odd rope_dim" "must be even" -- "$CONV" "$T/e7" -o "$O"
 cp -r "$T/neox" "$T/e8"; sed -i 's/"gelu_new"/"relu"/' "$T/e8/config.json"
@@ -388,6 +390,13 @@ cp -r "$T/neox" "$T/e9"; sed -i 's/"dtype": "F32", "shape": \[16, 8\]/"dtype": "
 expect_fail "dtype size vs shape" "bytes for dtype F16" -- "$CONV" "$T/e9" -o "$O"
 cp -r "$T/neox" "$T/e10"; sed -i 's/"num_hidden_layers": 1/"num_hidden_layers": "1"/' "$T/e10/config.json"
 expect_fail "wrong config type" '"num_hidden_layers" must be a non-negative integer' -- "$CONV" "$T/e10" -o "$O"
+# a layer count past TFM_MAX_LAYERS is refused as soon as it is read, before the per-layer
+# tables (window, RoPE kind) are filled: qwen2's sizes, Gemma's own
+mkdir "$T/e10q" "$T/e10g"
+sed 's/"num_hidden_layers": 2,/"num_hidden_layers": 100000,/' tests/data/modern/qwen2/config.json > "$T/e10q/config.json"
+sed 's/"num_hidden_layers": 3,/"num_hidden_layers": 513,/' tests/data/modern/gemma2/config.json > "$T/e10g/config.json"
+expect_fail "qwen2 100000 layers" "layer count 100000 out of the supported range" -- "$CONV" "$T/e10q" -o "$O"
+expect_fail "gemma2 513 layers" "layer count 513 out of the supported range" -- "$CONV" "$T/e10g" -o "$O"
 cp -r "$T/neox" "$T/e11"; cp "$SHARED/tokenizers/gpt2/vocab.json" "$SHARED/tokenizers/gpt2/merges.txt" "$T/e11/" 2>/dev/null &&
   expect_fail "tokenizer larger than vocab_size" "50257 tokens but vocab_size is 16" -- "$CONV" "$T/e11" -o "$O"
 cp -r "$T/gpt2" "$T/e12"; sed -i 's/"scale_attn_weights": true/"scale_attn_weights": true, "scale_attn_by_inverse_layer_idx": true/' "$T/e12/config.json"
@@ -413,7 +422,7 @@ cp -r "$T/neox" "$T/e19"; sed -i '0,/"dtype": "F32", "shape": \[8\]/s//"dtype": 
 expect_fail "integer dtype for a weight" "dtype I32 is not supported" -- "$CONV" "$T/e19" -o "$O"
 rm -f "$T/e4/model.safetensors"
 expect_fail "no safetensors" "no model.safetensors" -- "$CONV" "$T/e4" -o "$O"
-expect_fail "bad --type" "expected f32 or f16" -- "$CONV" "$T/neox" -o "$O" --type q4
+expect_fail "bad --type" "expected f32 f16 bf16 q8_0 q4_0 q4_k q6_k or q4_k_m" -- "$CONV" "$T/neox" -o "$O" --type q4
 expect_fail "no -o" "need a source" -- "$CONV" "$T/neox"
 expect_fail "unknown option" "unknown option" -- "$CONV" "$T/neox" -o "$O" --fast
 

@@ -464,7 +464,7 @@ static void test_kernels(void) {
         float *cs = (float *)malloc(1001 * 8 * sizeof(float)), *sn = (float *)malloc(1001 * 8 * sizeof(float));
         for (inter = 0; inter < 2; inter++)
             for (k = 0; k < 3; k++) {
-                tfm__rope_tables(cs, sn, 1001, dims[k], 10000.0f);
+                tfm__rope_tables(cs, sn, 1001, dims[k], 10000.0f, NULL, 1.0f);
                 for (p = 0; p < 3; p++) {
                     double v[16];
                     float vf[16];
@@ -480,13 +480,26 @@ static void test_kernels(void) {
         {
             float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, c2[8];
             memcpy(c2, a, sizeof a);
-            tfm__rope_tables(cs, sn, 4, 4, 10000.0f);
+            tfm__rope_tables(cs, sn, 4, 4, 10000.0f, NULL, 1.0f);
             tfm__rope(a, 4, cs + 3 * 2, sn + 3 * 2, false);
             tfm__rope(c2, 4, cs + 3 * 2, sn + 3 * 2, true);
             CHECK(a[4] == 5 && a[7] == 8 && c2[5] == 6);
             CHECK(fabsf(a[1] - c2[1]) > 1e-3f);
             /* half-split at pos 3: pair (0,2) turns by 3 rad */
             CHECK(fabs(a[0] - (1 * cos(3.0) - 3 * sin(3.0))) < 1e-5);
+        }
+        /* per-frequency divisors (rope_scaling) and the cos/sin multiplier (longrope) */
+        {
+            float div[4] = {1.0f, 2.5f, 8.0f, 3.25f};
+            double mdd = 0;
+            tfm__rope_tables(cs, sn, 1001, 8, 500.0f, div, 1.25f);
+            for (p = 0; p < 3; p++)
+                for (j = 0; j < 4; j++) {
+                    double ang = (double)pos_list[p] * pow(500.0, -2.0 * j / 8.0) / div[j];
+                    mdd = fmax(mdd, fabs(cs[pos_list[p] * 4 + j] - 1.25 * cos(ang)));
+                    mdd = fmax(mdd, fabs(sn[pos_list[p] * 4 + j] - 1.25 * sin(ang)));
+                }
+            report("rope tables with divisors and mscale", mdd, 1e-6);
         }
         free(cs);
         free(sn);
@@ -519,6 +532,56 @@ static void test_kernels(void) {
         report("sinusoidal positions (d 13)", md, 1e-6);
         free(pe);
     }
+}
+
+/* float64 attention of q over keys/values rows first..t of k, v ([*, kvd], column col),
+   scale, soft-cap (0 none) and slope. */
+static void ref_attention(const float *q, const float *k, const float *v, int kvd, int col, int dh, int first,
+                          int t, double scale, double cap, double slope, double *out) {
+    double sc[64], mx = -1e300, sum = 0;
+    int i, j;
+    for (j = first; j <= t; j++) {
+        double dot = 0;
+        for (i = 0; i < dh; i++) dot += (double)q[i] * k[j * kvd + col + i];
+        dot *= scale;
+        if (cap > 0) dot = cap * tanh(dot / cap);
+        sc[j - first] = dot + slope * (double)(j - t);
+        mx = fmax(mx, sc[j - first]);
+    }
+    for (j = first; j <= t; j++) { sc[j - first] = exp(sc[j - first] - mx); sum += sc[j - first]; }
+    for (i = 0; i < dh; i++) {
+        out[i] = 0;
+        for (j = first; j <= t; j++) out[i] += sc[j - first] / sum * v[j * kvd + col + i];
+    }
+}
+
+/* a sliding window over a ring cache: position p in row p % R, the query at t sees
+   t - W + 1..t (the runs wrap), with a scale and a soft-cap */
+static void test_attention_window(void) {
+    enum { NT = 40, R = 11, W = 7, DH = 8, KVD = 2 * DH };
+    float k[NT * KVD], v[NT * KVD], kr[R * KVD], vr[R * KVD], q[DH], out[DH], scores[R]; /* kr: [kv head][d][row] */
+    double ref[DH], md = 0;
+    int i, t, c;
+    tfm__isa scalar;
+    tfm__isa_get(TFM__SET_SCALAR, &scalar);
+    rng_seed(9);
+    for (i = 0; i < NT * KVD; i++) { k[i] = rng_sym(1.0f); v[i] = rng_sym(1.0f); }
+    for (i = 0; i < DH; i++) q[i] = rng_sym(3.0f);
+    for (c = 0; c < 2; c++)
+        for (t = 0; t < NT; t++) {
+            tfm__kv_span sp;
+            int first = t >= W ? t - W + 1 : 0;
+            for (i = 0; i < KVD; i++) { kr[(i / DH * DH + i % DH) * R + t % R] = k[t * KVD + i]; vr[(t % R) * KVD + i] = v[t * KVD + i]; }
+            sp.kt = (const unsigned char *)(kr + DH * R); sp.v = (const unsigned char *)(vr + DH);
+            sp.rows = R; sp.kv_dim = KVD; sp.f16 = false;
+            sp.n = t - first + 1;
+            sp.s0 = first % R;
+            sp.n0 = sp.n < R - sp.s0 ? sp.n : R - sp.s0;
+            tfm__attention_head(&scalar, q, &sp, DH, 0.3f, c ? 1.5f : 0.0f, 0.0f, scores, out);
+            ref_attention(q, k, v, KVD, DH, DH, first, t, 0.3f, c ? 1.5 : 0.0, 0.0, ref);
+            md = fmax(md, maxdiff_f(out, ref, DH));
+        }
+    report("attention window over a wrapping ring, scale, soft-cap", md, 1e-6);
 }
 
 /* attention for one query over a cache, GQA head mapping, ALiBi slope */
@@ -561,13 +624,13 @@ static void test_attention(void) {
                     ref[i] = 0;
                     for (j = 0; j < NP; j++) ref[i] += sc[j] / sum * v[j * KVD + kvh * DH + i];
                 }
-                if (half)
-                    tfm__attention_head(&scalar, q, kt_h + 2 * kvh * DH * KS, KS, v_h + 2 * kvh * DH, KVD, true, DH, NP,
-                                        slopes[slope_i], scores, out);
-                else
-                    tfm__attention_head(&scalar, q, (const unsigned char *)(kt + kvh * DH * KS), KS,
-                                        (const unsigned char *)(v + kvh * DH), KVD, false, DH, NP, slopes[slope_i],
-                                        scores, out);
+                {
+                    tfm__kv_span sp;
+                    sp.kt = half ? kt_h + 2 * kvh * DH * KS : (const unsigned char *)(kt + kvh * DH * KS);
+                    sp.v = half ? v_h + 2 * kvh * DH : (const unsigned char *)(v + kvh * DH);
+                    sp.rows = KS; sp.kv_dim = KVD; sp.f16 = half != 0; sp.s0 = 0; sp.n0 = NP; sp.n = NP;
+                    tfm__attention_head(&scalar, q, &sp, DH, 1.0f / sqrtf((float)DH), 0.0f, slopes[slope_i], scores, out);
+                }
                 md = fmax(md, maxdiff_f(out, ref, DH));
             }
     }
@@ -838,7 +901,22 @@ static void test_corrupt(void) {
     CHECK_MSG(n_ok == 0, "%d of %zu truncations opened", n_ok, bytes);
     printf("truncations: %zu prefixes, all rejected: %s\n", bytes, n_ok ? "no" : "yes");
     c = dup_file(f, bytes); c[0] = 'X'; expect_fail(c, bytes, TFM_ERR_BAD_MAGIC, "bad magic"); free(c);
-    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); expect_fail(c, bytes, TFM_ERR_BAD_VERSION, "version 2"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, TFM_FORMAT_VERSION + 1); expect_fail(c, bytes, TFM_ERR_BAD_VERSION, "a newer version"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 0); expect_fail(c, bytes, TFM_ERR_BAD_VERSION, "version 0"); free(c);
+    /* this file is version 1: bytes from 112 on are reserved there, fields in version 2 */
+    c = dup_file(f, bytes); tw_put_f32(c + 116, 0.5f); expect_fail(c, bytes, TFM_ERR_CORRUPT, "v1 reserved byte 116"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); CHECK(open_mem(c, bytes, &m, NULL) == TFM_OK); tfm_model_close(m); m = NULL; free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_u32(c + 112, 4); expect_fail(c, bytes, TFM_ERR_UNSUPPORTED, "unknown flag"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_f32(c + 120, NAN); expect_fail(c, bytes, TFM_ERR_CORRUPT, "attn_softcap NaN"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_f32(c + 116, -1.0f); expect_fail(c, bytes, TFM_ERR_CORRUPT, "attn_scale < 0"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_f32(c + 128, INFINITY); expect_fail(c, bytes, TFM_ERR_CORRUPT, "embed_scale inf"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_u32(c + 140, 0x7fffffffu); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rope_orig_ctx huge"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_u32(c + 112, TFM_FLAG_QK_NORM); expect_fail(c, bytes, TFM_ERR_CORRUPT, "qk norm tensors missing"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_u64(c + 144, bytes - 8); expect_fail(c, bytes, TFM_ERR_CORRUPT, "layer table past the end"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_u64(c + 144, 260); expect_fail(c, bytes, TFM_ERR_CORRUPT, "layer table misaligned, over the directory"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_u64(c + 144, UINT64_MAX - 7); expect_fail(c, bytes, TFM_ERR_CORRUPT, "layer table offset wraps"); free(c);
+    c = dup_file(f, bytes); tw_put_u32(c + 8, 2); tw_put_u64(c + 144, tfm__rd_u64(entry_of(c, "blk.0.wq") + 104));
+    expect_fail(c, bytes, TFM_ERR_CORRUPT, "layer table entries of weights (reserved bytes set)"); free(c);
     c = dup_file(f, bytes); tw_put_u32(c + 12, 128); expect_fail(c, bytes, TFM_ERR_CORRUPT, "header_bytes"); free(c);
     c = dup_file(f, bytes); c[200] = 1; expect_fail(c, bytes, TFM_ERR_CORRUPT, "reserved header byte"); free(c);
     c = dup_file(f, bytes); c[255] = 1; expect_fail(c, bytes, TFM_ERR_CORRUPT, "last reserved header byte"); free(c);
@@ -1436,6 +1514,7 @@ int main(void) {
     (void)check_shared_dir; /* this suite needs nothing from ../shared */
     test_kernels();
     test_attention();
+    test_attention_window();
     for (i = 0; i < N_SPECS; i++) {
         spec sp = make_spec(i);
         test_model_spec(&sp);

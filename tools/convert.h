@@ -52,13 +52,25 @@ typedef struct tc_checkpoint {
 
 /* --- >>config, >>arch: the .tfm header fields and the per-architecture tables ---------------- */
 
+#define TC_MAX_ROPE_FREQS 512 /* rope_dim / 2 limit of the RoPE divisor tables (head_dim <= 1024) */
+#define TC_MAX_LAYERS 512 /* tfm.h's TFM_MAX_LAYERS (tools/tfm-convert.c checks): the layer table */
+
 typedef struct tc_hparams { /* the .tfm header fields */
     uint32_t arch, n_vocab, n_ctx, n_layers, n_heads, n_kv_heads, d_model, d_head, d_ff, rope_dim;
     float rope_theta, norm_eps;
     uint32_t norm, act, ffn, residual, pos;
     int tied_output; /* no output.w: the head reuses tok_embd */
-    int attn_bias;   /* attention projections carry biases */
+    int attn_bias;   /* q/k/v projections carry biases (and o_proj where a table says so) */
+    int o_bias;      /* the attention output projection carries a bias (TC_IF_O_BIAS entries) */
     int mlp_bias;    /* MLP projections carry biases */
+    /* format version 2 fields (0: the default) */
+    uint32_t flags, rope_orig_ctx;
+    float attn_scale, attn_softcap, logit_softcap, embed_scale, rope_theta_local, rope_attn_factor;
+    uint32_t n_rope_freqs;  /* rope_dim / 2 when rope_freqs holds divisors (written as a tensor) */
+    int has_rope_freqs_long; /* rope_freqs_long holds longrope's long factors */
+    float rope_freqs[TC_MAX_ROPE_FREQS], rope_freqs_long[TC_MAX_ROPE_FREQS];
+    int has_layer_table;    /* some layer has a window or a RoPE kind other than global */
+    uint32_t window[TC_MAX_LAYERS], rope_kind[TC_MAX_LAYERS]; /* the .tfm layer table */
 } tc_hparams;
 
 typedef struct tc_cfg tc_cfg; /* a config.json being read (>>config) */
@@ -71,14 +83,18 @@ typedef enum tc_dim {
     TC_DIM_FF,      /* d_ff */
     TC_DIM_Q,       /* n_heads * d_head */
     TC_DIM_KV,      /* n_kv_heads * d_head */
-    TC_DIM_QKV      /* (n_heads + 2 * n_kv_heads) * d_head: a fused q|k|v projection */
+    TC_DIM_QKV,     /* (n_heads + 2 * n_kv_heads) * d_head: a fused q|k|v projection */
+    TC_DIM_HEAD,    /* d_head */
+    TC_DIM_FF2,     /* 2 * d_ff: a fused gate|up projection */
+    TC_DIM_ROPE_HALF /* rope_dim / 2: RoPE divisors */
 } tc_dim;
 
 typedef enum tc_op {
     TC_OP_COPY = 0,         /* one .tfm tensor, same layout */
     TC_OP_SPLIT_QKV_HEADS,  /* fused rows viewed as [n_heads, 3, d_head] (GPT-NeoX, MHA only):
                                three tensors q, k, v */
-    TC_OP_SPLIT_QKV_THIRDS  /* fused rows q | k | v, each contiguous (GPT-2) */
+    TC_OP_SPLIT_QKV_THIRDS, /* fused rows q | k | v, each contiguous (GPT-2; GQA sizes: Phi-3) */
+    TC_OP_SPLIT_HALVES      /* fused rows gate | up, two equal halves (Phi-3's gate_up_proj) */
 } tc_op;
 
 #define TC_LAYER 1u        /* names contain %d: one entry per layer */
@@ -89,6 +105,10 @@ typedef enum tc_op {
                               table gives the stored shape */
 #define TC_KEEP_F32 32u    /* a matrix that stays f32 whatever --type says (a lookup table,
                               not a matmul: learned positions) */
+#define TC_ADD_ONE 64u     /* a norm weight stored zero-centred (Gemma's x * (1 + w)): written as
+                              w + 1, added in f32 as Hugging Face's 1.0 + weight.float() */
+#define TC_IF_O_BIAS 128u  /* present iff hparams.o_bias */
+#define TC_IF_QK_NORM 256u /* present iff hparams.flags has TFM_FLAG_QK_NORM */
 
 typedef struct tc_tensor_map {
     const char *hf;        /* checkpoint name (printf format with %d for the layer) */
@@ -105,6 +125,7 @@ typedef struct tc_arch {
     size_t n_tensors;
     const char *const *skip_suffixes; /* buffers in older checkpoints, not weights */
     const char *const *prefixes;      /* tried when a name is not found as is (NULL: none) */
+    const char *const *skip_prefixes; /* whole sub-models a text converter ignores (vision) */
 } tc_arch;
 
 #define TC_TABLE(t) t, sizeof t / sizeof t[0]
@@ -120,6 +141,8 @@ typedef struct tc_out {
     uint64_t rows, row_elems;     /* the tensor as rows x row_elems (a vector: n x 1) */
     uint64_t group, stride, offset;
     int transposed;               /* source is [row_elems, src_cols] */
+    int add_one;                  /* f32 output: every value + 1 (TC_ADD_ONE) */
+    const float *gen;             /* no source: the rows x row_elems values (tc_plan_vector) */
     uint64_t src_cols;
     uint64_t data_offset, data_bytes;
 } tc_out;
@@ -166,7 +189,7 @@ typedef struct tc_args {
     const char *src, *out;
     const char *tokenizer; /* llama2.c tokenizer.bin */
     const char *chat_template; /* --chat-template FILE: sets or overrides the template */
-    uint32_t dtype;
+    const char *type;      /* --type (tools/quant.h), or NULL: f32, and a GGUF's own types */
     int quiet, check, vocab_only;
 } tc_args;
 
@@ -202,14 +225,22 @@ int tc_add_tensor(tc_checkpoint *c, tc_tensor *t);
 int tc_checkpoint_index(tc_checkpoint *c);
 /* The entry of that name, or NULL. */
 tc_tensor *tc_find_tensor(const tc_checkpoint *c, const char *name);
+/* n_layers in 1..TC_MAX_LAYERS (an error naming path otherwise): before any per-layer loop. */
+int tc_check_layers(const tc_hparams *hp, const char *path);
 /* Ranges and consistency of the header fields, before anything is planned. */
 int tc_validate_hparams(const tc_hparams *hp, const char *path);
+/* The layer table: sliding[i] layers get window (0: none) and, when local_rope, the local RoPE
+   table (base rope_theta_local, no scaling). */
+void tc_set_layers(tc_hparams *hp, const unsigned char *sliding, uint32_t window, int local_rope);
 /* One table entry for one layer (layer < 0: global) added to the plan. */
 int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int layer,
-                  const tc_hparams *hp, const tc_checkpoint *c, uint32_t out_dtype);
+                  const tc_hparams *hp, const tc_checkpoint *c, const char *type);
 /* The plan for a whole checkpoint; every tensor must be used. */
 int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpoint *c,
-                  uint32_t out_dtype);
+                  const char *type);
+/* The generated tensors rope_freqs / rope_freqs_long from hp (when it scales RoPE) added to the
+   plan; the values are read from hp when the file is written. */
+int tc_plan_rope_freqs(tc_plan *p, const tc_hparams *hp);
 /* The GGUF block type of a quantized source dtype, or 0. */
 uint32_t tc_block_type(tc_dtype d);
 /* Room for n_tokens ids and a spelling hash for n_hash entries. */
@@ -240,7 +271,7 @@ int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens);
 /* tools/convert_llama2c.c: a llama2.c checkpoint (and tokenizer.bin). */
 int tc_l2c_sniff(const char *path);
 int tc_l2c_convert(const char *src, const char *tok_path, const char *chat_template, const char *out,
-                   uint32_t dtype, int quiet, int check);
+                   const char *type, int quiet, int check);
 
 /* tools/convert_gguf.c: a GGUF file (model or vocab-only). */
 int gg_is_gguf(const char *path);

@@ -239,8 +239,25 @@ static const gg_arch gg_archs[] = {
      TFM_RESIDUAL_PARALLEL_SHARED, TFM_POS_ROPE_HALF},
     {"starcoder2", TFM_ARCH_STARCODER2, TFM_NORM_LAYERNORM, TFM_ACT_GELU_TANH, TFM_FFN_PLAIN,
      TFM_RESIDUAL_SEQUENTIAL, TFM_POS_ROPE_HALF},
+    {"qwen2", TFM_ARCH_QWEN2, TFM_NORM_RMSNORM, TFM_ACT_SILU, TFM_FFN_GATED, TFM_RESIDUAL_SEQUENTIAL,
+     TFM_POS_ROPE_HALF},
+    {"qwen3", TFM_ARCH_QWEN3, TFM_NORM_RMSNORM, TFM_ACT_SILU, TFM_FFN_GATED, TFM_RESIDUAL_SEQUENTIAL,
+     TFM_POS_ROPE_HALF},
+    {"gemma2", TFM_ARCH_GEMMA2, TFM_NORM_RMSNORM, TFM_ACT_GELU_TANH, TFM_FFN_GATED, TFM_RESIDUAL_SEQUENTIAL,
+     TFM_POS_ROPE_HALF},
+    {"gemma3", TFM_ARCH_GEMMA3, TFM_NORM_RMSNORM, TFM_ACT_GELU_TANH, TFM_FFN_GATED, TFM_RESIDUAL_SEQUENTIAL,
+     TFM_POS_ROPE_HALF},
+    {"phi3", TFM_ARCH_PHI3, TFM_NORM_RMSNORM, TFM_ACT_SILU, TFM_FFN_GATED, TFM_RESIDUAL_SEQUENTIAL,
+     TFM_POS_ROPE_HALF},
 };
-#define GG_SUPPORTED "gptneox, gpt2, llama, phi2, starcoder2"
+#define GG_SUPPORTED "gptneox, gpt2, llama, phi2, starcoder2, qwen2, qwen3, gemma2, gemma3, phi3"
+#define GG_GEMMA2_WINDOW 4096     /* llama.cpp's gemma2 default when the key is absent */
+#define GG_GEMMA2_ATTN_CAP 50.0   /* llama.cpp's defaults of the Gemma-2 soft-caps */
+#define GG_GEMMA2_FINAL_CAP 30.0
+#define GG_GEMMA3_PATTERN 6       /* llama.cpp: every 6th Gemma-3 layer is global */
+#define GG_GEMMA3_LOCAL_BASE 10000.0
+#define GG_GEMMA2_27B_LAYERS 46   /* llama.cpp scales 27B's queries by 1/sqrt(n_embd / n_head) */
+#define GG_GEMMA3_27B_LAYERS 62
 #define GG_DEFAULT_ROPE_BASE 10000.0 /* llama.cpp's default when rope.freq_base is absent */
 
 /* Rows of a 2-D tensor that must exist (for dims the metadata does not give reliably). */
@@ -254,18 +271,31 @@ static int gg_rows(const gg_source *s, const char *name, uint32_t *rows) {
     return 1;
 }
 
-/* RoPE: base, rotary dims (even, <= d_head), no scaling. */
+/* RoPE: base, rotary dims (even, <= d_head), rope.scaling.type none or linear (as divisors;
+   llama3 comes as the rope_freqs tensor, longrope as rope_factors_long/short); others refused. */
 static int gg_rope(const gg_source *s, const char *an, tc_hparams *hp) {
     double base, factor;
     gguf_string type;
-    int r = gg_string(s, an, "rope.scaling.type", &type);
+    uint32_t j;
+    int r = gg_string(s, an, "rope.scaling.type", &type), linear = r == 1 && gg_str_is(type, "linear");
     if (r < 0 || !gg_float(s, an, "rope.scaling.factor", 0, 0.0, &factor) ||
         !gg_float(s, an, "rope.freq_base", 0, GG_DEFAULT_ROPE_BASE, &base) ||
         !gg_uint(s, an, "rope.dimension_count", 0, hp->d_head, &hp->rope_dim))
         return 0;
-    if ((r == 1 && !gg_str_is(type, "none")) || (factor != 0.0 && factor != 1.0)) {
-        tc_error("%s: %s.rope.scaling is set; scaled RoPE is not supported", s->path, an);
+    if ((r == 1 && !gg_str_is(type, "none") && !linear) || (!linear && factor != 0.0 && factor != 1.0)) {
+        tc_error("%s: %s.rope.scaling.type \"%.*s\" is not supported (none, linear)", s->path, an,
+                 r == 1 ? (int)(type.n_bytes > 40 ? 40 : type.n_bytes) : 4, r == 1 ? type.bytes : "none");
         return 0;
+    }
+    if (linear && factor != 0.0 && factor != 1.0) {
+        if (!(factor > 1.0 && factor < 1e6) || hp->rope_dim / 2 > TC_MAX_ROPE_FREQS ||
+            tc_find_tensor(&s->ck, "rope_freqs.weight")) {
+            tc_error("%s: %s.rope.scaling.factor %g (linear) out of range, or with a rope_freqs tensor", s->path,
+                     an, factor);
+            return 0;
+        }
+        hp->n_rope_freqs = hp->rope_dim / 2;
+        for (j = 0; j < hp->n_rope_freqs; j++) hp->rope_freqs[j] = (float)factor;
     }
     if (!(base > 0.0 && base < 1e30)) {
         tc_error("%s: %s.rope.freq_base %g out of range", s->path, an, base);
@@ -277,6 +307,61 @@ static int gg_rope(const gg_source *s, const char *an, tc_hparams *hp) {
         return 0;
     }
     hp->rope_theta = (float)base;
+    return 1;
+}
+
+/* What llama.cpp derives from the architecture name rather than the file (llama-model.cpp):
+   Gemma's embedding scale sqrt(n_embd), (1 + w) already folded into the norms, post norms,
+   the query scale 1/sqrt(key_length) (27B: 1/sqrt(n_embd / n_head)), Gemma-2's even layers
+   local (window default 4096) and its soft-caps (defaults 50 / 30), Gemma-3's pattern (every
+   6th layer global; sliding_window_pattern when the file has it), local RoPE base 10000
+   (rope.freq_base_swa) and q/k norms; Qwen3's q/k norms; Phi-3's window on every layer and
+   longrope (rope_factors_* tensors, rope.scaling.attn_factor, original_context_length). */
+static int gg_modern(const gg_source *s, const gg_arch *a, tc_hparams *hp, uint32_t window) {
+    const char *an = a->name;
+    unsigned char sliding[TC_MAX_LAYERS];
+    uint32_t i, pattern = GG_GEMMA3_PATTERN, orig;
+    double attn_cap, final_cap, local_base, att;
+    int g2 = a->arch == TFM_ARCH_GEMMA2, g3 = a->arch == TFM_ARCH_GEMMA3;
+    memset(sliding, 0, sizeof sliding);
+    if (a->arch == TFM_ARCH_QWEN3 || g3) hp->flags |= TFM_FLAG_QK_NORM;
+    if (a->arch == TFM_ARCH_PHI3) {
+        for (i = 0; i < hp->n_layers; i++) sliding[i] = 1;
+        tc_set_layers(hp, sliding, window, 0);
+        if (!gg_uint(s, an, "rope.scaling.original_context_length", 0, 0, &orig) ||
+            !gg_float(s, an, "rope.scaling.attn_factor", 0, 1.0, &att))
+            return 0;
+        if (tc_find_tensor(&s->ck, "rope_factors_long.weight")) {
+            if (orig == 0 || !(att > 0.0 && att < 1e6)) {
+                tc_error("%s: rope_factors_long needs %s.rope.scaling.original_context_length and a positive "
+                         "attn_factor", s->path, an);
+                return 0;
+            }
+            hp->rope_orig_ctx = orig;
+            hp->rope_attn_factor = (float)att;
+        }
+    }
+    if (!g2 && !g3) return 1;
+    if (!gg_float(s, an, "attn_logit_softcapping", 0, g2 ? GG_GEMMA2_ATTN_CAP : 0.0, &attn_cap) ||
+        !gg_float(s, an, "final_logit_softcapping", 0, g2 ? GG_GEMMA2_FINAL_CAP : 0.0, &final_cap) ||
+        !gg_uint(s, an, "attention.sliding_window_pattern", 0, GG_GEMMA3_PATTERN, &pattern) ||
+        !gg_float(s, an, "rope.freq_base_swa", 0, GG_GEMMA3_LOCAL_BASE, &local_base))
+        return 0;
+    if (g2 && window == 0) window = GG_GEMMA2_WINDOW;
+    if (!(attn_cap >= 0.0 && attn_cap < 1e9) || !(final_cap >= 0.0 && final_cap < 1e9) || pattern == 0 ||
+        !(local_base > 0.0 && local_base < 1e30)) {
+        tc_error("%s: %s soft-caps, sliding_window_pattern or rope.freq_base_swa out of range", s->path, an);
+        return 0;
+    }
+    hp->flags |= TFM_FLAG_POST_NORMS;
+    hp->embed_scale = sqrtf((float)hp->d_model);
+    hp->attn_scale = 1.0f / sqrtf((float)(hp->n_layers == (g2 ? GG_GEMMA2_27B_LAYERS : GG_GEMMA3_27B_LAYERS)
+                                          ? hp->d_model / hp->n_heads : hp->d_head));
+    hp->attn_softcap = g2 ? (float)attn_cap : 0.0f;
+    hp->logit_softcap = (float)final_cap;
+    if (g3) hp->rope_theta_local = (float)local_base;
+    for (i = 0; i < hp->n_layers; i++) sliding[i] = g2 ? (i + 1) % 2 != 0 : (i + 1) % pattern != 0;
+    tc_set_layers(hp, sliding, window, g3);
     return 1;
 }
 
@@ -305,8 +390,10 @@ static int gg_hparams(const gg_source *s, const gg_arch *a, tc_hparams *hp) {
         !gg_float(s, an, a->norm == TFM_NORM_RMSNORM ? "attention.layer_norm_rms_epsilon"
                                                      : "attention.layer_norm_epsilon", 1, 0.0, &eps) ||
         !gg_bool(s, an, "use_parallel_residual", 1, &parallel) ||
-        !gg_rows(s, "token_embd.weight", &hp->n_vocab) || !gg_rows(s, "blk.0.ffn_up.weight", &hp->d_ff))
+        !gg_rows(s, "token_embd.weight", &hp->n_vocab) || !gg_rows(s, "blk.0.ffn_up.weight", &hp->d_ff) ||
+        !tc_check_layers(hp, s->path))
         return 0;
+    if (hp->ffn == TFM_FFN_GATED && !tc_find_tensor(&s->ck, "blk.0.ffn_gate.weight")) hp->d_ff /= 2; /* gate|up */
     if (hp->n_heads == 0 || hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads ||
         (key_len == 0 && hp->d_model % hp->n_heads)) {
         tc_error("%s: %u heads / %u kv heads do not fit embedding_length %u", s->path, hp->n_heads,
@@ -325,14 +412,15 @@ static int gg_hparams(const gg_source *s, const gg_arch *a, tc_hparams *hp) {
         return 0;
     }
     if (a->arch == TFM_ARCH_GPT_NEOX && !parallel) hp->residual = TFM_RESIDUAL_SEQUENTIAL;
-    if (window && window < hp->n_ctx) { /* within the window, sliding attention is plain attention */
+    if (a->arch == TFM_ARCH_STARCODER2 && window && window < hp->n_ctx) { /* within the window, sliding
+                                                                             attention is plain attention */
         tc_warn("%s: context limited to sliding_window %u (context_length %u)", s->path, window, hp->n_ctx);
         hp->n_ctx = window;
     }
     hp->norm_eps = (float)eps;
     hp->tied_output = tc_find_tensor(&s->ck, "output.weight") == NULL;
-    if (hp->pos == TFM_POS_ROPE_HALF || hp->pos == TFM_POS_ROPE_INTERLEAVED) return gg_rope(s, an, hp);
-    return 1;
+    if ((hp->pos == TFM_POS_ROPE_HALF || hp->pos == TFM_POS_ROPE_INTERLEAVED) && !gg_rope(s, an, hp)) return 0;
+    return gg_modern(s, a, hp, window);
 }
 
 /* >>gguf-plan ------------------------------------------------------------------------------------
@@ -348,7 +436,12 @@ static int gg_hparams(const gg_source *s, const gg_arch *a, tc_hparams *hp) {
 #define GG_IF_NORM2 0x100000u /* applies unless one norm feeds both branches */
 #define GG_IF_LEARNED 0x200000u /* applies to POS_LEARNED */
 #define GG_IF_LN 0x400000u   /* applies to LayerNorm (norm biases) */
-#define GG_IF_ALL (GG_IF_FUSED | GG_IF_SPLIT | GG_IF_GATED | GG_IF_NORM2 | GG_IF_LEARNED | GG_IF_LN)
+#define GG_IF_POST 0x800000u /* applies with TFM_FLAG_POST_NORMS (Gemma) */
+#define GG_IF_UP_FUSED 0x1000000u /* applies when ffn_up holds gate | up (Phi-3) */
+#define GG_IF_UP_SPLIT 0x2000000u /* applies otherwise */
+#define GG_IF_QK 0x4000000u /* applies with TFM_FLAG_QK_NORM (Qwen3, Gemma-3) */
+#define GG_IF_ALL (GG_IF_FUSED | GG_IF_SPLIT | GG_IF_GATED | GG_IF_NORM2 | GG_IF_LEARNED | GG_IF_LN | \
+                   GG_IF_POST | GG_IF_UP_FUSED | GG_IF_UP_SPLIT | GG_IF_QK)
 
 static const tc_tensor_map gg_tensors[] = {
     {"token_embd.weight", {"tok_embd"}, GG_REQ, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
@@ -371,9 +464,18 @@ static const tc_tensor_map gg_tensors[] = {
     {"blk.%d.ffn_norm.weight", {"blk.%d.ln2.w"}, TC_LAYER | GG_REQ | GG_IF_NORM2, TC_OP_COPY, {TC_DIM_MODEL}},
     {"blk.%d.ffn_norm.bias", {"blk.%d.ln2.b"}, TC_LAYER | GG_REQ | GG_IF_NORM2 | GG_IF_LN, TC_OP_COPY,
      {TC_DIM_MODEL}},
-    {"blk.%d.ffn_up.weight", {"blk.%d.w_up"}, TC_LAYER | GG_REQ, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {"blk.%d.attn_q_norm.weight", {"blk.%d.q_norm.w"}, TC_LAYER | GG_REQ | GG_IF_QK, TC_OP_COPY, {TC_DIM_HEAD}},
+    {"blk.%d.attn_k_norm.weight", {"blk.%d.k_norm.w"}, TC_LAYER | GG_REQ | GG_IF_QK, TC_OP_COPY, {TC_DIM_HEAD}},
+    {"blk.%d.post_attention_norm.weight", {"blk.%d.post_attn.w"}, TC_LAYER | GG_REQ | GG_IF_POST, TC_OP_COPY,
+     {TC_DIM_MODEL}},
+    {"blk.%d.post_ffw_norm.weight", {"blk.%d.post_ffn.w"}, TC_LAYER | GG_REQ | GG_IF_POST, TC_OP_COPY,
+     {TC_DIM_MODEL}},
+    {"blk.%d.ffn_up.weight", {"blk.%d.w_up"}, TC_LAYER | GG_REQ | GG_IF_UP_SPLIT, TC_OP_COPY,
+     {TC_DIM_FF, TC_DIM_MODEL}},
+    {"blk.%d.ffn_up.weight", {"blk.%d.w_gate", "blk.%d.w_up"}, TC_LAYER | GG_REQ | GG_IF_UP_FUSED,
+     TC_OP_SPLIT_HALVES, {TC_DIM_FF2, TC_DIM_MODEL}},
     {"blk.%d.ffn_up.bias", {"blk.%d.b_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF}},
-    {"blk.%d.ffn_gate.weight", {"blk.%d.w_gate"}, TC_LAYER | GG_REQ | GG_IF_GATED, TC_OP_COPY,
+    {"blk.%d.ffn_gate.weight", {"blk.%d.w_gate"}, TC_LAYER | GG_REQ | GG_IF_GATED | GG_IF_UP_SPLIT, TC_OP_COPY,
      {TC_DIM_FF, TC_DIM_MODEL}},
     {"blk.%d.ffn_gate.bias", {"blk.%d.b_gate"}, TC_LAYER | GG_IF_GATED, TC_OP_COPY, {TC_DIM_FF}},
     {"blk.%d.ffn_down.weight", {"blk.%d.w_down"}, TC_LAYER | GG_REQ, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
@@ -382,6 +484,9 @@ static const tc_tensor_map gg_tensors[] = {
     {"output_norm.bias", {"lnf.b"}, GG_REQ | GG_IF_LN, TC_OP_COPY, {TC_DIM_MODEL}},
     {"output.weight", {"output.w"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
     {"output.bias", {"output.b"}, 0, TC_OP_COPY, {TC_DIM_VOCAB}},
+    {"rope_freqs.weight", {"rope_freqs"}, 0, TC_OP_COPY, {TC_DIM_ROPE_HALF}},        /* llama3 */
+    {"rope_factors_short.weight", {"rope_freqs"}, 0, TC_OP_COPY, {TC_DIM_ROPE_HALF}}, /* longrope */
+    {"rope_factors_long.weight", {"rope_freqs_long"}, 0, TC_OP_COPY, {TC_DIM_ROPE_HALF}},
 };
 
 /* Conditions that hold for this file: GG_IF_* bits. */
@@ -391,12 +496,15 @@ static unsigned gg_conditions(const gg_source *s, const tc_hparams *hp) {
     if (hp->residual != TFM_RESIDUAL_PARALLEL_SHARED) c |= GG_IF_NORM2;
     if (hp->pos == TFM_POS_LEARNED) c |= GG_IF_LEARNED;
     if (hp->norm == TFM_NORM_LAYERNORM) c |= GG_IF_LN;
+    if (hp->flags & TFM_FLAG_POST_NORMS) c |= GG_IF_POST;
+    if (hp->flags & TFM_FLAG_QK_NORM) c |= GG_IF_QK;
+    c |= hp->ffn == TFM_FFN_GATED && !tc_find_tensor(&s->ck, "blk.0.ffn_gate.weight") ? GG_IF_UP_FUSED : GG_IF_UP_SPLIT;
     return c;
 }
 
 /* One table entry for one layer (layer < 0: global), through the shared tc_plan_entry. */
 static int gg_plan_entry(tc_plan *p, const tc_arch *view, const tc_tensor_map *m, int layer,
-                         const gg_source *s, const tc_hparams *hp, uint32_t out_dtype) {
+                         const gg_source *s, const tc_hparams *hp, const char *type) {
     char name[128];
     const tc_tensor *t;
     snprintf(name, sizeof name, m->hf, layer);
@@ -410,10 +518,10 @@ static int gg_plan_entry(tc_plan *p, const tc_arch *view, const tc_tensor_map *m
         tc_error("%s: tensor %s: a quantized (%s) vector is not supported", s->path, name, t->dtype_name);
         return 0;
     }
-    return tc_plan_entry(p, view, m, layer, hp, &s->ck, out_dtype);
+    return tc_plan_entry(p, view, m, layer, hp, &s->ck, type);
 }
 
-static int gg_plan(tc_plan *p, const gg_source *s, const tc_hparams *hp, uint32_t out_dtype) {
+static int gg_plan(tc_plan *p, const gg_source *s, const tc_hparams *hp, const char *type) {
     tc_arch view; /* the table as a tc_arch: no config reader, no skipped names, no prefixes */
     unsigned cond = gg_conditions(s, hp);
     size_t i, n_unused = 0;
@@ -426,11 +534,11 @@ static int gg_plan(tc_plan *p, const gg_source *s, const tc_hparams *hp, uint32_
         const tc_tensor_map *m = &gg_tensors[i];
         if ((m->flags & GG_IF_ALL & ~cond) != 0) continue; /* does not apply */
         if (!(m->flags & TC_LAYER)) {
-            if (!gg_plan_entry(p, &view, m, -1, s, hp, out_dtype)) return 0;
+            if (!gg_plan_entry(p, &view, m, -1, s, hp, type)) return 0;
             continue;
         }
         for (l = 0; l < (int)hp->n_layers; l++)
-            if (!gg_plan_entry(p, &view, m, l, s, hp, out_dtype)) return 0;
+            if (!gg_plan_entry(p, &view, m, l, s, hp, type)) return 0;
     }
     for (i = 0; i < s->ck.n_tensors; i++) {
         if (s->ck.tensors[i].used) continue;
@@ -441,7 +549,7 @@ static int gg_plan(tc_plan *p, const gg_source *s, const tc_hparams *hp, uint32_
         tc_error("%s: %lu unused tensor(s)", s->path, (unsigned long)n_unused);
         return 0;
     }
-    return 1;
+    return tc_plan_rope_freqs(p, hp); /* a linear rope.scaling's divisors */
 }
 
 /* >>gguf-tokenizer -------------------------------------------------------------------------------
@@ -608,6 +716,30 @@ static int gg_tok_ids(const gg_source *s, tc_tok *t) {
 }
 
 /* found = 0: the file has no tokenizer (no tokenizer.ggml.model, or "none"). */
+/* GGUF keeps no lstrip / rstrip; llama.cpp (llama-vocab.cpp) gives a model whose general.name
+   contains "phi-3" or "phi3" (any case) RSTRIP on every added token and on "</s>", except
+   "<unk>", "<s>" and "<|endoftext|>", as Phi-3's tokenizer.json has it. The same here. */
+static void gg_phi3_rstrip(const gg_source *s, tc_tok *t) {
+    static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+    gguf_string name;
+    char low[256];
+    size_t i, k;
+    uint32_t id;
+    if (gg_string(s, NULL, "general.name", &name) != 1) return;
+    for (i = 0; i < name.n_bytes && i + 1 < sizeof low; i++)
+        low[i] = (char)(name.bytes[i] >= 'A' && name.bytes[i] <= 'Z' ? name.bytes[i] - 'A' + 'a' : name.bytes[i]);
+    low[i] = '\0';
+    if (!strstr(low, "phi-3") && !strstr(low, "phi3")) return;
+    for (id = 0; id < t->n_tokens; id++) {
+        const char *txt = t->arena + t->text_off[id];
+        size_t n = t->has_text[id] ? t->text_len[id] : 0;
+        int rstrip = (t->attrs[id] & TFM_TOKATTR_ADDED) || (n == 4 && memcmp(txt, "</s>", 4) == 0);
+        for (k = 0; k < sizeof keep / sizeof keep[0]; k++)
+            if (n == strlen(keep[k]) && memcmp(txt, keep[k], n) == 0) rstrip = 0;
+        if (rstrip && (t->attrs[id] & TFM_TOKATTR_ADDED)) t->attrs[id] |= TFM_TOKATTR_RSTRIP;
+    }
+}
+
 static int gg_tokenizer(const gg_source *s, tc_tok *t, int *found) {
     gguf_string model;
     uint64_t n = 0, n_types = 0, n_scores = 0;
@@ -658,6 +790,7 @@ static int gg_tokenizer(const gg_source *s, tc_tok *t, int *found) {
         goto done;
     if (spm && space_prefix) t->flags |= TFM_TOKFLAG_PREFIX_SPACE;
     if (add_bos && t->bos_id >= 0) t->flags |= TFM_TOKFLAG_ADD_BOS;
+    gg_phi3_rstrip(s, t);
     ok = 1;
 done:
     if (t->h_key) memset(t->h_key, 0, t->h_cap * sizeof *t->h_key); /* keys point into the map */
@@ -712,7 +845,7 @@ static int gg_convert_model(const tc_args *a) {
         goto done;
     }
     if (!gg_hparams(&s, arch, &hp) || !tc_validate_hparams(&hp, a->src) ||
-        !gg_plan(&plan, &s, &hp, a->dtype) || !gg_tokenizer(&s, &tok, &found))
+        !gg_plan(&plan, &s, &hp, a->type) || !gg_tokenizer(&s, &tok, &found))
         goto done;
     if (!found) {
         tc_warn("%s: no tokenizer.ggml.model; the model is usable by token ids only", a->src);
@@ -729,7 +862,7 @@ static int gg_convert_model(const tc_args *a) {
     if (!a->quiet)
         fprintf(stderr, "tfm-convert: %s (GGUF): %u layers, d_model %u, %u heads, d_ff %u, vocab %u, %s\n",
                 arch->name, hp.n_layers, hp.d_model, hp.n_heads, hp.d_ff, hp.n_vocab,
-                a->dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+                a->type ? a->type : "the file's own types");
     ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &s.ck, a->quiet) &&
          (!a->check || tc_check(a->out, &hp, found ? tok.n_tokens : 0));
 done:

@@ -224,7 +224,7 @@ static const tc_tensor_map tc_l2c_tensors[] = {
     {"norm.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
     {"output.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
 };
-static const tc_arch tc_l2c_arch = {"llama2.c", NULL, TC_TABLE(tc_l2c_tensors), NULL, NULL};
+static const tc_arch tc_l2c_arch = {"llama2.c", NULL, TC_TABLE(tc_l2c_tensors), NULL, NULL, NULL};
 
 /* "<0xNN>" (upper-case hex, as SentencePiece spells byte pieces) -> NN; -1 otherwise. */
 static int tc_l2c_byte_piece(const unsigned char *s, size_t n) {
@@ -315,7 +315,7 @@ done:
 
 /* MODEL.bin [+ tokenizer.bin] -> out. */
 int tc_l2c_convert(const char *src, const char *tok_path, const char *chat_template, const char *out,
-                   uint32_t dtype, int quiet, int check) {
+                   const char *type, int quiet, int check) {
     tc_l2c_header h;
     tc_hparams hp;
     tc_checkpoint ck;
@@ -364,7 +364,7 @@ int tc_l2c_convert(const char *src, const char *tok_path, const char *chat_templ
     }
     ck.cap_tensors = n_tensors;
     tc_l2c_layout(&ck, names, &h, &hp, &want);
-    if (!tc_checkpoint_index(&ck) || !tc_plan_model(&plan, &tc_l2c_arch, &hp, &ck, dtype))
+    if (!tc_checkpoint_index(&ck) || !tc_plan_model(&plan, &tc_l2c_arch, &hp, &ck, type))
         goto done;
     if (!tok_path) {
         tc_warn("%s: no --tokenizer tokenizer.bin; the model is usable by token ids only", src);
@@ -377,7 +377,7 @@ int tc_l2c_convert(const char *src, const char *tok_path, const char *chat_templ
         fprintf(stderr, "tfm-convert: llama2.c v%d: %u layers, dim %u, %u heads (%u kv), "
                 "hidden %u, vocab %u (%s classifier), seq_len %u, %s\n", h.version, hp.n_layers,
                 hp.d_model, hp.n_heads, hp.n_kv_heads, hp.d_ff, hp.n_vocab,
-                h.shared ? "shared" : "own", hp.n_ctx, dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+                h.shared ? "shared" : "own", hp.n_ctx, type);
     ok = tc_write_file(out, &hp, &plan, blob, blob_bytes, &ck, quiet) &&
          (!check || tc_check(out, &hp, tok_path ? tok.n_tokens : 0));
 done:

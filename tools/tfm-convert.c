@@ -36,7 +36,7 @@
    ERROR, so a half-understood checkpoint never turns silently into a wrong model. A present
    output head with tie_word_embeddings true is ignored with a warning, as Hugging Face does.
 
-   SECTIONS: >>util >>f16 >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check >>main
+   SECTIONS: >>util >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check >>main
    The shared types and calls are declared in tools/convert.h, which the other importers use:
    tools/convert_gguf.c (GGUF files) and tools/convert_llama2c.c (llama2.c checkpoints,
    tokenizer.bin). */
@@ -45,6 +45,7 @@
 #include "tools/convert.h"
 #include "tools/gguf.h"
 #include "tools/tfm_write.h"
+#include "tools/quant.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -53,6 +54,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if TFM_MAX_LAYERS != TC_MAX_LAYERS
+#error "tools/convert.h's TC_MAX_LAYERS (the size of tc_hparams' layer table) must be tfm.h's TFM_MAX_LAYERS"
+#endif
 
 /* >>util -----------------------------------------------------------------------------------------
    Messages, whole-file reads, paths; tfm.h's own readers for the other units. */
@@ -222,43 +227,6 @@ static void tc_shape_str(char *buf, size_t cap, int rank, const uint64_t *shape)
     if (o < cap) snprintf(buf + o, cap - o, "]");
 }
 
-/* >>f16 ------------------------------------------------------------------------------------------
-   Exact dtype conversions. f32 -> f16 rounds to nearest even, with subnormals, overflow to
-   infinity, and NaN kept quiet with its sign and top payload bits; bf16 -> f32 is exact. */
-
-static uint16_t tc_f32_to_f16(float f) {
-    uint32_t x, sign, exp, mant, h, rem;
-    int e;
-    memcpy(&x, &f, sizeof x);
-    sign = (x >> 16) & 0x8000u;
-    exp = (x >> 23) & 0xffu;
-    mant = x & 0x7fffffu;
-    if (exp == 0xffu) /* inf or NaN */
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0u));
-    e = (int)exp - 127 + 15;
-    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) { /* f16 subnormal (or zero): mant * 2^-24 */
-        int shift = 14 - e;
-        uint32_t m = mant | 0x800000u, half;
-        if (exp == 0 || shift > 24) return (uint16_t)sign; /* f32 subnormals are far below */
-        h = m >> shift;
-        rem = m & ((1u << shift) - 1u);
-        half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1u))) h++;
-        return (uint16_t)(sign | h);
-    }
-    h = ((uint32_t)e << 10) | (mant >> 13);
-    rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry may reach inf: correct */
-    return (uint16_t)(sign | h);
-}
-
-static float tc_bf16_to_f32(uint16_t b) {
-    uint32_t x = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
 
 /* >>safetensors ----------------------------------------------------------------------------------
    A checkpoint is one model.safetensors or the shards named by model.safetensors.index.json.
@@ -542,6 +510,8 @@ done:
    Typed reads of config.json keys. A key that is absent or null takes the default; a key with
    the wrong type is an error naming it. */
 
+#define TC_TWO_PI 6.283185307179586 /* a RoPE frequency f turns once per 2 pi / f positions */
+
 struct tc_cfg {
     const json_doc *doc;
     const json_node *obj;
@@ -625,31 +595,122 @@ static int tc_parse_act(const tc_cfg *c, const char *key, const char *name, uint
     return 1;
 }
 
+/* A config sub-object as a tc_cfg (NULL obj: absent); an error unless it is an object. */
+static int tc_cfg_sub(const tc_cfg *c, const char *key, tc_cfg *sub) {
+    const json_node *n = tc_cfg_node(c, key);
+    sub->doc = c->doc;
+    sub->obj = n;
+    sub->path = c->path;
+    if (n && n->type != JSON_OBJECT) {
+        tc_error("%s: \"%s\" must be an object", c->path, key);
+        return 0;
+    }
+    return 1;
+}
+
+/* A list of rope_dim / 2 positive numbers (longrope's short_factor / long_factor). */
+static int tc_cfg_factor_list(const tc_cfg *s, const char *key, uint32_t n, float *out) {
+    const json_node *a = tc_cfg_node(s, key), *e;
+    uint32_t i = 0;
+    if (!a || a->type != JSON_ARRAY) {
+        tc_error("%s: rope scaling \"%s\" must be a list of %u numbers", s->path, key, n);
+        return 0;
+    }
+    for (e = json_first(s->doc, a); e; e = json_next(s->doc, e), i++)
+        if (i >= n || e->type != JSON_NUMBER || !(e->num > 0.0 && e->num < 1e30)) break;
+        else out[i] = (float)e->num;
+    if (e || i != n) {
+        tc_error("%s: rope scaling \"%s\" must be a list of %u positive numbers (rope_dim / 2)", s->path, key, n);
+        return 0;
+    }
+    return 1;
+}
+
+/* rope_scaling (or a rope_parameters of another type than default) as per-frequency divisors
+   of the global RoPE table, as modeling_rope_utils.py computes the inverse frequencies:
+     linear:   every frequency / factor
+     llama3:   wavelength 2 pi / f below original / high_freq_factor kept, above original /
+               low_freq_factor divided by factor, in between f * ((1 - s) / factor + s) with
+               s = (original / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)
+     longrope: frequency j / short_factor[j]; past original_max_position_embeddings (a session
+               with a larger n_ctx) / long_factor[j]; cos and sin times attention_factor
+               (default sqrt(1 + ln(factor) / ln(original)), factor = max / original)
+   Other types (yarn, dynamic, ...) are refused by name. */
+static int tc_rope_scaling(const tc_cfg *c, const tc_cfg *s, double theta, tc_hparams *hp) {
+    const char *type = "default";
+    double factor = 0.0, lo, hi, orig_d, att;
+    uint32_t half = hp->rope_dim / 2, j, orig;
+    if (!tc_cfg_string(s, "type", "default", &type) || !tc_cfg_string(s, "rope_type", type, &type) ||
+        !tc_cfg_float(s, "factor", 0.0, &factor))
+        return 0;
+    if (strcmp(type, "default") == 0) return 1;
+    if (half > TC_MAX_ROPE_FREQS) {
+        tc_error("%s: rope scaling with %u rotary dims is not supported (at most %d)", c->path, hp->rope_dim,
+                 2 * TC_MAX_ROPE_FREQS);
+        return 0;
+    }
+    if (strcmp(type, "linear") == 0 || strcmp(type, "llama3") == 0) {
+        if (!(factor >= 1.0 && factor < 1e6)) {
+            tc_error("%s: rope scaling \"%s\" needs a factor >= 1 (got %g)", c->path, type, factor);
+            return 0;
+        }
+        for (j = 0; j < half; j++) hp->rope_freqs[j] = (float)factor;
+        hp->n_rope_freqs = half;
+        if (strcmp(type, "linear") == 0) return 1;
+        if (!tc_cfg_float(s, "low_freq_factor", 1.0, &lo) || !tc_cfg_float(s, "high_freq_factor", 4.0, &hi) ||
+            !tc_cfg_uint(s, "original_max_position_embeddings", 1, 0, &orig))
+            return 0;
+        if (!(lo > 0.0 && hi > lo) || orig == 0) {
+            tc_error("%s: rope scaling llama3: low_freq_factor %g, high_freq_factor %g, original %u out of range",
+                     c->path, lo, hi, orig);
+            return 0;
+        }
+        for (j = 0; j < half; j++) {
+            double f = pow(theta, -2.0 * (double)j / (double)hp->rope_dim), wavelen = TC_TWO_PI / f;
+            double sm = ((double)orig / wavelen - lo) / (hi - lo);
+            if (wavelen < (double)orig / hi) hp->rope_freqs[j] = 1.0f;
+            else if (wavelen <= (double)orig / lo) hp->rope_freqs[j] = (float)(1.0 / ((1.0 - sm) / factor + sm));
+        }
+        return 1;
+    }
+    if (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) {
+        if (!tc_cfg_uint(c, "original_max_position_embeddings", 0, 0, &orig) ||
+            !tc_cfg_uint(s, "original_max_position_embeddings", 0, orig, &orig) ||
+            !tc_cfg_factor_list(s, "short_factor", half, hp->rope_freqs) ||
+            !tc_cfg_factor_list(s, "long_factor", half, hp->rope_freqs_long))
+            return 0;
+        if (orig == 0) {
+            tc_error("%s: rope scaling longrope needs original_max_position_embeddings", c->path);
+            return 0;
+        }
+        orig_d = (double)orig;
+        if (factor == 0.0) factor = (double)hp->n_ctx / orig_d;
+        att = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log(orig_d));
+        if (!tc_cfg_float(s, "attention_factor", att, &att)) return 0;
+        if (!(att > 0.0 && att < 1e6)) {
+            tc_error("%s: rope scaling longrope attention_factor %g out of range", c->path, att);
+            return 0;
+        }
+        hp->n_rope_freqs = half;
+        hp->has_rope_freqs_long = 1;
+        hp->rope_orig_ctx = orig;
+        hp->rope_attn_factor = (float)att;
+        return 1;
+    }
+    tc_error("%s: rope scaling type \"%s\" is not supported (supported: linear, llama3, longrope)", c->path, type);
+    return 0;
+}
+
 /* RoPE as Hugging Face describes it today (rope_parameters) or in legacy keys; rope_dim =
-   int(d_head * fraction), which must be even. Scaled RoPE variants are refused. */
+   int(d_head * fraction), which must be even. Scaling from rope_scaling (or rope_parameters'
+   rope_type) through tc_rope_scaling. */
 static int tc_cfg_rope(const tc_cfg *c, const char *const *theta_keys, const char *const *pct_keys,
                        double def_theta, double def_pct, tc_hparams *hp) {
-    const json_node *rp = tc_cfg_node(c, "rope_parameters");
-    tc_cfg sub;
-    const char *rope_type = NULL;
+    const json_node *rp;
+    tc_cfg sub, scaling;
     double theta, pct, dims;
-    if (tc_cfg_node(c, "rope_scaling")) {
-        tc_error("%s: \"rope_scaling\" is set; scaled RoPE is not supported", c->path);
-        return 0;
-    }
-    if (rp && rp->type != JSON_OBJECT) {
-        tc_error("%s: \"rope_parameters\" must be an object", c->path);
-        return 0;
-    }
-    sub.doc = c->doc;
-    sub.obj = rp;
-    sub.path = c->path;
-    if (rp && !tc_cfg_string(&sub, "rope_type", "default", &rope_type)) return 0;
-    if (rope_type && strcmp(rope_type, "default") != 0) {
-        tc_error("%s: rope_parameters.rope_type \"%s\" is not supported (only \"default\")", c->path,
-                 rope_type);
-        return 0;
-    }
+    if (!tc_cfg_sub(c, "rope_parameters", &sub) || !tc_cfg_sub(c, "rope_scaling", &scaling)) return 0;
+    rp = sub.obj;
     if (!tc_cfg_float_chain(c, rp ? &sub : NULL, "rope_theta", theta_keys, def_theta, &theta) ||
         !tc_cfg_float_chain(c, rp ? &sub : NULL, "partial_rotary_factor", pct_keys, def_pct, &pct))
         return 0;
@@ -665,7 +726,51 @@ static int tc_cfg_rope(const tc_cfg *c, const char *const *theta_keys, const cha
         return 0;
     }
     hp->rope_theta = (float)theta;
+    if (scaling.obj) return tc_rope_scaling(c, &scaling, theta, hp);
+    return rp ? tc_rope_scaling(c, &sub, theta, hp) : 1;
+}
+
+/* Which layers are sliding-window ("sliding_attention") layers: the config's layer_types when
+   it has one (then *found = 1), else sliding is left as the caller's rule filled it. */
+static int tc_cfg_layer_types(const tc_cfg *c, const tc_hparams *hp, unsigned char *sliding, int *found) {
+    const json_node *a = tc_cfg_node(c, "layer_types"), *e = NULL;
+    uint32_t i = 0;
+    int bad = 0;
+    *found = a != NULL;
+    if (!a) return 1;
+    if (a->type == JSON_ARRAY)
+        for (e = json_first(c->doc, a); e && !bad; e = json_next(c->doc, e), i++) {
+            const char *v = e->type == JSON_STRING ? json_str(c->doc, e) : "";
+            if (i >= hp->n_layers) bad = 1;
+            else if (strcmp(v, "sliding_attention") == 0) sliding[i] = 1;
+            else if (strcmp(v, "full_attention") == 0) sliding[i] = 0;
+            else bad = 1;
+        }
+    if (a->type != JSON_ARRAY || bad || i != hp->n_layers) {
+        tc_error("%s: \"layer_types\" must list \"sliding_attention\" or \"full_attention\" for each of "
+                 "the %u layers", c->path, hp->n_layers);
+        return 0;
+    }
     return 1;
+}
+
+/* The layer table: sliding layers get window (0: none) and, when local_rope, the local RoPE
+   table (base rope_theta_local, no scaling). */
+void tc_set_layers(tc_hparams *hp, const unsigned char *sliding, uint32_t window, int local_rope) {
+    uint32_t i;
+    for (i = 0; i < hp->n_layers; i++) {
+        hp->window[i] = sliding[i] ? window : 0;
+        if (sliding[i] && local_rope) hp->rope_kind[i] = TFM__ROPE_LOCAL;
+        if (hp->window[i] || hp->rope_kind[i]) hp->has_layer_table = 1;
+    }
+}
+
+/* The layer count, checked as soon as it is read: per-layer loops fill tc_hparams' layer table
+   (and arrays of TC_MAX_LAYERS) before tc_validate_hparams runs. */
+int tc_check_layers(const tc_hparams *hp, const char *path) {
+    if (hp->n_layers >= 1 && hp->n_layers <= TC_MAX_LAYERS) return 1;
+    tc_error("%s: layer count %u out of the supported range (1..%d)", path, hp->n_layers, TC_MAX_LAYERS);
+    return 0;
 }
 
 /* Limits tfm.h enforces when it opens the file; checked here so errors appear early. */
@@ -716,7 +821,7 @@ static int tc_cfg_sizes(const tc_cfg *c, const tc_size_keys *k, int gqa, tc_hpar
         !tc_cfg_uint(c, k->n_layers, 1, 0, &hp->n_layers) ||
         !tc_cfg_uint(c, k->d_ff, k->d_ff_required, 0, &hp->d_ff) ||
         !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) || !tc_cfg_uint(c, k->n_ctx, 1, 0, &hp->n_ctx) ||
-        (gqa && !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads)))
+        (gqa && !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads)) || !tc_check_layers(hp, c->path))
         return 0;
     if (!gqa || hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads;
     if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model;
@@ -844,6 +949,7 @@ static int tc_llama_config(const tc_cfg *c, tc_hparams *hp) {
         return 0;
     if (!tc_heads(c, hp, head_dim) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
     hp->arch = TFM_ARCH_LLAMA;
+    hp->o_bias = hp->attn_bias;
     hp->norm_eps = (float)eps;
     hp->norm = TFM_NORM_RMSNORM;
     hp->ffn = TFM_FFN_GATED;
@@ -863,7 +969,9 @@ static const tc_tensor_map tc_llama_tensors[] = {
     {TC_LLAMA_L "self_attn.v_proj.weight", {"blk.%d.wv"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
     {TC_LLAMA_L "self_attn.v_proj.bias", {"blk.%d.bv"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_KV}},
     {TC_LLAMA_L "self_attn.o_proj.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
-    {TC_LLAMA_L "self_attn.o_proj.bias", {"blk.%d.bo"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.o_proj.bias", {"blk.%d.bo"}, TC_LAYER | TC_IF_O_BIAS, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_norm.weight", {"blk.%d.q_norm.w"}, TC_LAYER | TC_IF_QK_NORM, TC_OP_COPY, {TC_DIM_HEAD}},
+    {TC_LLAMA_L "self_attn.k_norm.weight", {"blk.%d.k_norm.w"}, TC_LAYER | TC_IF_QK_NORM, TC_OP_COPY, {TC_DIM_HEAD}},
     {TC_LLAMA_L "post_attention_layernorm.weight", {"blk.%d.ln2.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
     {TC_LLAMA_L "mlp.gate_proj.weight", {"blk.%d.w_gate"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
     {TC_LLAMA_L "mlp.gate_proj.bias", {"blk.%d.b_gate"}, TC_LAYER | TC_IF_MLP_BIAS, TC_OP_COPY, {TC_DIM_FF}},
@@ -1037,15 +1145,302 @@ static const tc_tensor_map tc_starcoder2_tensors[] = {
     {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
 };
 
-static const tc_arch tc_archs[] = {
-    {"gpt_neox", tc_neox_config, TC_TABLE(tc_neox_tensors), tc_neox_skip, NULL},
-    {"gpt2", tc_gpt2_config, TC_TABLE(tc_gpt2_tensors), tc_gpt2_skip, tc_gpt2_prefixes},
-    {"llama", tc_llama_config, TC_TABLE(tc_llama_tensors), tc_rotary_skip, NULL},
-    {"phi", tc_phi_config, TC_TABLE(tc_phi_tensors), tc_rotary_skip, NULL},
-    {"gptj", tc_gptj_config, TC_TABLE(tc_gptj_tensors), tc_gpt2_skip, NULL},
-    {"starcoder2", tc_starcoder2_config, TC_TABLE(tc_starcoder2_tensors), tc_rotary_skip, NULL},
+/* --- the Llama block's relatives (tc_llama_tensors: q/k/v/o and q/k norms as the flags say) --- */
+
+/* Sizes, head_dim (def_head_dim when absent; 0: d_model / n_heads), RMSNorm eps, SiLU, tie,
+   the SwiGLU block; the rest is up to each model_type. */
+static int tc_llama_like(const tc_cfg *c, tc_hparams *hp, uint32_t def_head_dim, int def_tied, uint32_t arch) {
+    const char *act;
+    double eps;
+    uint32_t head_dim;
+    if (!tc_cfg_sizes(c, &tc_keys_hf, 1, hp) || !tc_cfg_uint(c, "head_dim", 0, def_head_dim, &head_dim) ||
+        !tc_cfg_float(c, "rms_norm_eps", 1e-6, &eps) || !tc_cfg_string(c, "hidden_act", "silu", &act) ||
+        !tc_cfg_bool(c, "tie_word_embeddings", def_tied, &hp->tied_output))
+        return 0;
+    if (!tc_heads(c, hp, head_dim) || !tc_parse_act(c, "hidden_act", act, &hp->act)) return 0;
+    hp->arch = arch;
+    hp->norm_eps = (float)eps;
+    hp->norm = TFM_NORM_RMSNORM;
+    hp->ffn = TFM_FFN_GATED;
+    hp->pos = TFM_POS_ROPE_HALF;
+    hp->residual = TFM_RESIDUAL_SEQUENTIAL;
+    return 1;
+}
+
+static const char *const tc_theta_keys[] = {"rope_theta", NULL};
+static const char *const tc_pct_keys[] = {"partial_rotary_factor", NULL};
+
+/* The same window on every layer (config sliding_window; null or absent: none). */
+static int tc_window_all(const tc_cfg *c, tc_hparams *hp) {
+    unsigned char sliding[TFM_MAX_LAYERS];
+    uint32_t window;
+    if (!tc_cfg_uint(c, "sliding_window", 0, 0, &window)) return 0;
+    memset(sliding, 1, sizeof sliding);
+    tc_set_layers(hp, sliding, window, 0);
+    return 1;
+}
+
+/* mistral: the Llama block without biases; sliding_window on every layer (MistralModel's mask). */
+static int tc_mistral_config(const tc_cfg *c, tc_hparams *hp) {
+    return tc_llama_like(c, hp, 0, 0, TFM_ARCH_MISTRAL) && tc_window_all(c, hp) &&
+           tc_cfg_rope(c, tc_theta_keys, tc_pct_keys, 10000.0, 1.0, hp);
+}
+
+/* qwen2: q/k/v biases, no o_proj bias; qwen3: biases only with attention_bias, head_dim (128 by
+   default), q_norm / k_norm. Both: layer i sliding when use_sliding_window and i >=
+   max_window_layers (or layer_types), else full attention even when sliding_window is set. */
+static int tc_qwen_config(const tc_cfg *c, tc_hparams *hp) {
+    const char *mt = "qwen2";
+    int qwen3, use_window, found;
+    uint32_t window, max_window_layers, i;
+    unsigned char sliding[TFM_MAX_LAYERS];
+    if (!tc_cfg_string(c, "model_type", "qwen2", &mt)) return 0;
+    qwen3 = strcmp(mt, "qwen3") == 0;
+    if (!tc_llama_like(c, hp, qwen3 ? 128u : 0u, 0, qwen3 ? TFM_ARCH_QWEN3 : TFM_ARCH_QWEN2) ||
+        !tc_cfg_bool(c, "attention_bias", 0, &hp->attn_bias) ||
+        !tc_cfg_bool(c, "use_sliding_window", 0, &use_window) || !tc_cfg_uint(c, "sliding_window", 0, 0, &window) ||
+        !tc_cfg_uint(c, "max_window_layers", 0, 28, &max_window_layers))
+        return 0;
+    if (qwen3) {
+        hp->o_bias = hp->attn_bias;
+        hp->flags |= TFM_FLAG_QK_NORM;
+    } else {
+        hp->attn_bias = 1;
+    }
+    if (!use_window) window = 0;
+    memset(sliding, 0, sizeof sliding);
+    for (i = 0; i < hp->n_layers; i++) sliding[i] = window && i >= max_window_layers;
+    if (!tc_cfg_layer_types(c, hp, sliding, &found)) return 0;
+    tc_set_layers(hp, sliding, window, 0);
+    return tc_cfg_rope(c, tc_theta_keys, tc_pct_keys, 10000.0, 1.0, hp);
+}
+
+/* smollm3: the Llama block; layer i has no RoPE when no_rope_layers[i] is 0 (default: every
+   no_rope_layer_interval-th layer); with use_sliding_window only the NoPE layers (or
+   layer_types' sliding ones) have the window. Tied by default. */
+static int tc_smollm3_config(const tc_cfg *c, tc_hparams *hp) {
+    const json_node *nrl, *e;
+    unsigned char sliding[TFM_MAX_LAYERS];
+    uint32_t interval, window, i = 0;
+    int use_window, found;
+    if (!tc_llama_like(c, hp, 0, 1, TFM_ARCH_SMOLLM3) || !tc_cfg_bool(c, "attention_bias", 0, &hp->attn_bias) ||
+        !tc_cfg_bool(c, "mlp_bias", 0, &hp->mlp_bias) || !tc_cfg_uint(c, "no_rope_layer_interval", 0, 4, &interval) ||
+        !tc_cfg_bool(c, "use_sliding_window", 0, &use_window) || !tc_cfg_uint(c, "sliding_window", 0, 0, &window))
+        return 0;
+    hp->o_bias = hp->attn_bias;
+    nrl = tc_cfg_node(c, "no_rope_layers");
+    for (i = 0; i < hp->n_layers; i++) hp->rope_kind[i] = interval && (i + 1) % interval == 0 ? TFM__ROPE_NONE : 0;
+    if (nrl) {
+        i = 0;
+        for (e = nrl->type == JSON_ARRAY ? json_first(c->doc, nrl) : NULL; e && i < hp->n_layers;
+             e = json_next(c->doc, e), i++) {
+            if (e->type != JSON_NUMBER || !e->is_uint || e->u > 1) break;
+            hp->rope_kind[i] = e->u ? 0u : (uint32_t)TFM__ROPE_NONE;
+        }
+        if (i < hp->n_layers) {
+            tc_error("%s: \"no_rope_layers\" must hold a 0 or 1 for each of the %u layers", c->path, hp->n_layers);
+            return 0;
+        }
+    }
+    if (!use_window) window = 0;
+    for (i = 0; i < hp->n_layers; i++) sliding[i] = window && hp->rope_kind[i] == TFM__ROPE_NONE;
+    if (!tc_cfg_layer_types(c, hp, sliding, &found)) return 0;
+    tc_set_layers(hp, sliding, window, 0);
+    for (i = 0; i < hp->n_layers; i++)
+        if (hp->rope_kind[i]) hp->has_layer_table = 1;
+    return tc_cfg_rope(c, tc_theta_keys, tc_pct_keys, 10000.0, 1.0, hp);
+}
+
+/* phi3 (Phi-3, Phi-3.5, Phi-4-mini): fused qkv_proj (q, then k, then v rows) and gate_up_proj
+   (gate half first) split here; partial rotary; longrope; sliding_window on every layer. */
+static int tc_phi3_config(const tc_cfg *c, tc_hparams *hp) {
+    return tc_llama_like(c, hp, 0, 0, TFM_ARCH_PHI3) && tc_window_all(c, hp) &&
+           tc_cfg_rope(c, tc_theta_keys, tc_pct_keys, 10000.0, 1.0, hp);
+}
+
+static const tc_tensor_map tc_phi3_tensors[] = {
+    {"model.embed_tokens.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {TC_LLAMA_L "input_layernorm.weight", {"blk.%d.ln1.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.qkv_proj.weight", {"blk.%d.wq", "blk.%d.wk", "blk.%d.wv"}, TC_LAYER,
+     TC_OP_SPLIT_QKV_THIRDS, {TC_DIM_QKV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.o_proj.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
+    {TC_LLAMA_L "post_attention_layernorm.weight", {"blk.%d.ln2.w"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.gate_up_proj.weight", {"blk.%d.w_gate", "blk.%d.w_up"}, TC_LAYER, TC_OP_SPLIT_HALVES,
+     {TC_DIM_FF2, TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.down_proj.weight", {"blk.%d.w_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {"model.norm.weight", {"lnf.w"}, 0, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
 };
-#define TC_SUPPORTED "gpt_neox, gpt2, llama, phi, gptj, starcoder2"
+
+/* --- gemma2, gemma3_text, gemma3 (Gemma-2/3: the Llama block with Gemma's changes) --- */
+
+/* Gemma's size keys with Gemma2Config / Gemma3TextConfig defaults (a gemma3 text_config
+   leaves most of them out). */
+static int tc_gemma_sizes(const tc_cfg *c, int g3, tc_hparams *hp, uint32_t *head_dim) {
+    return tc_cfg_uint(c, "hidden_size", 0, 2304, &hp->d_model) &&
+           tc_cfg_uint(c, "num_attention_heads", 0, 8, &hp->n_heads) &&
+           tc_cfg_uint(c, "num_key_value_heads", 0, 4, &hp->n_kv_heads) &&
+           tc_cfg_uint(c, "num_hidden_layers", 0, 26, &hp->n_layers) &&
+           tc_cfg_uint(c, "intermediate_size", 0, 9216, &hp->d_ff) &&
+           tc_cfg_uint(c, "vocab_size", 0, g3 ? 262208 : 256000, &hp->n_vocab) &&
+           tc_cfg_uint(c, "max_position_embeddings", 0, g3 ? 131072 : 8192, &hp->n_ctx) &&
+           tc_cfg_uint(c, "head_dim", 0, 256, head_dim) && tc_check_layers(hp, c->path);
+}
+
+/* Gemma-3's RoPE: global layers rope_theta (1e6) with rope_scaling, local layers
+   rope_local_base_freq (1e4) unscaled; or the newer rope_parameters keyed by layer type. */
+static int tc_gemma3_rope(const tc_cfg *c, tc_hparams *hp) {
+    tc_cfg rp, full, local;
+    double theta, local_theta;
+    hp->rope_dim = hp->d_head;
+    if (!tc_cfg_sub(c, "rope_parameters", &rp)) return 0;
+    if (rp.obj && json_get(c->doc, rp.obj, "full_attention")) {
+        const char *type = "default";
+        if (!tc_cfg_sub(&rp, "full_attention", &full) || !tc_cfg_sub(&rp, "sliding_attention", &local) ||
+            !tc_cfg_float(&full, "rope_theta", 1e6, &theta) || !tc_cfg_float(&local, "rope_theta", 1e4, &local_theta) ||
+            !tc_cfg_string(&local, "rope_type", "default", &type))
+            return 0;
+        if (strcmp(type, "default") != 0) {
+            tc_error("%s: rope_parameters.sliding_attention.rope_type \"%s\" is not supported (default)", c->path,
+                     type);
+            return 0;
+        }
+        hp->rope_theta = (float)theta;
+        hp->rope_theta_local = (float)local_theta;
+        return full.obj ? tc_rope_scaling(c, &full, theta, hp) : 1;
+    }
+    if (!tc_cfg_float(c, "rope_local_base_freq", 1e4, &local_theta)) return 0;
+    hp->rope_theta_local = (float)local_theta;
+    return tc_cfg_rope(c, tc_theta_keys, tc_pct_keys, 1e6, 1.0, hp);
+}
+
+/* gemma2 / gemma3_text: embeddings times sqrt(hidden_size) (as f32), (1 + w) norms (folded
+   here), norms after the attention and the FFN too, GeGLU (hidden_activation), the attention
+   scale query_pre_attn_scalar^-0.5, Gemma-2's soft-caps of the scores and the logits, Gemma-3's
+   q/k norms and final soft-cap; local layers: Gemma-2 the even ones, Gemma-3 all but every
+   sliding_window_pattern-th (or layer_types), with the sliding window (and on Gemma-3 the local
+   RoPE base). Tied. */
+static int tc_gemma_config(const tc_cfg *c, tc_hparams *hp) {
+    const char *mt = "gemma2", *act;
+    double eps, qpas, attn_cap, final_cap;
+    uint32_t head_dim, window, pattern, i;
+    int g3, bidir, found;
+    unsigned char sliding[TFM_MAX_LAYERS];
+    if (!tc_cfg_string(c, "model_type", "gemma2", &mt)) return 0;
+    g3 = strcmp(mt, "gemma3_text") == 0;
+    if (!tc_gemma_sizes(c, g3, hp, &head_dim) || !tc_cfg_float(c, "rms_norm_eps", 1e-6, &eps) ||
+        !tc_cfg_string(c, "hidden_act", "gelu_pytorch_tanh", &act) ||
+        !tc_cfg_string(c, "hidden_activation", act, &act) ||
+        !tc_cfg_float(c, "query_pre_attn_scalar", 256.0, &qpas) ||
+        !tc_cfg_float(c, "attn_logit_softcapping", g3 ? 0.0 : 50.0, &attn_cap) ||
+        !tc_cfg_float(c, "final_logit_softcapping", g3 ? 0.0 : 30.0, &final_cap) ||
+        !tc_cfg_uint(c, "sliding_window", 0, 4096, &window) ||
+        !tc_cfg_uint(c, "sliding_window_pattern", 0, 6, &pattern) ||
+        !tc_cfg_bool(c, "use_bidirectional_attention", 0, &bidir) ||
+        !tc_cfg_bool(c, "attention_bias", 0, &hp->attn_bias) ||
+        !tc_cfg_bool(c, "tie_word_embeddings", 1, &hp->tied_output))
+        return 0;
+    if (bidir) {
+        tc_error("%s: \"use_bidirectional_attention\": true (an embedding model) is not supported", c->path);
+        return 0;
+    }
+    if (!(qpas > 0.0 && qpas < 1e9) || !(attn_cap >= 0.0 && attn_cap < 1e9) || !(final_cap >= 0.0 && final_cap < 1e9)) {
+        tc_error("%s: query_pre_attn_scalar / soft-caps out of range", c->path);
+        return 0;
+    }
+    if (g3 && attn_cap > 0.0) { /* Gemma3Attention passes no soft-cap to the attention */
+        tc_warn("%s: attn_logit_softcapping ignored (Gemma-3's attention does not use it)", c->path);
+        attn_cap = 0.0;
+    }
+    if (!tc_heads(c, hp, head_dim) || !tc_parse_act(c, "hidden_activation", act, &hp->act)) return 0;
+    hp->arch = g3 ? TFM_ARCH_GEMMA3 : TFM_ARCH_GEMMA2;
+    hp->o_bias = hp->attn_bias;
+    hp->norm_eps = (float)eps;
+    hp->norm = TFM_NORM_RMSNORM;
+    hp->ffn = TFM_FFN_GATED;
+    hp->pos = TFM_POS_ROPE_HALF;
+    hp->residual = TFM_RESIDUAL_SEQUENTIAL;
+    hp->flags = TFM_FLAG_POST_NORMS | (g3 ? TFM_FLAG_QK_NORM : 0u);
+    hp->attn_scale = (float)pow(qpas, -0.5);
+    hp->attn_softcap = (float)attn_cap;
+    hp->logit_softcap = (float)final_cap;
+    hp->embed_scale = (float)sqrt((double)hp->d_model); /* the f32 normalizer tensor */
+    if (pattern == 0) pattern = 1;
+    for (i = 0; i < hp->n_layers; i++) sliding[i] = g3 ? (i + 1) % pattern != 0 : (i + 1) % 2 != 0;
+    if (!tc_cfg_layer_types(c, hp, sliding, &found)) return 0;
+    tc_set_layers(hp, sliding, window, g3);
+    if (g3) return tc_gemma3_rope(c, hp);
+    return tc_cfg_rope(c, tc_theta_keys, tc_pct_keys, 10000.0, 1.0, hp);
+}
+
+/* gemma3 (Gemma3ForConditionalGeneration): its text_config is a gemma3_text config; the text
+   weights are language_model.model.*, the vision tower and projector are skipped. */
+static int tc_gemma3_mm_config(const tc_cfg *c, tc_hparams *hp) {
+    tc_cfg tc;
+    const char *mt = "gemma3_text";
+    if (!tc_cfg_sub(c, "text_config", &tc)) return 0;
+    if (!tc.obj) {
+        tc_error("%s: model_type gemma3 without a \"text_config\"", c->path);
+        return 0;
+    }
+    if (!tc_cfg_string(&tc, "model_type", "gemma3_text", &mt)) return 0;
+    if (strcmp(mt, "gemma3_text") != 0) {
+        tc_error("%s: text_config.model_type \"%s\" is not supported (gemma3_text)", c->path, mt);
+        return 0;
+    }
+    return tc_gemma_config(&tc, hp);
+}
+
+static const tc_tensor_map tc_gemma_tensors[] = {
+    {"model.embed_tokens.weight", {"tok_embd"}, 0, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+    {TC_LLAMA_L "input_layernorm.weight", {"blk.%d.ln1.w"}, TC_LAYER | TC_ADD_ONE, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_proj.weight", {"blk.%d.wq"}, TC_LAYER, TC_OP_COPY, {TC_DIM_Q, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_proj.bias", {"blk.%d.bq"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_Q}},
+    {TC_LLAMA_L "self_attn.k_proj.weight", {"blk.%d.wk"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.k_proj.bias", {"blk.%d.bk"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_KV}},
+    {TC_LLAMA_L "self_attn.v_proj.weight", {"blk.%d.wv"}, TC_LAYER, TC_OP_COPY, {TC_DIM_KV, TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.v_proj.bias", {"blk.%d.bv"}, TC_LAYER | TC_IF_ATTN_BIAS, TC_OP_COPY, {TC_DIM_KV}},
+    {TC_LLAMA_L "self_attn.o_proj.weight", {"blk.%d.wo"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_Q}},
+    {TC_LLAMA_L "self_attn.o_proj.bias", {"blk.%d.bo"}, TC_LAYER | TC_IF_O_BIAS, TC_OP_COPY, {TC_DIM_MODEL}},
+    {TC_LLAMA_L "self_attn.q_norm.weight", {"blk.%d.q_norm.w"}, TC_LAYER | TC_IF_QK_NORM | TC_ADD_ONE, TC_OP_COPY,
+     {TC_DIM_HEAD}},
+    {TC_LLAMA_L "self_attn.k_norm.weight", {"blk.%d.k_norm.w"}, TC_LAYER | TC_IF_QK_NORM | TC_ADD_ONE, TC_OP_COPY,
+     {TC_DIM_HEAD}},
+    {TC_LLAMA_L "post_attention_layernorm.weight", {"blk.%d.post_attn.w"}, TC_LAYER | TC_ADD_ONE, TC_OP_COPY,
+     {TC_DIM_MODEL}},
+    {TC_LLAMA_L "pre_feedforward_layernorm.weight", {"blk.%d.ln2.w"}, TC_LAYER | TC_ADD_ONE, TC_OP_COPY,
+     {TC_DIM_MODEL}},
+    {TC_LLAMA_L "post_feedforward_layernorm.weight", {"blk.%d.post_ffn.w"}, TC_LAYER | TC_ADD_ONE, TC_OP_COPY,
+     {TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.gate_proj.weight", {"blk.%d.w_gate"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.up_proj.weight", {"blk.%d.w_up"}, TC_LAYER, TC_OP_COPY, {TC_DIM_FF, TC_DIM_MODEL}},
+    {TC_LLAMA_L "mlp.down_proj.weight", {"blk.%d.w_down"}, TC_LAYER, TC_OP_COPY, {TC_DIM_MODEL, TC_DIM_FF}},
+    {"model.norm.weight", {"lnf.w"}, TC_ADD_ONE, TC_OP_COPY, {TC_DIM_MODEL}},
+    {"lm_head.weight", {"output.w"}, TC_IF_UNTIED, TC_OP_COPY, {TC_DIM_VOCAB, TC_DIM_MODEL}},
+};
+
+static const char *const tc_gemma3_mm_prefixes[] = {"language_model.", NULL};
+static const char *const tc_gemma3_mm_skip[] = {"vision_tower.", "multi_modal_projector.", NULL};
+
+static const tc_arch tc_archs[] = {
+    {"gpt_neox", tc_neox_config, TC_TABLE(tc_neox_tensors), tc_neox_skip, NULL, NULL},
+    {"gpt2", tc_gpt2_config, TC_TABLE(tc_gpt2_tensors), tc_gpt2_skip, tc_gpt2_prefixes, NULL},
+    {"llama", tc_llama_config, TC_TABLE(tc_llama_tensors), tc_rotary_skip, NULL, NULL},
+    {"phi", tc_phi_config, TC_TABLE(tc_phi_tensors), tc_rotary_skip, NULL, NULL},
+    {"gptj", tc_gptj_config, TC_TABLE(tc_gptj_tensors), tc_gpt2_skip, NULL, NULL},
+    {"starcoder2", tc_starcoder2_config, TC_TABLE(tc_starcoder2_tensors), tc_rotary_skip, NULL, NULL},
+    {"mistral", tc_mistral_config, TC_TABLE(tc_llama_tensors), tc_rotary_skip, NULL, NULL},
+    {"qwen2", tc_qwen_config, TC_TABLE(tc_llama_tensors), tc_rotary_skip, NULL, NULL},
+    {"qwen3", tc_qwen_config, TC_TABLE(tc_llama_tensors), tc_rotary_skip, NULL, NULL},
+    {"smollm3", tc_smollm3_config, TC_TABLE(tc_llama_tensors), tc_rotary_skip, NULL, NULL},
+    {"phi3", tc_phi3_config, TC_TABLE(tc_phi3_tensors), tc_rotary_skip, NULL, NULL},
+    {"gemma2", tc_gemma_config, TC_TABLE(tc_gemma_tensors), tc_rotary_skip, NULL, NULL},
+    {"gemma3_text", tc_gemma_config, TC_TABLE(tc_gemma_tensors), tc_rotary_skip, NULL, NULL},
+    {"gemma3", tc_gemma3_mm_config, TC_TABLE(tc_gemma_tensors), tc_rotary_skip, tc_gemma3_mm_prefixes,
+     tc_gemma3_mm_skip},
+};
+#define TC_SUPPORTED "gpt_neox, gpt2, llama, phi, gptj, starcoder2, mistral, qwen2, qwen3, smollm3, phi3, " \
+                     "gemma2, gemma3_text, gemma3 (its text model)"
 
 static const tc_arch *tc_find_arch(const char *model_type) {
     size_t i;
@@ -1069,6 +1464,9 @@ static uint64_t tc_dim_value(const tc_hparams *hp, tc_dim d) {
     case TC_DIM_Q: return (uint64_t)hp->n_heads * hp->d_head;
     case TC_DIM_KV: return (uint64_t)hp->n_kv_heads * hp->d_head;
     case TC_DIM_QKV: return (uint64_t)(hp->n_heads + 2u * hp->n_kv_heads) * hp->d_head;
+    case TC_DIM_HEAD: return hp->d_head;
+    case TC_DIM_FF2: return 2u * (uint64_t)hp->d_ff;
+    case TC_DIM_ROPE_HALF: return hp->rope_dim / 2;
     case TC_DIM_NONE: break;
     }
     return 0;
@@ -1093,6 +1491,8 @@ static int tc_is_skipped(const tc_arch *a, const char *name) {
         size_t k = strlen(*s);
         if (n >= k && strcmp(name + n - k, *s) == 0) return 1;
     }
+    for (s = a->skip_prefixes; s && *s; s++)
+        if (strncmp(name, *s, strlen(*s)) == 0) return 1;
     return 0;
 }
 
@@ -1118,6 +1518,9 @@ static void tc_part(const tc_tensor_map *m, const tc_hparams *hp, int i, uint64_
     if (m->op == TC_OP_COPY) {
         *rows = total;
         *offset = 0;
+    } else if (m->op == TC_OP_SPLIT_HALVES) { /* gate | up */
+        *rows = total / 2;
+        *offset = (uint64_t)i * (total / 2);
     } else if (m->op == TC_OP_SPLIT_QKV_HEADS) { /* MHA: three equal parts, per head */
         *rows = q;
         *offset = (uint64_t)i * hp->d_head;
@@ -1127,13 +1530,63 @@ static void tc_part(const tc_tensor_map *m, const tc_hparams *hp, int i, uint64_
     }
 }
 
+/* The tfm dtype a GGUF block type runs as: itself when tfm.h has it (copied block for block),
+   else the nearest wider type it has (requantized from the decoded values). */
+static tfm_dtype tc_native_dtype(tc_dtype src, int *exact) {
+    *exact = 1;
+    switch (src) {
+    case TC_F32: return TFM_DTYPE_F32;
+    case TC_F16: return TFM_DTYPE_F16;
+    case TC_BF16: return TFM_DTYPE_BF16;
+    case TC_Q8_0: return TFM_DTYPE_Q8_0;
+    case TC_Q4_0: return TFM_DTYPE_Q4_0;
+    case TC_Q4_K: return TFM_DTYPE_Q4_K;
+    case TC_Q6_K: return TFM_DTYPE_Q6_K;
+    case TC_Q5_K: *exact = 0; return TFM_DTYPE_Q6_K;
+    default: *exact = 0; return TFM_DTYPE_Q8_0; /* Q4_1, Q5_0, Q5_1: blocks of 32 */
+    }
+}
+
+/* What a matrix's output name says it is, for the --type recipes. */
+static tq_role tc_role(const char *name) {
+    if (strcmp(name, "output.w") == 0) return TQ_ROLE_OUTPUT;
+    if (strstr(name, ".wv")) return TQ_ROLE_V;
+    if (strstr(name, ".w_down")) return TQ_ROLE_DOWN;
+    return TQ_ROLE_OTHER;
+}
+
+/* The dtype of output matrix `name` (cols per row) from source tensor t: with --type, the
+   recipe's (quantized sources are decoded, then converted); without (a GGUF source), the
+   source's own type, or the nearest wider one tfm.h runs (a notice says so). A notice names
+   each fallback. */
+static tfm_dtype tc_matrix_dtype(const char *type, const tc_tensor *t, const char *name, int layer,
+                                 uint32_t n_layers, uint64_t cols) {
+    int exact;
+    bool fell_back = false;
+    tfm_dtype d;
+    if (!type) {
+        d = tc_native_dtype(t->dtype, &exact);
+        if (!exact) tc_warn("%s: %s is not a type tfm.h runs: requantized to %s", name, t->dtype_name,
+                            tfm_dtype_describe(d).name);
+        return d;
+    }
+    d = tq_matrix_dtype(type, tc_role(name), layer, (int)n_layers, (int)cols, &fell_back);
+    if (fell_back)
+        tc_warn("%s: rows of %llu are not whole %s blocks: %s instead", name, (unsigned long long)cols,
+                type, tfm_dtype_describe(d).name);
+    return d;
+}
+
 /* One table entry for one layer (layer < 0: global). */
 int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int layer,
-                  const tc_hparams *hp, const tc_checkpoint *c, uint32_t out_dtype) {
+                  const tc_hparams *hp, const tc_checkpoint *c, const char *type) {
     char name[256], hf[300], want[96], got[96];
     uint64_t shape[2] = {0, 0}, total, inner;
-    int rank = 0, i, n_parts = m->op == TC_OP_COPY ? 1 : 3, conv = (m->flags & TC_CONV1D) != 0;
+    int rank = 0, i, conv = (m->flags & TC_CONV1D) != 0;
+    int n_parts = m->op == TC_OP_COPY ? 1 : m->op == TC_OP_SPLIT_HALVES ? 2 : 3;
     int present = !((m->flags & TC_IF_ATTN_BIAS) && !hp->attn_bias) &&
+                  !((m->flags & TC_IF_O_BIAS) && !hp->o_bias) &&
+                  !((m->flags & TC_IF_QK_NORM) && !(hp->flags & TFM_FLAG_QK_NORM)) &&
                   !((m->flags & TC_IF_MLP_BIAS) && !hp->mlp_bias) &&
                   !((m->flags & TC_IF_UNTIED) && hp->tied_output);
     tc_tensor *t;
@@ -1181,24 +1634,49 @@ int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int laye
         o->row_elems = inner;
         o->shape[0] = o->rows;
         o->shape[1] = rank == 2 ? inner : 0;
-        o->dtype = rank == 2 && !(m->flags & TC_KEEP_F32) ? out_dtype : TFM_DTYPE_F32; /* vectors: f32 */
+        o->dtype = rank == 2 && !(m->flags & TC_KEEP_F32)
+                       ? (uint32_t)tc_matrix_dtype(type, t, o->name, layer, hp->n_layers, inner)
+                       : TFM_DTYPE_F32; /* vectors: f32 */
         o->transposed = conv && rank == 2;
         o->src_cols = shape[1];
         o->group = m->op == TC_OP_SPLIT_QKV_HEADS ? hp->d_head : o->rows;
         o->stride = m->op == TC_OP_SPLIT_QKV_HEADS ? 3u * (uint64_t)hp->d_head : 0;
+        o->add_one = (m->flags & TC_ADD_ONE) != 0;
     }
+    return 1;
+}
+
+/* A generated f32 vector (the RoPE divisors), written from memory that outlives the plan. */
+static int tc_plan_vector(tc_plan *p, const char *name, const float *data, uint32_t n) {
+    tc_out *o = tc_plan_add(p);
+    if (!o) return 0;
+    snprintf(o->name, sizeof o->name, "%s", name);
+    o->dtype = TFM_DTYPE_F32;
+    o->rank = 1;
+    o->shape[0] = o->rows = n;
+    o->row_elems = 1;
+    o->group = n;
+    o->gen = data;
+    return 1;
+}
+
+/* rope_freqs / rope_freqs_long from hp (when the config scales RoPE). */
+int tc_plan_rope_freqs(tc_plan *p, const tc_hparams *hp) {
+    if (hp->n_rope_freqs && !tc_plan_vector(p, "rope_freqs", hp->rope_freqs, hp->n_rope_freqs)) return 0;
+    if (hp->has_rope_freqs_long && !tc_plan_vector(p, "rope_freqs_long", hp->rope_freqs_long, hp->n_rope_freqs))
+        return 0;
     return 1;
 }
 
 /* The whole model: global entries in table order, the per-layer entries as one block per
    layer at the place of the first per-layer entry. Then every unused tensor is an error. */
 int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpoint *c,
-                  uint32_t out_dtype) {
+                  const char *type) {
     size_t i, j, n_unused = 0;
     int layers_done = 0, l;
     for (i = 0; i < a->n_tensors; i++) {
         if (!(a->tensors[i].flags & TC_LAYER)) {
-            if (!tc_plan_entry(p, a, &a->tensors[i], -1, hp, c, out_dtype)) return 0;
+            if (!tc_plan_entry(p, a, &a->tensors[i], -1, hp, c, type)) return 0;
             continue;
         }
         if (layers_done) continue;
@@ -1206,7 +1684,7 @@ int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpo
         for (l = 0; l < (int)hp->n_layers; l++)
             for (j = i; j < a->n_tensors; j++)
                 if ((a->tensors[j].flags & TC_LAYER) &&
-                    !tc_plan_entry(p, a, &a->tensors[j], l, hp, c, out_dtype))
+                    !tc_plan_entry(p, a, &a->tensors[j], l, hp, c, type))
                     return 0;
     }
     for (i = 0; i < c->n_tensors; i++) {
@@ -1219,7 +1697,7 @@ int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpo
                  "unsupported variant)", (unsigned long)n_unused);
         return 0;
     }
-    return 1;
+    return tc_plan_rope_freqs(p, hp);
 }
 
 /* >>tokenizer ------------------------------------------------------------------------------------
@@ -1491,11 +1969,18 @@ static int tc_tok_added(tc_tok *t, const json_doc *d, const json_node *added, co
     const json_node *e;
     for (e = json_first(d, added); e; e = json_next(d, e)) {
         const json_node *content = json_get(d, e, "content"), *special = json_get(d, e, "special");
+        const json_node *lstrip = json_get(d, e, "lstrip"), *rstrip = json_get(d, e, "rstrip");
+        const json_node *single = json_get(d, e, "single_word");
         uint32_t id = (uint32_t)json_get(d, e, "id")->u;
         const char *s;
         if (!content || content->type != JSON_STRING ||
             (special && special->type != JSON_TRUE && special->type != JSON_FALSE)) {
             tc_error("%s: added token %u needs a string content (and boolean special)", src, id);
+            return 0;
+        }
+        if (single && single->type == JSON_TRUE) {
+            tc_error("%s: added token %u (\"%s\"): single_word = true is not supported", src, id,
+                     json_str(d, content));
             return 0;
         }
         s = json_str(d, content);
@@ -1504,7 +1989,9 @@ static int tc_tok_added(tc_tok *t, const json_doc *d, const json_node *added, co
             tc_warn("%s: added token %u (\"%s\") replaces the vocab entry of that id", src, id, s);
         if (!tc_tok_set_text(t, id, s, content->str_bytes)) return 0;
         t->attrs[id] = (unsigned char)(TFM_TOKATTR_ADDED |
-                                       (special && special->type == JSON_TRUE ? TFM_TOKATTR_SPECIAL : 0u));
+                                       (special && special->type == JSON_TRUE ? TFM_TOKATTR_SPECIAL : 0u) |
+                                       (lstrip && lstrip->type == JSON_TRUE ? TFM_TOKATTR_LSTRIP : 0u) |
+                                       (rstrip && rstrip->type == JSON_TRUE ? TFM_TOKATTR_RSTRIP : 0u));
     }
     return 1;
 }
@@ -1551,6 +2038,11 @@ static int tc_tok_spm_options(tc_tok *t, const json_doc *d, const json_node *nor
                 return 0;
             }
         }
+    }
+    if (pre && replace && tc_type_is(d, pre, "Split") && tc_str_is(d, json_get(d, pre, "pattern"), "String", " ")) {
+        /* Gemma: Split(" ", merged_with_previous) after Replace(" ", U+2581) finds no space to
+           split at, so the whole normalized text is one pre-token */
+        pre = NULL;
     }
     if (pre && pre->type != JSON_NULL) {
         const char *scheme = "always";
@@ -2147,6 +2639,8 @@ typedef struct tc_writer {
     uint64_t at;            /* bytes written */
     unsigned char *in, *out; /* chunk buffers */
     size_t in_cap, out_cap;
+    float *f32;             /* a chunk as f32 on its way to another dtype */
+    size_t f32_cap;         /* bytes */
     uint64_t total_bytes, done_bytes, next_report;
     size_t n_done, n_total;
     int quiet;
@@ -2195,32 +2689,37 @@ static uint64_t tc_src_bytes(tc_dtype d, uint64_t n) {
     return bt ? n / gguf_block_elems(bt) * gguf_block_bytes(bt) : n * tc_src_elem_bytes(d);
 }
 
-/* n elements of src dtype -> out dtype (f16 -> f16 is copied bit-exact). */
-static void tc_convert(const unsigned char *in, tc_dtype src, unsigned char *out, uint32_t dst, size_t n) {
+/* The tfm dtype whose bytes are exactly src's (a block-for-block copy), or -1. */
+static int tc_same_dtype(tc_dtype src) {
+    int exact;
+    tfm_dtype d = tc_native_dtype(src, &exact);
+    return exact ? (int)d : -1;
+}
+
+/* n elements (whole blocks of both) of src dtype -> dst: copied byte for byte when src is dst
+   (a GGUF's blocks import bit-exact), else decoded to f32 and converted or quantized with
+   tfm.h's own dtype table (tfm_dtype_from_f32). */
+static int tc_convert(tc_writer *w, const unsigned char *in, tc_dtype src, unsigned char *out, uint32_t dst, size_t n) {
     size_t i;
     uint32_t bt = tc_block_type(src);
     size_t be = bt ? gguf_block_elems(bt) : 1;
-    float block[GGUF_MAX_BLOCK];
-    for (i = 0; i < n; i++) {
-        float f;
-        if (bt) { /* quantized: n is a whole number of blocks */
-            if (i % be == 0) gguf_dequantize_block(bt, in + i / be * gguf_block_bytes(bt), block);
-            f = block[i % be];
-        } else if (src == TC_F16 && dst == TFM_DTYPE_F16) {
-            out[2 * i] = in[2 * i];
-            out[2 * i + 1] = in[2 * i + 1];
-            continue;
-        } else if (src == TC_F32) f = tfm__rd_f32(in + 4 * i);
-        else if (src == TC_F16) f = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
-        else f = tc_bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
-        if (dst == TFM_DTYPE_F32) {
-            tfmw_put_f32(out + 4 * i, f);
-        } else {
-            uint16_t h = tc_f32_to_f16(f);
-            out[2 * i] = (unsigned char)h;
-            out[2 * i + 1] = (unsigned char)(h >> 8);
-        }
+    if (tc_same_dtype(src) == (int)dst) {
+        memcpy(out, in, (size_t)tc_src_bytes(src, n));
+        return 1;
     }
+    if (!tc_grow((unsigned char **)&w->f32, &w->f32_cap, n * sizeof(float))) return 0;
+    for (i = 0; i < n; i += be) {
+        if (bt) gguf_dequantize_block(bt, in + i / be * gguf_block_bytes(bt), w->f32 + i);
+        else if (src == TC_F32) w->f32[i] = tfm__rd_f32(in + 4 * i);
+        else if (src == TC_F16) w->f32[i] = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
+        else w->f32[i] = tfm__bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
+    }
+    return tfm_dtype_from_f32((tfm_dtype)dst, w->f32, out, n) == TFM_OK;
+}
+
+/* Bytes of n_rows rows of row_elems in dtype d (whole blocks: planned so). */
+static size_t tc_out_bytes(uint32_t d, uint64_t n_rows, uint64_t row_elems) {
+    return (size_t)(n_rows * tfm_dtype_row_bytes((tfm_dtype)d, (size_t)row_elems));
 }
 
 static void tc_progress(tc_writer *w) {
@@ -2236,7 +2735,7 @@ static void tc_progress(tc_writer *w) {
 static int tc_write_transposed(tc_writer *w, const tc_out *o, const tc_checkpoint *ck) {
     const tc_tensor *t = o->src;
     const tc_shard *s = &ck->shards[t->shard];
-    size_t es = tc_src_elem_bytes(t->dtype), out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
+    size_t es = tc_src_elem_bytes(t->dtype), out_row = tc_out_bytes(o->dtype, 1, o->row_elems);
     size_t k_n = (size_t)o->row_elems, row_bytes = k_n * es;
     uint64_t r, k;
     if (t->bytes > (uint64_t)(SIZE_MAX / 2)) {
@@ -2244,28 +2743,47 @@ static int tc_write_transposed(tc_writer *w, const tc_out *o, const tc_checkpoin
         return 0;
     }
     if (!tc_grow(&w->in, &w->in_cap, (size_t)t->bytes + row_bytes) ||
-        !tc_grow(&w->out, &w->out_cap, k_n * out_es) ||
+        !tc_grow(&w->out, &w->out_cap, out_row) ||
         !tc_read_at(s->file, s->path, t->offset, w->in, (size_t)t->bytes))
         return 0;
     for (r = 0; r < o->rows; r++) {
         unsigned char *row = w->in + t->bytes; /* scratch after the source */
         for (k = 0; k < o->row_elems; k++)
             memcpy(row + k * es, w->in + (k * o->src_cols + o->offset + r) * es, es);
-        tc_convert(row, t->dtype, w->out, o->dtype, k_n);
-        if (!tc_w(w, w->out, k_n * out_es)) return 0;
+        if (!tc_convert(w, row, t->dtype, w->out, o->dtype, k_n) || !tc_w(w, w->out, out_row)) return 0;
     }
     w->done_bytes += o->data_bytes;
     return 1;
 }
 
+/* A generated f32 vector: its values as they are. */
+static int tc_write_generated(tc_writer *w, const tc_out *o) {
+    uint64_t i;
+    unsigned char b[4];
+    for (i = 0; i < o->rows; i++) {
+        tfmw_put_f32(b, o->gen[i]);
+        if (!tc_w(w, b, 4)) return 0;
+    }
+    w->done_bytes += o->data_bytes;
+    w->n_done++;
+    return 1;
+}
+
+/* n converted f32 values + 1 in f32 (Gemma's zero-centred norm weights). */
+static void tc_add_one(unsigned char *out, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) tfmw_put_f32(out + 4 * i, tfm__rd_f32(out + 4 * i) + 1.0f);
+}
+
 static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *ck) {
     const tc_tensor *t = o->src;
-    const tc_shard *s = &ck->shards[t->shard];
-    size_t out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
-    uint64_t chunk_rows = TC_CHUNK_BYTES / (o->row_elems * 4), r = 0;
-    uint64_t row_bytes = tc_src_bytes(t->dtype, o->row_elems); /* whole blocks: ne0 % block == 0 */
-    if (chunk_rows == 0) chunk_rows = 1;
+    const tc_shard *s;
+    uint64_t chunk_rows = TC_CHUNK_BYTES / (o->row_elems * 4), r = 0, row_bytes;
     if (!tc_w_zeros_to(w, o->data_offset)) return 0;
+    if (o->gen) return tc_write_generated(w, o);
+    s = &ck->shards[t->shard];
+    row_bytes = tc_src_bytes(t->dtype, o->row_elems); /* whole blocks: ne0 % block == 0 */
+    if (chunk_rows == 0) chunk_rows = 1;
     if (o->transposed) {
         if (!tc_write_transposed(w, o, ck)) return 0;
         r = o->rows;
@@ -2277,13 +2795,14 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
         src_row = (r / o->group) * o->stride + o->offset + g;
         n = run * o->row_elems;
         if (!tc_grow(&w->in, &w->in_cap, (size_t)(run * row_bytes)) ||
-            !tc_grow(&w->out, &w->out_cap, (size_t)(n * out_es)) ||
+            !tc_grow(&w->out, &w->out_cap, tc_out_bytes(o->dtype, run, o->row_elems)) ||
             !tc_read_at(s->file, s->path, t->offset + src_row * row_bytes, w->in,
-                        (size_t)(run * row_bytes)))
+                        (size_t)(run * row_bytes)) ||
+            !tc_convert(w, w->in, t->dtype, w->out, o->dtype, (size_t)n))
             return 0;
-        tc_convert(w->in, t->dtype, w->out, o->dtype, (size_t)n);
-        if (!tc_w(w, w->out, (size_t)(n * out_es))) return 0;
-        w->done_bytes += n * out_es;
+        if (o->add_one && o->dtype == TFM_DTYPE_F32) tc_add_one(w->out, (size_t)n);
+        if (!tc_w(w, w->out, tc_out_bytes(o->dtype, run, o->row_elems))) return 0;
+        w->done_bytes += tc_out_bytes(o->dtype, run, o->row_elems);
         r += run;
     }
     w->n_done++;
@@ -2291,22 +2810,26 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
     return 1;
 }
 
-/* Places the blob and the tensors (tools/tfm_write.h); returns the file size. */
-static uint64_t tc_layout(tc_plan *p, size_t blob_bytes, uint64_t *blob_at) {
+/* Places the layer table (after the directory), the blob and the tensors (tools/tfm_write.h);
+   returns the file size. */
+static uint64_t tc_layout(tc_plan *p, const tc_hparams *hp, size_t blob_bytes, uint64_t *blob_at,
+                          uint64_t *table_at) {
     uint64_t at = tfmw_dir_end(p->n_outs);
     size_t i;
+    *table_at = hp->has_layer_table ? tfmw_place_layer_table(&at, hp->n_layers) : 0;
     *blob_at = blob_bytes ? tfmw_place(&at, blob_bytes) : 0;
     for (i = 0; i < p->n_outs; i++) {
         tc_out *o = &p->outs[i];
-        o->data_bytes = o->rows * o->row_elems * (o->dtype == TFM_DTYPE_F32 ? 4u : 2u);
+        o->data_bytes = tc_out_bytes(o->dtype, o->rows, o->row_elems);
         o->data_offset = tfmw_place(&at, o->data_bytes);
     }
     return at;
 }
 
 static void tc_header(unsigned char *h, const tc_hparams *hp, uint32_t n_tensors, uint64_t blob_at,
-                      uint64_t blob_bytes) {
+                      uint64_t blob_bytes, uint64_t table_at) {
     tfmw_header w;
+    memset(&w, 0, sizeof w);
     w.arch = hp->arch;
     w.n_vocab = hp->n_vocab;
     w.n_ctx = hp->n_ctx;
@@ -2327,7 +2850,29 @@ static void tc_header(unsigned char *h, const tc_hparams *hp, uint32_t n_tensors
     w.n_tensors = n_tensors;
     w.tokenizer_offset = blob_at;
     w.tokenizer_bytes = blob_bytes;
+    w.flags = hp->flags;
+    w.attn_scale = hp->attn_scale;
+    w.attn_softcap = hp->attn_softcap;
+    w.logit_softcap = hp->logit_softcap;
+    w.embed_scale = hp->embed_scale;
+    w.rope_theta_local = hp->rope_theta_local;
+    w.rope_attn_factor = hp->rope_attn_factor;
+    w.rope_orig_ctx = hp->rope_orig_ctx;
+    w.layer_table_offset = table_at;
     tfmw_header_bytes(h, &w);
+}
+
+/* The layer table (tools/tfm_write.h): each layer's window and RoPE kind. */
+static int tc_write_layer_table(tc_writer *w, const tc_hparams *hp, uint64_t table_at) {
+    unsigned char e[TFMW_LAYER_ENTRY_BYTES];
+    uint32_t l;
+    if (!table_at) return 1;
+    if (!tc_w_zeros_to(w, table_at)) return 0;
+    for (l = 0; l < hp->n_layers; l++) {
+        tfmw_layer_entry_bytes(e, hp->window[l], hp->rope_kind[l]);
+        if (!tc_w(w, e, sizeof e)) return 0;
+    }
+    return 1;
 }
 
 static void tc_dir_entry(unsigned char *e, const tc_out *o) {
@@ -2346,7 +2891,7 @@ int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
                   const unsigned char *blob, size_t blob_bytes, const tc_checkpoint *ck, int quiet) {
     tc_writer w;
     unsigned char buf[TFMW_HEADER_BYTES];
-    uint64_t blob_at, file_bytes = tc_layout(p, blob_bytes, &blob_at);
+    uint64_t blob_at, table_at, file_bytes = tc_layout(p, hp, blob_bytes, &blob_at, &table_at);
     char *tmp = (char *)malloc(strlen(out_path) + 5);
     size_t i;
     int ok = 0;
@@ -2364,12 +2909,13 @@ int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
         free(tmp);
         return 0;
     }
-    tc_header(buf, hp, (uint32_t)p->n_outs, blob_at, blob_bytes);
+    tc_header(buf, hp, (uint32_t)p->n_outs, blob_at, blob_bytes, table_at);
     if (!tc_w(&w, buf, TFMW_HEADER_BYTES)) goto done;
     for (i = 0; i < p->n_outs; i++) {
         tc_dir_entry(buf, &p->outs[i]);
         if (!tc_w(&w, buf, TFMW_DIR_ENTRY_BYTES)) goto done;
     }
+    if (!tc_write_layer_table(&w, hp, table_at)) goto done;
     if (blob_bytes && (!tc_w_zeros_to(&w, blob_at) || !tc_w(&w, blob, blob_bytes))) goto done;
     for (i = 0; i < p->n_outs; i++)
         if (!tc_write_tensor(&w, &p->outs[i], ck)) goto done;
@@ -2397,6 +2943,7 @@ done:
                 (unsigned long)p->n_outs, (unsigned long long)file_bytes);
     free(w.in);
     free(w.out);
+    free(w.f32);
     free(tmp);
     return ok;
 }
@@ -2475,8 +3022,14 @@ int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
            c.norm == TFM_NORM_LAYERNORM ? "layernorm" : "rmsnorm", (int)c.act,
            c.ffn == TFM_FFN_PLAIN ? "plain" : "gated", (int)c.residual,
            (unsigned)c.pos < 6 ? pos_names[c.pos] : "?");
+    if (c.attn_softcap > 0.0f || c.logit_softcap > 0.0f || c.embed_scale != 1.0f || c.sliding_window ||
+        c.rope_scaled || c.qk_norm || c.post_norms)
+        printf("  attn_scale %g, attn_softcap %g, logit_softcap %g, embed_scale %g, sliding_window %d, "
+               "rope_theta_local %g, rope_scaled %d, qk_norm %d, post_norms %d\n", (double)c.attn_scale,
+               (double)c.attn_softcap, (double)c.logit_softcap, (double)c.embed_scale, c.sliding_window,
+               (double)c.rope_theta_local, (int)c.rope_scaled, (int)c.qk_norm, (int)c.post_norms);
     printf("  dtype %s, tied_output %d, n_tokens %d, bos %d, eos %d\n",
-           c.dtype == TFM_DTYPE_F32 ? "f32" : "f16", (int)c.tied_output, c.n_tokens, (int)c.bos_id,
+           tfm_dtype_describe(c.dtype).name, (int)c.tied_output, c.n_tokens, (int)c.bos_id,
            (int)c.eos_id);
     if (hp && ((uint32_t)c.n_layers != hp->n_layers || (uint32_t)c.d_model != hp->d_model ||
                (uint32_t)c.n_heads != hp->n_heads || (uint32_t)c.d_ff != hp->d_ff ||
@@ -2537,7 +3090,6 @@ static void tc_usage(FILE *f) {
 static int tc_parse_args(int argc, char **argv, tc_args *a) {
     int i;
     memset(a, 0, sizeof *a);
-    a->dtype = TFM_DTYPE_F32;
     for (i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
@@ -2546,9 +3098,8 @@ static int tc_parse_args(int argc, char **argv, tc_args *a) {
         } else if (strcmp(s, "-o") == 0 || strcmp(s, "--type") == 0) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
             if (s[1] == 'o') a->out = argv[++i];
-            else if (strcmp(argv[++i], "f32") == 0) a->dtype = TFM_DTYPE_F32;
-            else if (strcmp(argv[i], "f16") == 0) a->dtype = TFM_DTYPE_F16;
-            else { tc_error("--type %s: expected f32 or f16", argv[i]); return 0; }
+            else if (tq_type_valid(argv[++i])) a->type = argv[i];
+            else { tc_error("--type %s: expected f32 f16 bf16 q8_0 q4_0 q4_k q6_k or q4_k_m", argv[i]); return 0; }
         } else if (strcmp(s, "--tokenizer") == 0 || strcmp(s, "--chat-template") == 0) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
             if (s[2] == 't') a->tokenizer = argv[++i];
@@ -2654,7 +3205,7 @@ static int tc_convert_model(const tc_args *a) {
         goto done;
     }
     if (!arch->read_config(&cfg, &hp) || !tc_validate_hparams(&hp, cfg_path) ||
-        !tc_checkpoint_load(&ck, a->src) || !tc_plan_model(&plan, arch, &hp, &ck, a->dtype) ||
+        !tc_checkpoint_load(&ck, a->src) || !tc_plan_model(&plan, arch, &hp, &ck, a->type ? a->type : "f32") ||
         !tc_tok_load(&tok, a->src, &cfg, &found))
         goto done;
     if (!found) {
@@ -2671,8 +3222,7 @@ static int tc_convert_model(const tc_args *a) {
     }
     if (!a->quiet)
         fprintf(stderr, "tfm-convert: %s: %u layers, d_model %u, %u heads, d_ff %u, vocab %u, %s\n",
-                model_type, hp.n_layers, hp.d_model, hp.n_heads, hp.d_ff, hp.n_vocab,
-                a->dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+                model_type, hp.n_layers, hp.d_model, hp.n_heads, hp.d_ff, hp.n_vocab, a->type ? a->type : "f32");
     ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet) &&
          (!a->check || tc_check(a->out, &hp, found ? tok.n_tokens : 0));
 done:
@@ -2694,7 +3244,8 @@ int main(int argc, char **argv) {
     if (!tc_parse_args(argc, argv, &a)) return 1;
     if (gg_is_gguf(a.src)) return !gg_convert(&a); /* FILE.gguf or GGUF magic */
     if (!a.vocab_only && tc_l2c_sniff(a.src)) /* a file, not a directory: llama2.c */
-        return !tc_l2c_convert(a.src, a.tokenizer, a.chat_template, a.out, a.dtype, a.quiet, a.check);
+        return !tc_l2c_convert(a.src, a.tokenizer, a.chat_template, a.out, a.type ? a.type : "f32", a.quiet,
+                               a.check);
     if (a.tokenizer) {
         tc_error("--tokenizer is for llama2.c checkpoints (MODEL.bin); %s is not one", a.src);
         return 1;

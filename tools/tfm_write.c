@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#define TFMW_FORMAT_VERSION 1 /* the version whose layout this file writes */
+#define TFMW_FORMAT_VERSION 2 /* the version whose layout this file writes */
 #if TFM_FORMAT_VERSION != TFMW_FORMAT_VERSION
 #error "tfm.h reads another .tfm format version: update tools/tfm_write.c with it"
 #endif
@@ -40,6 +40,12 @@ uint64_t tfmw_place(uint64_t *at, uint64_t bytes) {
     return offset;
 }
 
+uint64_t tfmw_place_layer_table(uint64_t *at, uint32_t n_layers) {
+    uint64_t offset = (*at + (TFMW_LAYER_TABLE_ALIGN - 1)) & ~(uint64_t)(TFMW_LAYER_TABLE_ALIGN - 1);
+    *at = offset + (uint64_t)n_layers * TFMW_LAYER_ENTRY_BYTES;
+    return offset;
+}
+
 void tfmw_header_bytes(unsigned char *out, const tfmw_header *h) {
     memset(out, 0, TFMW_HEADER_BYTES);
     memcpy(out, TFMW_MAGIC, 8);
@@ -66,6 +72,15 @@ void tfmw_header_bytes(unsigned char *out, const tfmw_header *h) {
     tfmw_put_u64(out + 88, TFMW_HEADER_BYTES); /* tensor_dir_offset: right after the header */
     tfmw_put_u64(out + 96, h->tokenizer_offset);
     tfmw_put_u64(out + 104, h->tokenizer_bytes);
+    tfmw_put_u32(out + 112, h->flags);
+    tfmw_put_f32(out + 116, h->attn_scale);
+    tfmw_put_f32(out + 120, h->attn_softcap);
+    tfmw_put_f32(out + 124, h->logit_softcap);
+    tfmw_put_f32(out + 128, h->embed_scale);
+    tfmw_put_f32(out + 132, h->rope_theta_local);
+    tfmw_put_f32(out + 136, h->rope_attn_factor);
+    tfmw_put_u32(out + 140, h->rope_orig_ctx);
+    tfmw_put_u64(out + 144, h->layer_table_offset);
 }
 
 void tfmw_entry_bytes(unsigned char *out, const tfmw_tensor *t) {
@@ -78,4 +93,10 @@ void tfmw_entry_bytes(unsigned char *out, const tfmw_tensor *t) {
     tfmw_put_u64(out + 80, t->rank > 1 ? t->shape[1] : 0);
     tfmw_put_u64(out + 104, t->data_offset);
     tfmw_put_u64(out + 112, t->data_bytes);
+}
+
+void tfmw_layer_entry_bytes(unsigned char *out, uint32_t window, uint32_t rope) {
+    memset(out, 0, TFMW_LAYER_ENTRY_BYTES);
+    tfmw_put_u32(out, window);
+    tfmw_put_u32(out + 4, rope);
 }
