@@ -6378,10 +6378,14 @@ TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t 
      of their own per iteration (jinja2 scoping: a set inside a for does not leak; namespace()
      is the way out), counted in steps (TFM__CHAT_MAX_STEPS), memory and output bytes.
    Everything a render makes lives in one arena, freed when the render returns.
+   As in jinja2, select / reject / map / unique / items / reverse give generators (truthy, no
+   len(), not JSON) and | safe gives Markup, which escapes what + and % add to it.
    Documented deviations: integers are 64-bit (overflow is an error); upper/lower/title/
    capitalize change ASCII letters only; repr() of a string treats every non-ASCII code point
-   as printable except C1 controls, U+00AD and the line/paragraph separators; loop.changed,
-   recursive loops, call blocks, include/import/extends and the filters not listed in
+   as printable except C1 controls, U+00AD and the line/paragraph separators; a generator can
+   be iterated twice (jinja2's is empty the second time); Markup is kept only by + and %;
+   dict.items() is a list (Python's dict_items prints differently); loop.changed, recursive
+   loops, call blocks, include/import/extends and the filters not listed in
    tfm__jfilter_names are not supported (an error when the template is created). */
 
 #define TFM__CHAT_MAX_DEPTH 128         /* nesting of blocks and expressions; also call depth */
