@@ -2733,6 +2733,7 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
 typedef struct tfm__kq_sb {
     signed char codes[TFM__QK_K]; /* 0..15 (q4_k), 0..31 (q5_k), -32..31 (q6_k, its zero point taken) */
     int32_t sc[TFM__Q6_K_SUB];    /* 8 scales of 32 weights (q4_k, q5_k) or 16 of 16 (q6_k) */
+    uint32_t sc_pair[TFM__Q6_K_SUB]; /* the same as int16 pairs (sc, sc), for pmaddwd */
     uint32_t mins[TFM__Q4_K_SUB / 2]; /* (lo, hi) int16: mins 2p, 2p + 1 (q4_k, q5_k) */
     int32_t flip;                 /* TFM__Q8_FLIP sum_c sc_c sum(codes of c): what codes x (x + 128) add */
     float d, dmin;
@@ -2748,14 +2749,15 @@ TFM_PRIVATE size_t tfm__kq_scratch_bytes(int cols) {
 
 TFM_PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xffff) | (uint32_t)(hi & 0xffff) << 16; }
 
-/* o->flip for n_sub sub-blocks. */
-TFM_PRIVATE void tfm__kq_flip(tfm__kq_sb *o, int n_sub) {
+/* o->flip and o->sc_pair for n_sub sub-blocks. */
+TFM_PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
     int c, i, len = TFM__QK_K / n_sub;
     o->flip = 0;
     for (c = 0; c < n_sub; c++) {
         int32_t sum = 0;
         for (i = 0; i < len; i++) sum += o->codes[c * len + i];
         o->flip += TFM__Q8_FLIP * o->sc[c] * sum;
+        o->sc_pair[c] = tfm__pair16(o->sc[c], o->sc[c]);
     }
 }
 
@@ -2933,7 +2935,7 @@ TFM_PRIVATE void tfm__kq_flip(tfm__kq_sb *o, int n_sub) {
             o->d = tfm__avx2_h2f(blk);                                                                    \
             o->dmin = tfm__avx2_h2f(blk + 2);                                                             \
         }                                                                                                 \
-        tfm__kq_flip(o, dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_SUB : TFM__Q4_K_SUB);                           \
+        tfm__kq_finish(o, dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_SUB : TFM__Q4_K_SUB);                         \
     }                                                                                                     \
     /* Rows [r, r + TFM__KQ_ROWS) of m (the last one repeated past r1), every super-block, unpacked. */ \
     T TFM_PRIVATE void tfm__##P##_kq_unpack_rows(const tfm__mm *m, int r, int r1, tfm__kq_sb *out) {      \
@@ -2947,9 +2949,88 @@ TFM_PRIVATE void tfm__kq_flip(tfm__kq_sb *o, int n_sub) {
 
 TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2)
 
+/* A batch of q4_k / q5_k / q6_k, the AVX-512 kernel's arithmetic on 8 tokens per vector: the
+   flipped activation codes times the broadcast weight codes in int16 pairs (pmaddubsw; two
+   k-steps added in int16, at most 4 x 255 x 32 = 32640), times the sub-block's scale into
+   int32 (pmaddwd). TFM__KQ_ROWS rows x 8 tokens per register block, the group's two halves in
+   turn. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_kq_step(const tfm__kq_sb *w, const tfm__qacts *qa, size_t bi,
+                                                      __m256 (*acc)[2], const int n_sub) {
+    const int steps = TFM__QK_K / 4 / n_sub;
+    const int8_t *a = qa->q + bi * TFM__QK_K * TFM__GROUP;           /* [64][16 tokens][4] */
+    const int32_t *s16 = qa->s + bi * (TFM__QK_K / 16) * TFM__GROUP; /* [16][16 tokens] */
+    const __m256i flip = _mm256_set1_epi8((char)TFM__Q8_FLIP);
+    int h, c, k, i, p;
+    for (h = 0; h < 2; h++) { /* tokens 8h .. 8h + 7 */
+        __m256 dx = _mm256_loadu_ps(qa->d + bi * TFM__GROUP + 8 * (size_t)h);
+        __m256i isum[TFM__KQ_ROWS];
+        TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) isum[i] = _mm256_set1_epi32(-w[i].flip);
+        for (c = 0; c < n_sub; c++)
+            TFM__UNROLL for (k = 0; k < steps; k += 2) {
+                int at = 4 * (c * steps + k);
+                __m256i x0 = _mm256_xor_si256(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a + 16 * at + 32 * h))), flip);
+                __m256i x1 = _mm256_xor_si256(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a + 16 * (at + 4) + 32 * h))), flip);
+                TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) {
+                    int32_t w0, w1;
+                    __m256i s;
+                    memcpy(&w0, w[i].codes + at, 4);
+                    memcpy(&w1, w[i].codes + at + 4, 4);
+                    s = _mm256_add_epi16(_mm256_maddubs_epi16(x0, _mm256_set1_epi32(w0)), _mm256_maddubs_epi16(x1, _mm256_set1_epi32(w1)));
+                    isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(s, _mm256_set1_epi32((int)w[i].sc_pair[c])));
+                }
+            }
+        if (n_sub == TFM__Q6_K_SUB) {
+            TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++)
+                acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(_mm256_set1_ps(w[i].d), dx), acc[i][h]);
+        } else {
+            __m256i pz[TFM__Q4_K_SUB / 2];
+            TFM__UNROLL for (p = 0; p < TFM__Q4_K_SUB / 2; p++) { /* sums of 32 codes of sub-blocks 2p, 2p + 1 in int16 */
+                const int32_t *sp = s16 + TFM__GROUP * (4 * p) + 8 * h;
+                __m256i lo = _mm256_add_epi32(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, sp))),
+                                              _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, sp + TFM__GROUP))));
+                __m256i hi = _mm256_add_epi32(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, sp + 2 * TFM__GROUP))),
+                                              _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, sp + 3 * TFM__GROUP))));
+                pz[p] = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(hi, 16));
+            }
+            TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) {
+                __m256i imin = _mm256_setzero_si256();
+                TFM__UNROLL for (p = 0; p < TFM__Q4_K_SUB / 2; p++)
+                    imin = _mm256_add_epi32(imin, _mm256_madd_epi16(_mm256_set1_epi32((int)w[i].mins[p]), pz[p]));
+                acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(_mm256_set1_ps(w[i].d), dx), acc[i][h]);
+                acc[i][h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(_mm256_set1_ps(w[i].dmin), dx), acc[i][h]);
+            }
+        }
+    }
+}
+
+TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    bool q6 = m->w->dtype == TFM_DTYPE_Q6_K;
+    int nb = m->w->cols / TFM__QK_K, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, i, h, t;
+    tfm__kq_sb *sb = TFM__CAST(tfm__kq_sb *, TFM__CAST(void *, scratch)); /* [nb][TFM__KQ_ROWS] */
+    for (r = r0; r < r1; r += TFM__KQ_ROWS) {
+        tfm__avx2_kq_unpack_rows(m, r, r1, sb);
+        for (g = 0; g < n_groups; g++) {
+            __m256 acc[TFM__KQ_ROWS][2];
+            float out[TFM__GROUP];
+            for (i = 0; i < TFM__KQ_ROWS; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+            for (j = 0; j < nb; j++) {
+                size_t bi = (size_t)g * (size_t)nb + (size_t)j;
+                if (q6) tfm__avx2_kq_step(sb + (size_t)j * TFM__KQ_ROWS, m->qa, bi, acc, TFM__Q6_K_SUB);
+                else tfm__avx2_kq_step(sb + (size_t)j * TFM__KQ_ROWS, m->qa, bi, acc, TFM__Q4_K_SUB);
+            }
+            for (i = 0; i < TFM__KQ_ROWS && r + i < r1; i++) {
+                for (h = 0; h < 2; h++) _mm256_storeu_ps(out + 8 * h, acc[i][h]);
+                for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++)
+                    m->y[(size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)(r + i)] =
+                        m->bias ? out[t] + m->bias[r + i] : out[t];
+            }
+        }
+    }
+}
+
 TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    (void)scratch;
-    tfm__avx2_gemv_kquant(m, r0, r1);
+    if (m->qa->group == 1) tfm__avx2_gemv_kquant(m, r0, r1);
+    else tfm__avx2_gemm_kquant(m, r0, r1, scratch);
 }
 
 TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
@@ -3400,7 +3481,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->axpy_h = tfm__avx2_axpy_h;
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
-        out->grouped = 1u << TFM__ACT_Q8; /* q4_k / q5_k / q6_k take one token at a time */
+        out->scratch_bytes = tfm__kq_scratch_bytes;
         return true;
 #endif
 #ifdef TFM__X86_AVX512
