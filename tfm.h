@@ -3057,51 +3057,88 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1,
 #endif /* TFM__X86_AVX2 */
 
 #ifdef TFM__X86_AVX512
-/* One token: as AVX2, with the VNNI u8 x s8 dot product on 256-bit vectors. */
-TFM__T_AVX512 TFM_PRIVATE __m256i tfm__avx512_red8(const __m256i *p) {
-    __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-    __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+/* One token, 8 rows at a time. A zmm holds a block of 2 rows (q8_0: 32 codes each) or 4 rows
+   (q4_0: 16 bytes of nibbles each, low and high nibbles in two products against the halves of
+   x), so one VNNI product serves several rows and the reduction to one exact sum per row is
+   a few in-lane shuffles, its lanes in the row order of tfm__avx512_gemv_lanes (the scales are
+   gathered in that order, the sums put back at the end). */
+TFM__T_AVX512 TFM_PRIVATE __m256i tfm__avx512_sum_q8(const __m512i *p) { /* p[4]: rows 2k | 2k+1 */
+    __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
+    __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]), _mm512_unpackhi_epi32(p[2], p[3]));
+    __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+    c = _mm512_add_epi32(c, _mm512_shuffle_i64x2(c, c, 0xb1)); /* chunk 0: rows 0 2 4 6, chunk 2: 1 3 5 7 */
+    return _mm512_castsi512_si256(_mm512_shuffle_i64x2(c, c, 0x08));
+}
+TFM__T_AVX512 TFM_PRIVATE __m256i tfm__avx512_sum_q4(const __m512i *p) { /* p[2]: rows 0..3, 4..7 */
+    __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
+    a = _mm512_add_epi32(a, _mm512_shuffle_epi32(a, _MM_PERM_BADC)); /* chunk m: rows m, 4 + m */
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0), a));
+}
+/* The row of lane l of the sums above. */
+TFM_PRIVATE int tfm__avx512_gemv_lane(tfm_dtype ty, int l) {
+    return ty == TFM_DTYPE_Q8_0 ? (l < 4 ? 2 * l : 2 * (l - 4) + 1) : (l % 2 ? 4 + l / 2 : l / 2);
+}
+
+TFM__T_AVX512 TFM_PRIVATE __m512i tfm__avx512_ld2x256(const unsigned char *a, const unsigned char *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a)))),
+                              _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b))), 1);
+}
+TFM__T_AVX512 TFM_PRIVATE __m512i tfm__avx512_ld4x128(const unsigned char *const *p, size_t at) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p[0] + at))));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p[1] + at))), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p[2] + at))), 2);
+    return _mm512_inserti32x4(v, _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p[3] + at))), 3);
 }
 
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
-    size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
-    int r, i, j, zero = ty == TFM_DTYPE_Q8_0 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO;
-    const __m256i flip = _mm256_set1_epi8((char)TFM__Q8_FLIP), low4 = _mm256_set1_epi8(0xf);
+    const bool q8 = ty == TFM_DTYPE_Q8_0;
+    size_t bb = q8 ? 34u : 18u;
+    int r, i, j, zero = q8 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO;
+    const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP), low4 = _mm512_set1_epi8(0xf);
     for (r = r0; r < r1; r += TFM__GEMV_ROWS) {
         const unsigned char *row[TFM__GEMV_ROWS];
+        int32_t lane[TFM__GEMV_ROWS];
+        __m256i offs;
         __m256 acc = _mm256_setzero_ps();
         float out[TFM__GEMV_ROWS];
         size_t pf = r + 2 * TFM__GEMV_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0; /* the next rows */
-        for (i = 0; i < 8; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+        for (i = 0; i < TFM__GEMV_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+        for (i = 0; i < TFM__GEMV_ROWS; i++) lane[i] = (int)(row[tfm__avx512_gemv_lane(ty, i)] - row[0]);
+        offs = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, lane))); /* the scales' rows */
         for (j = 0; j < qa->n_blocks; j++) {
             size_t at = (size_t)j * bb;
-            __m256i x = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, qa->q + 32 * (size_t)j)));
-            __m256i p[8], isum;
+            const int8_t *xq = qa->q + 32 * (size_t)j;
+            __m512i p[4];
+            __m256i isum;
             __m256 dw;
             if (at % TFM__ALIGN < bb) { /* a new line of each row: the next rows' one */
-                TFM__UNROLL for (i = 0; i < 8; i++) tfm__prefetch(row[i] + at + pf);
+                TFM__UNROLL for (i = 0; i < TFM__GEMV_ROWS; i++) tfm__prefetch(row[i] + at + pf);
             }
-            TFM__UNROLL for (i = 0; i < 8; i++) {
-                __m256i u;
-                if (ty == TFM_DTYPE_Q8_0) {
-                    u = _mm256_xor_si256(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 2))), flip);
-                } else {
-                    __m128i b = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, row[i] + at + 2)));
-                    u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), low4);
+            if (q8) {
+                __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xq))));
+                TFM__UNROLL for (i = 0; i < 4; i++)
+                    p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(tfm__avx512_ld2x256(row[2 * i] + at + 2, row[2 * i + 1] + at + 2), flip), x);
+                isum = tfm__avx512_sum_q8(p);
+            } else {
+                __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, xq))));
+                __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, xq + 16))));
+                TFM__UNROLL for (i = 0; i < 2; i++) {
+                    __m512i v = tfm__avx512_ld4x128(row + 4 * i, at + 2);
+                    p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(v, low4), xlo);
+                    p[i] = _mm512_dpbusd_epi32(p[i], _mm512_and_si512(_mm512_srli_epi16(v, 4), low4), xhi);
                 }
-                p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
+                isum = tfm__avx512_sum_q4(p);
             }
-            isum = _mm256_sub_epi32(tfm__avx512_red8(p), _mm256_set1_epi32(zero * qa->s[j]));
-            dw = _mm256_cvtph_ps(_mm_setr_epi16((short)tfm__rd_u16(row[0] + at), (short)tfm__rd_u16(row[1] + at),
-                                                (short)tfm__rd_u16(row[2] + at), (short)tfm__rd_u16(row[3] + at),
-                                                (short)tfm__rd_u16(row[4] + at), (short)tfm__rd_u16(row[5] + at),
-                                                (short)tfm__rd_u16(row[6] + at), (short)tfm__rd_u16(row[7] + at)));
+            isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(zero * qa->s[j]));
+            dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_i32gather_epi32(TFM__CAST(const int *, TFM__CAST(const void *, row[0] + at)), offs, 1)));
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(qa->d[j])), acc);
         }
         _mm256_storeu_ps(out, acc);
-        for (i = 0; i < 8 && r + i < r1; i++) m->y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
+        for (i = 0; i < TFM__GEMV_ROWS; i++) {
+            int ri = r + tfm__avx512_gemv_lane(ty, i);
+            if (ri < r1) m->y[ri] = m->bias ? out[i] + m->bias[ri] : out[i];
+        }
     }
 }
 
