@@ -3946,6 +3946,7 @@ TFM_PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
 #define TFM__TASKS_PER_THREAD 4   /* tasks per thread per parallel pass: load balancing */
 #define TFM__MIN_ROWS_PER_TASK 16 /* below this a matmul runs on the calling thread */
 #define TFM__MIN_PARALLEL_WORK 32768 /* multiply-adds below which a pass is not worth a thread sync */
+#define TFM__MIN_PARALLEL_ACT 2048   /* activations (erff, expf: ~10-20 ns each) likewise */
 #define TFM__MAX_THREADS 256         /* desc n_threads limit (a team larger than a CPU only spins) */
 
 /* One layer's slice of the KV cache: rows x kv_dim elements from element `at` of k_cache and v_cache.
@@ -4276,17 +4277,52 @@ TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
     }
 }
 
-/* Quantize the job's input once for every format its matrices read (into the session). */
+/* Quantizing a batch's input, split into runs of whole groups of tokens (one per task). */
+typedef struct tfm__quant_job {
+    const tfm_session *s;
+    const float *x;
+    size_t x_stride;
+    int n_b, cols, per_task; /* tokens per task: a multiple of the group */
+    const tfm__qacts *qa;
+} tfm__quant_job;
+
+TFM_PRIVATE void tfm__quant_task(void *ctx, int t) {
+    const tfm__quant_job *j = TFM__CAST(const tfm__quant_job *, ctx);
+    tfm__qacts part = *j->qa; /* the same layout, from group t0 / G on */
+    int t0 = t * j->per_task, n = j->n_b - t0 < j->per_task ? j->n_b - t0 : j->per_task;
+    size_t g0 = (size_t)(t0 / part.group) * (size_t)part.n_blocks * (size_t)part.group;
+    if (n <= 0) return;
+    part.q += g0 * (size_t)part.block;
+    part.d += g0;
+    part.s += g0 * (size_t)(part.block / part.sum_len);
+    j->s->model->isa.quant(j->x + (size_t)t0 * j->x_stride, j->x_stride, n, j->cols, &part);
+}
+
+/* Quantize the job's input once for every format its matrices read (into the session), in
+   parallel over the tokens of a long batch. */
 TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job) {
     unsigned done = 0;
     int k;
     for (k = 0; k < job->n_w; k++) {
         tfm__afmt f = tfm__dtype_of(job->w[k]->dtype).act;
         tfm__qacts *qa = &s->qa[f];
+        tfm__quant_job q;
+        int n_groups, n_tasks;
         if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
         done |= 1u << f;
         qa->group = tfm__act_group(f, job->n_b, s->model->isa.grouped);
-        s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
+        qa->n_blocks = job->w[k]->cols / qa->block;
+        q.s = s;
+        q.x = job->x;
+        q.x_stride = job->x_stride;
+        q.n_b = job->n_b;
+        q.cols = job->w[k]->cols;
+        q.qa = qa;
+        n_groups = (job->n_b + qa->group - 1) / qa->group;
+        n_tasks = (size_t)job->n_b * (size_t)q.cols < TFM__MIN_PARALLEL_WORK ? 1 : s->n_tasks;
+        if (n_tasks > n_groups) n_tasks = n_groups;
+        q.per_task = (n_groups + n_tasks - 1) / n_tasks * qa->group;
+        tfm__run_tasks(s, (job->n_b + q.per_task - 1) / q.per_task, tfm__quant_task, &q);
     }
 }
 
@@ -4519,6 +4555,34 @@ TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *
     tfm__matmul(s, &L->wo, s->att, q_dim, L->bo, out, d, n_b);
 }
 
+/* The FFN's activation on s->up[0..n) (times it, of s->gate, when gated), in chunks, one per
+   task: the nonlinearity (libm's erff, expf, tanhf) is a visible share of a step. */
+typedef struct tfm__act_job {
+    tfm_session *s;
+    size_t n, per_task;
+} tfm__act_job;
+
+TFM_PRIVATE void tfm__act_task(void *ctx, int t) {
+    const tfm__act_job *j = TFM__CAST(const tfm__act_job *, ctx);
+    const tfm_config *c = &j->s->model->config;
+    float *up = j->s->up, *gate = j->s->gate;
+    size_t i = (size_t)t * j->per_task, end = i + j->per_task < j->n ? i + j->per_task : j->n;
+    if (c->ffn == TFM_FFN_GATED) {
+        for (; i < end; i++) up[i] *= tfm__act(c->act, gate[i]);
+    } else {
+        for (; i < end; i++) up[i] = tfm__act(c->act, up[i]);
+    }
+}
+
+TFM_PRIVATE void tfm__act_run(tfm_session *s, size_t n) {
+    tfm__act_job j;
+    int n_tasks = n < TFM__MIN_PARALLEL_ACT ? 1 : s->n_tasks;
+    j.s = s;
+    j.n = n;
+    j.per_task = (n + (size_t)n_tasks - 1) / (size_t)n_tasks;
+    tfm__run_tasks(s, n_tasks, tfm__act_task, &j);
+}
+
 /* Feed-forward sublayer, in [n_b, d_model] -> out [n_b, d_model]:
      plain:  out = W_down act(W_up in + b_up) + b_down
      gated:  out = W_down (act(W_gate in + b_gate) * (W_up in + b_up)) + b_down  (SwiGLU, GeGLU)
@@ -4527,17 +4591,13 @@ TFM_PRIVATE void tfm__attn_block(tfm_session *s, int l, const float *in, float *
 TFM_PRIVATE void tfm__ffn_block(tfm_session *s, int l, const float *in, float *out, int n_b) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
-    size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff, n = (size_t)n_b * ff, i;
+    size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff, n = (size_t)n_b * ff;
     tfm__matmul_job job;
     tfm__job_init(&job, in, d, n_b);
     tfm__job_add(&job, &L->w_up, L->b_up, s->up, ff);
     if (c->ffn == TFM_FFN_GATED) tfm__job_add(&job, &L->w_gate, L->b_gate, s->gate, ff);
     tfm__matmul_run(s, &job);
-    if (c->ffn == TFM_FFN_GATED) {
-        for (i = 0; i < n; i++) s->up[i] *= tfm__act(c->act, s->gate[i]);
-    } else {
-        for (i = 0; i < n; i++) s->up[i] = tfm__act(c->act, s->up[i]);
-    }
+    tfm__act_run(s, n);
     tfm__matmul(s, &L->w_down, s->up, ff, L->b_down, out, d, n_b);
 }
 
