@@ -2185,6 +2185,27 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
 #endif
 #endif
 
+/* Cache blocking of the batched float kernels: a pass covers at most TFM__FMM_KC columns (so
+   a register block's R weight rows and C tokens, ~40 KiB of f32, stay in L1; 256 columns made
+   1024-column matrices 20% slower, the partial sums' round trips costing more than L1 saves) and rows whose bytes fit TFM__FMM_L2 (re-read from L2
+   for every C tokens), at most TFM__FMM_MC_MAX rows (the scratch of their partial sums). */
+#define TFM__FMM_KC 1024
+#define TFM__FMM_L2 (512u * 1024u)
+#define TFM__FMM_MC_MAX 256
+
+/* Rows per pass for rows of row_bytes, a multiple of the register block's r. */
+TFM_PRIVATE int tfm__fmm_rows(size_t row_bytes, int r) {
+    size_t mc = TFM__FMM_L2 / (row_bytes ? row_bytes : 1);
+    if (mc > TFM__FMM_MC_MAX) mc = TFM__FMM_MC_MAX;
+    mc = mc / (size_t)r * (size_t)r;
+    return mc < (size_t)r ? r : (int)mc;
+}
+
+/* Task scratch of a set's batched float kernels with register blocks r x c. */
+TFM_PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
+    return cols > TFM__FMM_KC ? (size_t)TFM__FMM_MC_MAX * (size_t)c * TFM__LANES * sizeof(float) : 0;
+}
+
 /* The float kernels of one set P (its vector layer is tfm__P_v and tfm__P_<op>), T its target
    attribute, R x C the register block of the batched product (rows x tokens):
      tfm__P_dot     the float dot product (attention q . k)
@@ -2280,7 +2301,11 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             }                                                                                             \
         }                                                                                                 \
     }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_block_##W(const tfm__mm *m, int r, int r1, int b) {                     \
+    /* Rows [r, r + R) x tokens [b, b + C) over columns [k0, k1) (multiples of 16): the sums     \
+       start at zero (first) or from acc_buf, and go back there, or are finished (last: the    \
+       columns past the last 16 one fmaf each, the lanes summed, the bias added) into y. */      \
+    T TFM_PRIVATE void tfm__##P##_block_##W(const tfm__mm *m, int r, int r1, int b, int k0, int k1,        \
+                                            tfm__##P##_v *acc_buf, bool first, bool last) {               \
         const tfm__tensor *w = m->w;                                                                      \
         size_t esz = w->row_bytes / (size_t)w->cols;                                                      \
         const unsigned char *row[R];                                                                      \
@@ -2290,9 +2315,14 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
         int n = w->cols, i, j, k, l;                                                                      \
         for (i = 0; i < R; i++) row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                  \
         for (j = 0; j < C; j++) x[j] = m->x + (size_t)(b + j < m->n_b ? b + j : m->n_b - 1) * m->x_stride; \
-        TFM__UNROLL for (i = 0; i < R; i++)                                                               \
-            TFM__UNROLL for (j = 0; j < C; j++) acc[i][j] = tfm__##P##_zero();                            \
-        for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                               \
+        if (first) {                                                                                      \
+            TFM__UNROLL for (i = 0; i < R; i++)                                                           \
+                TFM__UNROLL for (j = 0; j < C; j++) acc[i][j] = tfm__##P##_zero();                        \
+        } else {                                                                                          \
+            TFM__UNROLL for (i = 0; i < R; i++)                                                           \
+                TFM__UNROLL for (j = 0; j < C; j++) acc[i][j] = acc_buf[i * C + j];                       \
+        }                                                                                                 \
+        for (k = k0; k < k1; k += TFM__LANES) {                                                           \
             tfm__##P##_v wv[R];                                                                           \
             TFM__UNROLL for (i = 0; i < R; i++) wv[i] = LD(row[i] + (size_t)k * esz);                     \
             TFM__UNROLL for (j = 0; j < C; j++) {                                                         \
@@ -2300,6 +2330,11 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
                 TFM__KEEP_##P(xv); /* a register, not R loads folded into the fmas */                     \
                 TFM__UNROLL for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fma(wv[i], xv, acc[i][j]);     \
             }                                                                                             \
+        }                                                                                                 \
+        if (!last) {                                                                                      \
+            TFM__UNROLL for (i = 0; i < R; i++)                                                           \
+                TFM__UNROLL for (j = 0; j < C; j++) acc_buf[i * C + j] = acc[i][j];                       \
+            return;                                                                                       \
         }                                                                                                 \
         for (i = 0; i < R && r + i < r1; i++)                                                             \
             for (j = 0; j < C && b + j < m->n_b; j++) {                                                   \
@@ -2314,15 +2349,30 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
                 if (m->bias) *y += m->bias[r + i];                                                        \
             }                                                                                             \
     }                                                                                                     \
+    /* A batch in passes of tfm__fmm_rows rows (kept in L2) x C tokens x TFM__FMM_KC columns (the    \
+       tokens' columns kept in L1), R rows at a time; partial sums wait in scratch between the     \
+       column passes, exactly as they were, so the result is that of one pass. */                  \
     T TFM_PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {      \
-        int r, b;                                                                                         \
-        (void)scratch;                                                                                    \
+        tfm__##P##_v *buf = TFM__CAST(tfm__##P##_v *, TFM__CAST(void *, scratch)); /* [mc / R][R][C] */  \
+        int n16 = m->w->cols / TFM__LANES * TFM__LANES, mc = tfm__fmm_rows(m->w->row_bytes, R);           \
+        int rc, re, r, b, k0, k1;                                                                         \
         if (m->n_b == 1) {                                                                                \
             tfm__##P##_gemv_##W(m, r0, r1);                                                               \
             return;                                                                                       \
         }                                                                                                 \
-        for (r = r0; r < r1; r += R)                                                                      \
-            for (b = 0; b < m->n_b; b += C) tfm__##P##_block_##W(m, r, r1, b);                            \
+        for (rc = r0; rc < r1; rc = re) {                                                                 \
+            re = rc + mc < r1 ? rc + mc : r1;                                                             \
+            for (b = 0; b < m->n_b; b += C) {                                                             \
+                k0 = 0;                                                                                   \
+                do {                                                                                      \
+                    k1 = k0 + TFM__FMM_KC < n16 ? k0 + TFM__FMM_KC : n16;                                 \
+                    for (r = rc; r < re; r += R)                                                          \
+                        tfm__##P##_block_##W(m, r, re, b, k0, k1, buf ? buf + (size_t)((r - rc) / R) * (R * C) : NULL, \
+                                             k0 == 0, k1 == n16);                                         \
+                    k0 = k1;                                                                              \
+                } while (k0 < n16);                                                                       \
+            }                                                                                             \
+        }                                                                                                 \
     }
 
 /* One weight as a float, for the tails (k: element index in the row). */
@@ -2389,7 +2439,8 @@ TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_sum8(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
-TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, 2)
+#define TFM__AVX2_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
+TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
 #endif
 
 /* --- AVX-512: a 16-lane vector is one __m512 --- */
@@ -2411,7 +2462,8 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_st(float *p, __m512 v) { _mm512_store
 TFM__T_AVX512 TFM_PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
     return tfm__avx2_sum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
-TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 4, 6)
+#define TFM__AVX512_FMM_C 6 /* tokens of the batched float register block (4 rows x 6) */
+TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 4, TFM__AVX512_FMM_C)
 #endif
 
 /* --- NEON (AArch64): a 16-lane vector is four float32x4_t --- */
@@ -2468,7 +2520,8 @@ TFM_PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 *
     float32x2_t b = vadd_f32(vget_low_f32(a), vget_high_f32(a));
     return vget_lane_f32(b, 0) + vget_lane_f32(b, 1);
 }
-TFM__FLOAT_KERNELS(neon, , 2, 2)
+#define TFM__NEON_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
+TFM__FLOAT_KERNELS(neon, , 2, TFM__NEON_FMM_C)
 
 /* --- NEON integer kernels: one weight row against one token (activations in rows), each
    block's codes multiplied in vector lanes and summed exactly (vdotq_s32 with the dot-product
@@ -3421,11 +3474,6 @@ TFM_PRIVATE size_t tfm__amx_scratch_bytes(int cols) {
     return (size_t)TFM__AMX_ROWS * (size_t)cols + (size_t)TFM__AMX_ROWS * sizeof(float) * (size_t)(cols / TFM__QK);
 }
 
-/* ... or the batched K-quant kernel's, whichever is larger. */
-TFM_PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
-    size_t a = tfm__amx_scratch_bytes(cols), k = tfm__kq_scratch_bytes(cols);
-    return a > k ? a : k;
-}
 
 TFM__T_AMX TFM_PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
     const tfm__tensor *w = m->w;
@@ -3491,6 +3539,27 @@ TFM_PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt,
     tfm__scores_scalar(q, TFM__CAST(const float *, TFM__CAST(const void *, kt)), stride, d_head, n, out);
 }
 
+/* Task scratch per set: the largest any of its kernels asks for. */
+TFM_PRIVATE size_t tfm__max_size(size_t a, size_t b) { return a > b ? a : b; }
+#ifdef TFM__X86_AVX2
+TFM_PRIVATE size_t tfm__avx2_scratch_bytes(int cols) {
+    return tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_C));
+}
+#endif
+#ifdef TFM__X86_AVX512
+TFM_PRIVATE size_t tfm__avx512_scratch_bytes(int cols) {
+    return tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__fmm_scratch_bytes(cols, TFM__AVX512_FMM_C));
+}
+#endif
+#ifdef TFM__X86_AMX
+TFM_PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
+    return tfm__max_size(tfm__amx_scratch_bytes(cols), tfm__avx512_scratch_bytes(cols));
+}
+#endif
+#ifdef TFM__NEON
+TFM_PRIVATE size_t tfm__neon_scratch_bytes(int cols) { return tfm__fmm_scratch_bytes(cols, TFM__NEON_FMM_C); }
+#endif
+
 /* The sets, weakest first; each is compiled in or not (tfm__isa_get says). */
 typedef enum tfm__set { TFM__SET_SCALAR, TFM__SET_AVX2, TFM__SET_AVX512, TFM__SET_AMX, TFM__SET_NEON, TFM__SET_COUNT } tfm__set;
 
@@ -3532,7 +3601,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->axpy_h = tfm__avx2_axpy_h;
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
-        out->scratch_bytes = tfm__kq_scratch_bytes;
+        out->scratch_bytes = tfm__avx2_scratch_bytes;
         return true;
 #endif
 #ifdef TFM__X86_AVX512
@@ -3545,7 +3614,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->axpy_h = tfm__avx512_axpy_h;
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
-        out->scratch_bytes = tfm__kq_scratch_bytes;
+        out->scratch_bytes = tfm__avx512_scratch_bytes;
         return true;
 #endif
 #ifdef TFM__X86_AMX
@@ -3571,6 +3640,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->axpy_h = tfm__neon_axpy_h;
         out->scores[0] = tfm__neon_scores_f32;
         out->scores[1] = tfm__neon_scores_f16;
+        out->scratch_bytes = tfm__neon_scratch_bytes;
         return true;
 #endif
     default: return false;

@@ -46,19 +46,20 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
     tfm__afmt f = tfm__dtype_of(w->dtype).act;
     tfm__qacts qa;
     tfm__mm m;
-    unsigned char *scratch = NULL;
+    unsigned char *block = NULL, *scratch = NULL; /* scratch: 64-byte aligned, as a session's */
     memset(&qa, 0, sizeof qa);
     if (f != TFM__ACT_F32) {
         qa = alloc_qa(f, n_b, w->cols, isa->grouped);
         isa->quant(x, xs, n_b, w->cols, &qa);
     }
-#ifdef TFM__X86_AMX
-    if (isa->scratch_bytes) scratch = (unsigned char *)malloc(isa->scratch_bytes(w->cols));
-#endif
+    if (isa->scratch_bytes) {
+        block = (unsigned char *)malloc(isa->scratch_bytes(w->cols) + 64);
+        scratch = block + (64 - (uintptr_t)block % 64) % 64;
+    }
     m.w = w; m.x = x; m.x_stride = xs; m.qa = &qa; m.bias = bias; m.y = y; m.y_stride = (size_t)w->rows; m.n_b = n_b;
     isa->mm[w->dtype](&m, 0, split, scratch);
     isa->mm[w->dtype](&m, split, w->rows, scratch);
-    free(scratch);
+    free(block);
     if (f != TFM__ACT_F32) free_qa(&qa);
 }
 
@@ -80,7 +81,7 @@ static tfm__tensor make_matrix(tfm_dtype dt, int rows, int cols, unsigned char *
 /* Every dtype and every set: bit-equal to the scalar twin for every batch size and row split;
    one token at a time equal to the batch; the scalar twin near double. */
 static void test_matmul(void) {
-    static const int float_shapes[][2] = {{1, 1}, {5, 7}, {9, 16}, {17, 31}, {33, 100}, {40, 257}};
+    static const int float_shapes[][2] = {{1, 1}, {5, 7}, {9, 16}, {17, 31}, {33, 100}, {40, 257}, {70, 1100}, {150, 4100}};
     static const int q_shapes[][2] = {{1, 32}, {7, 64}, {17, 96}, {33, 256}, {40, 512}};
     static const int k_shapes[][2] = {{1, 256}, {9, 256}, {33, 512}};
     static const int batches[] = {1, 2, 5, 16, 17, 40};
@@ -89,7 +90,7 @@ static void test_matmul(void) {
     tfm__isa_get(TFM__SET_SCALAR, &scalar);
     for (dt = 0; dt < TFM_DTYPE_COUNT; dt++) {
         const int (*shapes)[2] = dt <= TFM_DTYPE_BF16 ? float_shapes : dt <= TFM_DTYPE_Q4_0 ? q_shapes : k_shapes;
-        int n_shapes = dt <= TFM_DTYPE_BF16 ? 6 : dt <= TFM_DTYPE_Q4_0 ? 5 : 3, si, bi, i;
+        int n_shapes = dt <= TFM_DTYPE_BF16 ? 8 : dt <= TFM_DTYPE_Q4_0 ? 5 : 3, si, bi, i;
         double rel_err = 0.0;
         char what[96];
         int mismatch[8] = {0}, ran[8] = {0};
