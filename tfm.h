@@ -57,6 +57,8 @@
        TFM_MAX_VOCAB         limit for hostile files (default 1<<22)
        TFM_MAX_CTX           limit for hostile files (default 1<<20)
        TFM_MAX_DIM           limit on d_model, d_ff, heads*d_head (default 1<<16)
+       TFM_MAX_ADDED_TOKEN_BYTES  longest added token a tokenizer may have (default 256; real
+                             ones are under 40): tokenizing costs at most this many steps a byte
 
    THREAD SAFETY
        A tfm_model is immutable after open: share it between any number of threads.
@@ -522,6 +524,9 @@ TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
 #endif
 #ifndef TFM_MAX_DIM
 #define TFM_MAX_DIM (1 << 16)
+#endif
+#ifndef TFM_MAX_ADDED_TOKEN_BYTES
+#define TFM_MAX_ADDED_TOKEN_BYTES 256
 #endif
 #if defined(_OPENMP) && _OPENMP >= 201107 && !defined(TFM_NO_OPENMP) /* OpenMP 3.1: atomic capture */
 #define TFM__OPENMP 1
@@ -5355,7 +5360,10 @@ TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t c
    gcc -O2 -fstack-usage on x86-64, 14 KiB of it the merge loop's work arrays).
    Time: merging a pre-token of n bytes takes O(n log n) steps (a tournament tree over the
    pairs, not a rescan of every pair per merge), each a lookup in a hash table whose probe runs
-   are at most TFM__HASH_MAX_RUN slots (checked at create).
+   are at most TFM__HASH_MAX_RUN slots (checked at create). Added tokens are looked for at each
+   byte of the text by a walk down their sorted list: one step per byte they match there, at
+   most TFM_MAX_ADDED_TOKEN_BYTES (longer ones are refused at create), each step O(1), or
+   O(log n_added) where the tokens branch.
    Limits (documented deviations):
    - A pre-token (an SPM word) longer than TFM__BPE_MAX_BYTES (1024) bytes is merged in
      consecutive chunks of at most 1024 bytes cut at character starts; shorter ones match
@@ -5398,7 +5406,7 @@ struct tfm__tokenizer {
     const unsigned char *text;    /* u8[text_bytes] */
     int32_t *merge_hash;          /* [merge_cap] merge rank by (left, right); -1 empty */
     int32_t *token_hash;          /* [token_cap] token id by text; -1 empty */
-    int32_t *added;               /* [n_added] ADDED ids by (first byte, longest first) */
+    int32_t *added;               /* [n_added] ADDED ids sorted by text, one per text */
     size_t text_bytes, merge_cap, token_cap, n_added, alloc_bytes;
     uint32_t added_first[257];    /* added[added_first[b] .. added_first[b + 1]) start with b */
     int32_t byte_id[256];         /* token of each single byte; -1 none */
@@ -5458,13 +5466,14 @@ TFM_PRIVATE int32_t tfm__tok_find(const tfm__tokenizer *t, const unsigned char *
     }
 }
 
-/* Added tokens sort by first byte, then longest first, then id: the first one that matches at
-   a position is the leftmost-longest match. */
+/* Added tokens sort by text (bytes, a prefix before its extensions), then id: the tokens that
+   begin with some text are one run of the list (see tfm__tok_match_added). */
 TFM_PRIVATE bool tfm__tok_added_less(const tfm__tokenizer *t, int32_t x, int32_t y) {
     size_t nx, ny;
     const unsigned char *sx = tfm__tok_text(t, x, &nx), *sy = tfm__tok_text(t, y, &ny);
-    if (sx[0] != sy[0]) return sx[0] < sy[0];
-    if (nx != ny) return nx > ny;
+    int c = memcmp(sx, sy, nx < ny ? nx : ny);
+    if (c != 0) return c < 0;
+    if (nx != ny) return nx < ny;
     return x < y;
 }
 
@@ -5585,6 +5594,9 @@ TFM_PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger 
             ((attr & TFM_TOKATTR_ADDED) && next == prev))
             return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: token %d has bad attributes 0x%x "
                             "for its %u bytes", (int)i, attr, next - prev);
+        if ((attr & TFM_TOKATTR_ADDED) && next - prev > (uint32_t)TFM_MAX_ADDED_TOKEN_BYTES)
+            return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: added token %d is %u bytes long, more "
+                            "than TFM_MAX_ADDED_TOKEN_BYTES (%d)", (int)i, next - prev, TFM_MAX_ADDED_TOKEN_BYTES);
         if (t->kind == TFM_TOKENIZER_SPM && !(tfm__rd_f32(t->scores + 4 * (size_t)i) > -INFINITY &&
                                                 tfm__rd_f32(t->scores + 4 * (size_t)i) < INFINITY))
             return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: token %d has a score that is not finite",
@@ -5672,10 +5684,10 @@ TFM_PRIVATE bool tfm__tok_build_hashes(tfm__tokenizer *t) {
 }
 
 /* Byte tokens (single-byte vocabulary tokens, or <0xNN> ones for SentencePiece) and the
-   sorted added tokens. */
+   sorted added tokens, one per text (the lowest id: a second one could never match). */
 TFM_PRIVATE void tfm__tok_build_lists(tfm__tokenizer *t) {
     int32_t i;
-    size_t k, n;
+    size_t k, n, kept;
     for (k = 0; k < 256; k++) t->byte_id[k] = -1;
     for (i = 0, n = 0; i < t->n_tokens; i++) {
         size_t len;
@@ -5687,6 +5699,16 @@ TFM_PRIVATE void tfm__tok_build_lists(tfm__tokenizer *t) {
         if (attr & TFM_TOKATTR_ADDED) t->added[n++] = i;
     }
     tfm__tok_sort_added(t, t->added, t->n_added);
+    for (k = 0, kept = 0; k < t->n_added; k++) {
+        size_t na, nb;
+        const unsigned char *a = tfm__tok_text(t, t->added[k], &na), *b;
+        if (kept > 0) {
+            b = tfm__tok_text(t, t->added[kept - 1], &nb);
+            if (na == nb && memcmp(a, b, na) == 0) continue;
+        }
+        t->added[kept++] = t->added[k];
+    }
+    t->n_added = kept;
     for (k = 0, n = 0; k <= 256; k++) {
         size_t len;
         while (n < t->n_added && tfm__tok_text(t, t->added[n], &len)[0] < k) n++;
@@ -6109,19 +6131,48 @@ TFM_PRIVATE void tfm__tok_segment(const tfm__tokenizer *t, const unsigned char *
     tfm__tok_pieces(t, s, n, true, o);
 }
 
-/* The longest added token that starts at s[0..n) (n >= 1), or -1. */
+/* Byte d of the text of added[i] (longer than d bytes). */
+TFM_PRIVATE unsigned tfm__tok_added_byte(const tfm__tokenizer *t, uint32_t i, size_t d) {
+    size_t n;
+    return tfm__tok_text(t, t->added[i], &n)[d];
+}
+
+/* The longest added token that starts at s[0..n) (n >= 1), or -1. The sorted added tokens
+   that begin with s[0..d) are a run added[lo..hi), headed by the one equal to s[0..d) if any;
+   the run narrows to byte d = s[d] by two binary searches, or none when the whole run shares
+   that byte. Cost: one step per matched byte (at most TFM_MAX_ADDED_TOKEN_BYTES), each O(1)
+   or O(log n_added) where the tokens branch. */
 TFM_PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned char *s,
                                          size_t n, size_t *len) {
-    uint32_t i;
-    for (i = t->added_first[s[0]]; i < t->added_first[s[0] + 1]; i++) {
-        size_t m;
-        const unsigned char *a = tfm__tok_text(t, t->added[i], &m);
-        if (m <= n && (m < 2 || a[1] == s[1]) && memcmp(a, s, m) == 0) {
-            *len = m;
-            return t->added[i];
+    uint32_t lo = t->added_first[s[0]], hi = t->added_first[s[0] + 1], a, b, mid;
+    size_t d = 1, m;
+    int32_t best = -1;
+    while (lo < hi) {
+        unsigned c;
+        tfm__tok_text(t, t->added[lo], &m);
+        if (m == d) { /* s[0..d) is itself a token; the rest of the run is longer */
+            best = t->added[lo++];
+            *len = d;
         }
+        if (lo == hi || d == n) break;
+        c = s[d];
+        if (tfm__tok_added_byte(t, lo, d) != c || tfm__tok_added_byte(t, hi - 1, d) != c) {
+            for (a = lo, b = hi; a < b;) { /* the first with byte d >= c */
+                mid = a + (b - a) / 2;
+                if (tfm__tok_added_byte(t, mid, d) < c) a = mid + 1;
+                else b = mid;
+            }
+            lo = a;
+            for (b = hi; a < b;) { /* the first with byte d > c */
+                mid = a + (b - a) / 2;
+                if (tfm__tok_added_byte(t, mid, d) <= c) a = mid + 1;
+                else b = mid;
+            }
+            hi = a;
+        }
+        d++;
     }
-    return -1;
+    return best;
 }
 
 /* White space (Unicode White_Space, as Hugging Face's lstrip / rstrip of added tokens) from

@@ -186,7 +186,108 @@ static void test_bpe_runs(void) {
     }
 }
 
+/* ---- tokenizer: many added tokens sharing a prefix, long added tokens ------------------- */
+
+static void test_added_tokens(void) {
+    enum { N_ADDED = 20000, N = 1 << 15 };
+    static char hostile[N], plain[N];
+    vocab v;
+    bytes_t blob;
+    tfm__tokenizer *t;
+    int i;
+    size_t k;
+    word_vocab(&v, 0, 0);
+    for (i = 0; i < N_ADDED; i++) { /* "<|" + 5 digits + "|>" */
+        char s[16];
+        snprintf(s, sizeof s, "<|%05d|>", i);
+        vocab_set(&v, v.n_tok, s, strlen(s));
+        v.tok[v.n_tok - 1].attr = TFM_TOKATTR_ADDED | TFM_TOKATTR_SPECIAL;
+    }
+    for (k = 0; k < N; k++) hostile[k] = "<|"[k % 2]; /* every other byte starts a near-match */
+    plain_text(plain, N);
+    t = tokenizer_of(&v, &blob, NULL);
+    CHECK(t != NULL);
+    if (t) {
+        int32_t ids[16];
+        size_t n_ids = 0;
+        double ratio;
+        CHECK(tfm__tokenizer_encode(t, "a<|01234|>b<|0123", 17, ids, 16, &n_ids) == TFM_OK && n_ids == 9 &&
+              ids[0] == 'a' && ids[1] == v.n_tok - N_ADDED + 1234 && ids[2] == 'b' && ids[3] == '<');
+        ratio = time_ratio(t, hostile, plain, N);
+        printf("20000 added tokens \"<|NNNNN|>\": 32 KB of \"<|<|\" / 32 KB of words: CPU time x%.2f\n", ratio);
+        CHECK_MSG(ratio < MAX_TIME_RATIO, "added tokens sharing a prefix: x%.1f of plain text", ratio);
+    }
+    tokenizer_free(t, &blob);
+    vocab_free(&v);
+}
+
+/* An added token longer than TFM_MAX_ADDED_TOKEN_BYTES is refused (matching costs up to its
+   length per text byte); one of exactly that length works. */
+static void test_added_length(void) {
+    char s[TFM_MAX_ADDED_TOKEN_BYTES + 2];
+    int extra;
+    for (extra = 0; extra < 2; extra++) {
+        vocab v;
+        bytes_t blob;
+        tfm_result r;
+        tfm__tokenizer *t;
+        word_vocab(&v, 0, 0);
+        memset(s, 'a', sizeof s);
+        s[0] = '<';
+        vocab_set(&v, v.n_tok, s, TFM_MAX_ADDED_TOKEN_BYTES + (size_t)extra);
+        v.tok[v.n_tok - 1].attr = TFM_TOKATTR_ADDED;
+        t = tokenizer_of(&v, &blob, &r);
+        CHECK_MSG(r == (extra ? TFM_ERR_UNSUPPORTED : TFM_OK), "added token of %d bytes: result %d",
+                  TFM_MAX_ADDED_TOKEN_BYTES + extra, (int)r);
+        if (t) {
+            int32_t ids[4];
+            size_t n_ids = 0;
+            CHECK(tfm__tokenizer_encode(t, s, TFM_MAX_ADDED_TOKEN_BYTES, ids, 4, &n_ids) == TFM_OK && n_ids == 1 &&
+                  ids[0] == v.n_tok - 1);
+        }
+        tokenizer_free(t, &blob);
+        vocab_free(&v);
+    }
+}
+
+/* Leftmost-longest among added tokens that are prefixes of one another, with duplicates (the
+   lowest id wins) and a branch at every byte. */
+static void test_added_matching(void) {
+    static const char *texts[] = {"<a", "<ab", "<abc", "<abd", "<b", "<ab", "<", "<abcd"};
+    static const struct { const char *text; int n; int32_t ids[6]; } cases[] = {
+        {"<abcd", 1, {7}}, {"<abce", 2, {2, 'e'}}, {"<abd<", 2, {3, 6}}, {"<ab", 1, {1}},
+        {"<a", 1, {0}}, {"x<bb", 3, {'x', 4, 'b'}}, {"<<ac", 3, {6, 0, 'c'}}, {"<", 1, {6}}};
+    vocab v;
+    bytes_t blob;
+    tfm__tokenizer *t;
+    int i, first, j;
+    word_vocab(&v, 0, 0);
+    first = v.n_tok;
+    for (i = 0; i < 8; i++) {
+        vocab_set(&v, first + i, texts[i], strlen(texts[i]));
+        v.tok[first + i].attr = TFM_TOKATTR_ADDED;
+    }
+    t = tokenizer_of(&v, &blob, NULL);
+    CHECK(t != NULL);
+    for (i = 0; t && i < 8; i++) {
+        int32_t ids[8];
+        size_t n_ids = 0;
+        int ok = tfm__tokenizer_encode(t, cases[i].text, strlen(cases[i].text), ids, 8, &n_ids) == TFM_OK &&
+                 n_ids == (size_t)cases[i].n;
+        for (j = 0; ok && j < cases[i].n; j++) {
+            int32_t want = cases[i].ids[j];
+            ok = ids[j] == (want < 8 && want >= 0 ? first + want : want);
+        }
+        CHECK_MSG(ok, "added tokens: \"%s\"", cases[i].text);
+    }
+    tokenizer_free(t, &blob);
+    vocab_free(&v);
+}
+
 int main(void) {
     test_bpe_runs();
+    test_added_tokens();
+    test_added_length();
+    test_added_matching();
     return check_summary("test_hardening");
 }
