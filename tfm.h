@@ -5360,7 +5360,8 @@ TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t c
    gcc -O2 -fstack-usage on x86-64, 14 KiB of it the merge loop's work arrays).
    Time: merging a pre-token of n bytes takes O(n log n) steps (a tournament tree over the
    pairs, not a rescan of every pair per merge), each a lookup in a hash table whose probe runs
-   are at most TFM__HASH_MAX_RUN slots (checked at create). Added tokens are looked for at each
+   are at most TFM__HASH_MAX_RUN (64) slots: the tables have 4 slots per token and per merge
+   (16 bytes each), and a blob whose entries still collide is refused at create. Added tokens are looked for at each
    byte of the text by a walk down their sorted list: one step per byte they match there, at
    most TFM_MAX_ADDED_TOKEN_BYTES (longer ones are refused at create), each step O(1), or
    O(log n_added) where the tokens branch.
@@ -5385,7 +5386,9 @@ TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t c
 #define TFM__TOK_HEADER_USED 40 /* bytes before the reserved tail */
 #define TFM__BPE_MAX_BYTES 1024 /* bytes merged at once: the stack holds one int32 id per byte */
 #define TFM__NFC_WINDOW 1024    /* bytes of normalized text scanned at once */
-#define TFM__HASH_MAX_RUN 512   /* longest probe run accepted in the lookup tables */
+#define TFM__HASH_SPREAD 4      /* lookup tables have at least 4 slots per entry */
+#define TFM__HASH_MAX_RUN 64    /* longest probe run accepted in the lookup tables (a quarter
+                                   full, random keys reach 64 with odds below 1e-10) */
 #define TFM__SPM_MIN_SCORE -1e10f /* pairs must score above this to merge (as llama2.c) */
 #define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS | \
                         TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE | \
@@ -5621,10 +5624,10 @@ TFM_PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger 
     return TFM_OK;
 }
 
-/* Smallest power of two >= 2 * n, at least 16; false on overflow. */
+/* Smallest power of two >= TFM__HASH_SPREAD * n, at least 16; false on overflow. */
 TFM_PRIVATE bool tfm__tok_hash_cap(size_t n, size_t *cap) {
     size_t c = 16;
-    while (c / 2 < n) {
+    while (c / TFM__HASH_SPREAD < n) {
         if (c > (size_t)-1 / 4) return false;
         c *= 2;
     }
@@ -5642,8 +5645,9 @@ TFM_PRIVATE size_t tfm__tok_max_run(const int32_t *h, size_t cap) {
     return longest;
 }
 
-/* False when a probe sequence grows past TFM__HASH_MAX_RUN: real vocabularies stay far below
-   (GPT-2, GPT-NeoX: under 30), a blob crafted to collide would make lookups slow. */
+/* False when a probe sequence grows past TFM__HASH_MAX_RUN: at a quarter full, real
+   vocabularies stay far below (GPT-2, GPT-NeoX: under 15; 266,000 tokens: 23), a blob crafted
+   to collide would make every lookup near the run slow. */
 TFM_PRIVATE bool tfm__tok_build_hashes(tfm__tokenizer *t) {
     size_t mask, k, probes;
     int32_t i, pass;

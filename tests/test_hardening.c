@@ -284,10 +284,88 @@ static void test_added_matching(void) {
     vocab_free(&v);
 }
 
+/* ---- tokenizer: hash tables ----------------------------------------------------------- */
+
+/* 256 byte tokens and n two-byte merges a + b, for the pairs keep(a, b) accepts. */
+static int pair_vocab(vocab *v, int n, int (*keep)(int a, int b)) {
+    int a, b, k = 0;
+    memset(v, 0, sizeof *v);
+    v->bos = v->eos = v->unk = -1;
+    for (a = 0; a < 256; a++) {
+        char c = (char)a;
+        vocab_set(v, a, &c, 1);
+    }
+    v->merges = (uint32_t *)malloc((size_t)n * 3 * sizeof(uint32_t));
+    for (a = 0; a < 256 && k < n; a++) {
+        for (b = 0; b < 256 && k < n; b++) {
+            char two[2];
+            if (!keep(a, b)) continue;
+            two[0] = (char)a;
+            two[1] = (char)b;
+            vocab_set(v, 256 + k, two, 2);
+            v->merges[3 * k] = (uint32_t)a;
+            v->merges[3 * k + 1] = (uint32_t)b;
+            v->merges[3 * k + 2] = (uint32_t)(256 + k);
+            k++;
+        }
+    }
+    v->n_merges = k;
+    return k;
+}
+
+/* 450 pairs whose hashes start in the first 450 slots of a table of 2048 (or of 1024, the old
+   table for 450 merges): one probe run of about 450, under the old limit of 512, where every
+   lookup near it crawled. */
+static int keep_clustered(int a, int b) { return (tfm__hash_pair(a, b) & 2047) < 450; }
+
+/* Every probe run of the tables is short, whatever the merges: a crafted cluster is refused,
+   and a large ordinary vocabulary (266,000 tokens) is accepted. */
+static void test_hash_runs(void) {
+    vocab v;
+    bytes_t blob;
+    tfm_result r;
+    tfm__tokenizer *t;
+    int n = pair_vocab(&v, 450, keep_clustered), a, b, k;
+    t = tokenizer_of(&v, &blob, &r);
+    CHECK_MSG(n == 450 && r == TFM_ERR_CORRUPT, "450 merges in one probe run: result %d (want corrupt)", (int)r);
+    tokenizer_free(t, &blob);
+    vocab_free(&v);
+    memset(&v, 0, sizeof v); /* every 2-byte text, then 200,000 3-byte ones */
+    v.bos = v.eos = v.unk = -1;
+    for (a = 0; a < 256; a++) {
+        char c = (char)a;
+        vocab_set(&v, a, &c, 1);
+    }
+    v.merges = (uint32_t *)malloc((65536 + 200000) * 3 * sizeof(uint32_t));
+    for (k = 0; k < 65536 + 200000; k++) {
+        char txt[3];
+        int left = k < 65536 ? k >> 8 : 256 + (int)(((unsigned)k * 2654435761u) % 65536u);
+        b = k < 65536 ? k & 255 : k % 251;
+        if (k < 65536) { txt[0] = (char)left; txt[1] = (char)b; }
+        else { memcpy(txt, v.tok[left].text, 2); txt[2] = (char)b; }
+        vocab_set(&v, 256 + k, txt, k < 65536 ? 2 : 3);
+        v.merges[3 * k] = (uint32_t)left;
+        v.merges[3 * k + 1] = (uint32_t)b;
+        v.merges[3 * k + 2] = (uint32_t)(256 + k);
+    }
+    v.n_merges = k;
+    t = tokenizer_of(&v, &blob, &r);
+    CHECK_MSG(r == TFM_OK, "an ordinary vocabulary of %d tokens: result %d", v.n_tok, (int)r);
+    if (t) {
+        size_t run_m = tfm__tok_max_run(t->merge_hash, t->merge_cap), run_t = tfm__tok_max_run(t->token_hash, t->token_cap);
+        printf("%d tokens, %d merges: longest probe runs %zu (merges), %zu (texts), limit %d\n", v.n_tok,
+               v.n_merges, run_m, run_t, TFM__HASH_MAX_RUN);
+        CHECK(run_m <= TFM__HASH_MAX_RUN && run_t <= TFM__HASH_MAX_RUN && TFM__HASH_MAX_RUN <= 64);
+    }
+    tokenizer_free(t, &blob);
+    vocab_free(&v);
+}
+
 int main(void) {
     test_bpe_runs();
     test_added_tokens();
     test_added_length();
     test_added_matching();
+    test_hash_runs();
     return check_summary("test_hardening");
 }
