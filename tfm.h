@@ -217,7 +217,9 @@ typedef enum tfm_result {
     TFM_ERR_CORRUPT = 6,       /* sizes, offsets, shapes or values that do not add up */
     TFM_ERR_UNSUPPORTED = 7,   /* valid, but this build cannot run it (dtype, big-endian host) */
     TFM_ERR_CONTEXT_FULL = 8,  /* positions would pass the session's n_ctx */
-    TFM_ERR_CANCELLED = 9      /* should_abort returned true */
+    TFM_ERR_CANCELLED = 9,     /* should_abort returned true */
+    TFM_ERR_NOT_FINITE = 10    /* eval: the logits hold NaN or Inf (NaN / Inf weights, or
+                                  values that overflowed float); the positions are evaluated */
 } tfm_result;
 
 /* Weight types. The quantized ones are GGUF's block layouts byte for byte (see >>dtype). */
@@ -461,7 +463,11 @@ TFM_API void tfm_session_destroy(tfm_session *session);          /* NULL is fine
    number of positions already evaluated (a smaller pos rewinds the cache; INVALID_ARG when a
    sliding-window layer's ring no longer holds the window before pos). logits_all, if
    not NULL, receives [n_tokens, n_vocab]; the last token's logits are always kept in the
-   session (tfm_session_logits). Full context: TFM_ERR_CONTEXT_FULL, nothing evaluated. */
+   session (tfm_session_logits). Full context: TFM_ERR_CONTEXT_FULL, nothing evaluated.
+   Logits that hold NaN or Inf (the ones computed: the last token's, or all of logits_all):
+   TFM_ERR_NOT_FINITE, with the positions evaluated; the cache then likely holds NaN too, so
+   rewind before them or start over (the file's weights hold NaN / Inf, or are so large that
+   values overflow float). Weights are not scanned at open: they are checked as they are used. */
 TFM_API tfm_result tfm_session_eval(tfm_session *session, const int32_t *tokens, int n_tokens,
                                     int pos, float *logits_all);
 /* Decode one token at pos and point *logits at the session's [n_vocab] logits. */
@@ -1730,6 +1736,22 @@ TFM_PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, int
                 for (k = 0; k < qa->sum_len; k++) sum += codes[i * qa->sum_len + k];
                 qa->s[(bi * (size_t)n_sums + (size_t)i) * (size_t)G + u] = sum;
             }
+        }
+    }
+}
+
+/* After any quantizer: a block of x holding NaN or Inf gets the scale NaN, so the products
+   that read it are NaN as the float ones would be (codes are integers: the quantizers would
+   turn a NaN into some finite code, and eval's check of the logits would never see it). One
+   pass over x, a thousandth of the product's work. */
+TFM_PRIVATE void tfm__quant_mark_not_finite(const float *x, size_t x_stride, int n_b, tfm__qacts *qa) {
+    int t, j, i;
+    for (t = 0; t < n_b; t++) {
+        for (j = 0; j < qa->n_blocks; j++) {
+            const float *xb = x + (size_t)t * x_stride + (size_t)j * (size_t)qa->block;
+            float zero = 0.0f; /* x * 0 is NaN exactly for NaN and +-Inf */
+            for (i = 0; i < qa->block; i++) zero += xb[i] * 0.0f;
+            if (zero != 0.0f) qa->d[tfm__qa_block_index(qa, t, j) * (size_t)qa->group + (size_t)(t % qa->group)] = NAN;
         }
     }
 }
@@ -3759,6 +3781,7 @@ TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job
         done |= 1u << f;
         qa->group = tfm__act_group(f, job->n_b, s->model->isa.grouped);
         s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
+        tfm__quant_mark_not_finite(job->x, job->x_stride, job->n_b, qa);
     }
 }
 
@@ -6519,6 +6542,7 @@ TFM_API const char *tfm_result_string(tfm_result result) {
     case TFM_ERR_UNSUPPORTED: return "unsupported";
     case TFM_ERR_CONTEXT_FULL: return "context full";
     case TFM_ERR_CANCELLED: return "cancelled";
+    case TFM_ERR_NOT_FINITE: return "not finite (NaN or Inf in the logits)";
     }
     return "unknown result";
 }
@@ -6772,9 +6796,19 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
     tfm__free(&a, session, session->block_bytes);
 }
 
+/* Index of the first value of x[0..n) that is NaN or +-Inf, or n. */
+TFM_PRIVATE size_t tfm__first_not_finite(const float *x, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (!(x[i] > -INFINITY && x[i] < INFINITY)) return i;
+    return n;
+}
+
 /* Arguments are all checked before anything is evaluated. Tokens go through the layers in
    batches of n_batch; n_tokens == 0 only rewinds (n_past = pos). When should_abort cancels,
-   n_past counts the batches that finished, so the caller can continue from there. */
+   n_past counts the batches that finished, so the caller can continue from there. The logits
+   made (the last token's, or all of logits_all) are checked: a NaN or Inf gives
+   TFM_ERR_NOT_FINITE (the positions are in the cache, n_past counts them). */
 TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
                                     float *logits_all) {
     int i, n_vocab;
@@ -6803,6 +6837,16 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n
         return tfm__session_fail(s, r, "eval: cancelled at position %d", s->n_past);
     if (logits_all && n_tokens > 0)
         memcpy(s->logits, logits_all + (size_t)(n_tokens - 1) * (size_t)n_vocab, (size_t)n_vocab * sizeof(float));
+    if (n_tokens > 0) {
+        size_t n = logits_all ? (size_t)n_tokens * (size_t)n_vocab : (size_t)n_vocab;
+        size_t bad = tfm__first_not_finite(logits_all ? logits_all : s->logits, n);
+        if (bad < n)
+            return tfm__session_fail(s, TFM_ERR_NOT_FINITE, "eval: the logits of position %d are not finite "
+                                     "(token %d: %g): NaN or Inf weights, or values past float's range",
+                                     pos + (logits_all ? (int)(bad / (size_t)n_vocab) : n_tokens - 1),
+                                     (int)(bad % (size_t)n_vocab),
+                                     (double)(logits_all ? logits_all : s->logits)[bad]);
+    }
     return TFM_OK;
 }
 

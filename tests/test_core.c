@@ -190,6 +190,7 @@ static unsigned char *write_model(const wmodel *m, size_t *out_bytes) {
         t[i].cols = m->t[i].cols;
         t[i].f16 = sp->f16;
         t[i].v = m->t[i].v;
+        t[i].dtype = 0;
     }
     f = tw_write(&h, t, m->n, NULL, 0, out_bytes);
     if (!f) { fprintf(stderr, "test_core: out of memory\n"); exit(1); }
