@@ -478,7 +478,8 @@ TFM_API int tfm_session_n_past(const tfm_session *session);   /* positions in th
 TFM_API int tfm_session_n_ctx(const tfm_session *session);
 TFM_API const char *tfm_session_last_error(const tfm_session *session); /* "" if none */
 
-/* --- math on logits (numerically stable: max-subtracted, log-sum-exp) --- */
+/* --- math on logits (numerically stable: max-subtracted, log-sum-exp; +inf logits share all
+   the mass; a NaN logit, or all -inf, gives NaN) --- */
 TFM_API void tfm_softmax(const float *logits, float *probs, int n);
 TFM_API void tfm_log_softmax(const float *logits, float *log_probs, int n);
 TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target); /* nats */
@@ -489,7 +490,8 @@ TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target); /* 
 TFM_API tfm_result tfm_sampler_create(const tfm_sampler_desc *desc, tfm_sampler **out_sampler);
 TFM_API void tfm_sampler_destroy(tfm_sampler *sampler);          /* NULL is fine */
 /* Pick the next token from logits[0..n) (n <= desc n_vocab) and remember it for the
-   repetition penalty. */
+   repetition penalty. TFM_ERR_INVALID_ARG (*out_token -1, nothing remembered) when a logit is
+   NaN or every logit is -inf; -inf logits are never drawn, a +inf one is certain. */
 TFM_API tfm_result tfm_sample(tfm_sampler *sampler, const float *logits, int n, int32_t *out_token);
 /* Remember a token (e.g. a prompt token) for the repetition penalty without sampling. */
 TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
@@ -6482,9 +6484,10 @@ TFM_PRIVATE void tfm__apply_penalty(tfm_sampler *s, int n) {
         if (s->recent[i] >= 0 && s->recent[i] < n) s->mark[s->recent[i]] = 0;
 }
 
-/* Steps 3-7 on val[0..n) (penalized logits); inv_t = 1 / temperature is applied inside the
-   softmax as e^((v - max) / T), which stays finite for any finite logits and temperature (the
-   order of the logits, all that top-k needs, does not depend on T). Returns the drawn id. */
+/* Steps 3-7 on val[0..n) (penalized logits: no NaN, not all -inf); inv_t = 1 / temperature
+   is applied inside the softmax as e^((v - max) / T), which stays finite for any finite
+   logits and temperature (the order of the logits, all that top-k needs, does not depend on
+   T). Returns the drawn id. */
 TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
     int cnt = n, i, kept;
     bool sorted = false;
@@ -6501,7 +6504,6 @@ TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
     }
     max = s->val[s->idx[0]];
     for (i = 1; i < cnt; i++) max = s->val[s->idx[i]] > max ? s->val[s->idx[i]] : max;
-    if (!(max > -INFINITY)) return s->idx[0]; /* every logit -inf or NaN: nothing to weigh */
     if (max == INFINITY)                       /* a certain token: the first +inf */
         for (i = 0; i < cnt; i++)
             if (s->val[s->idx[i]] == INFINITY) return s->idx[i];
@@ -6864,16 +6866,30 @@ TFM_API const char *tfm_session_last_error(const tfm_session *session) {
 }
 
 /* For logits[0..n): *max_out = m = max_i l_i, returns log sum_i e^(l_i - m) (summed in double).
-   Keeping m apart avoids rounding l_i - lse when the logits are large. */
+   Keeping m apart avoids rounding l_i - lse when the logits are large. m = +inf: the +inf
+   logits share the mass (the limit), so the sum counts them; a NaN logit gives NaN. */
 TFM_PRIVATE double tfm__log_sum_exp(const float *logits, int n, float *max_out) {
     float m = logits[0];
     double sum = 0.0;
     int i;
     for (i = 1; i < n; i++) m = logits[i] > m ? logits[i] : m;
     *max_out = m;
-    if (!(m > -INFINITY) || !(m < INFINITY)) return 0.0;
+    if (m == INFINITY) {
+        for (i = 0; i < n; i++) {
+            if (logits[i] != logits[i]) return (double)NAN;
+            sum += logits[i] == INFINITY ? 1.0 : 0.0;
+        }
+        return log(sum);
+    }
+    if (!(m > -INFINITY)) return 0.0; /* all -inf (or a NaN first): NaN below */
     for (i = 0; i < n; i++) sum += exp((double)(logits[i] - m));
     return log(sum);
+}
+
+/* log p of logit l, given m and lse from tfm__log_sum_exp. */
+TFM_PRIVATE double tfm__log_prob(float l, float m, double lse) {
+    if (m == INFINITY) return l == INFINITY ? -lse : lse != lse ? lse : -(double)INFINITY;
+    return (double)(l - m) - lse;
 }
 
 TFM_API void tfm_softmax(const float *logits, float *probs, int n) {
@@ -6882,7 +6898,7 @@ TFM_API void tfm_softmax(const float *logits, float *probs, int n) {
     int i;
     if (!logits || !probs || n <= 0) return;
     lse = tfm__log_sum_exp(logits, n, &m);
-    for (i = 0; i < n; i++) probs[i] = (float)exp((double)(logits[i] - m) - lse);
+    for (i = 0; i < n; i++) probs[i] = (float)exp(tfm__log_prob(logits[i], m, lse));
 }
 
 TFM_API void tfm_log_softmax(const float *logits, float *log_probs, int n) {
@@ -6891,7 +6907,7 @@ TFM_API void tfm_log_softmax(const float *logits, float *log_probs, int n) {
     int i;
     if (!logits || !log_probs || n <= 0) return;
     lse = tfm__log_sum_exp(logits, n, &m);
-    for (i = 0; i < n; i++) log_probs[i] = (float)((double)(logits[i] - m) - lse);
+    for (i = 0; i < n; i++) log_probs[i] = (float)tfm__log_prob(logits[i], m, lse);
 }
 
 TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target) {
@@ -6899,7 +6915,7 @@ TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target) {
     double lse;
     if (!logits || n <= 0 || target < 0 || target >= n) return NAN;
     lse = tfm__log_sum_exp(logits, n, &m);
-    return (float)(lse - (double)(logits[target] - m));
+    return (float)-tfm__log_prob(logits[target], m, lse);
 }
 
 /* Zeros resolved to defaults, ranges checked. */
@@ -6972,14 +6988,16 @@ TFM_API tfm_result tfm_sample(tfm_sampler *s, const float *logits, int n, int32_
     int32_t best = 0;
     if (out_token) *out_token = -1;
     if (!s || !logits || !out_token || n <= 0 || n > s->n_vocab) return TFM_ERR_INVALID_ARG;
-    for (i = 0; i < n; i++) s->val[i] = logits[i] == logits[i] ? logits[i] : -INFINITY; /* NaN never wins */
-    tfm__apply_penalty(s, n);
-    if (s->temperature == 0.0f || !(1.0f / s->temperature < INFINITY)) { /* greedy, or T so small it is */
-        for (i = 1; i < n; i++)
-            if (s->val[i] > s->val[best]) best = (int32_t)i;
-    } else {
-        best = tfm__draw(s, n, 1.0f / s->temperature);
+    for (i = 0; i < n; i++) {
+        if (logits[i] != logits[i]) return TFM_ERR_INVALID_ARG; /* NaN: nothing to trust */
+        s->val[i] = logits[i];
     }
+    tfm__apply_penalty(s, n);
+    for (i = 1; i < n; i++)
+        if (s->val[i] > s->val[best]) best = (int32_t)i;
+    if (!(s->val[best] > -INFINITY)) return TFM_ERR_INVALID_ARG; /* every logit -inf */
+    if (s->temperature != 0.0f && 1.0f / s->temperature < INFINITY) /* else greedy (or T so small it is) */
+        best = tfm__draw(s, n, 1.0f / s->temperature);
     tfm_sampler_accept(s, best);
     *out_token = best;
     return TFM_OK;

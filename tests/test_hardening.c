@@ -485,6 +485,40 @@ static void test_not_finite(void) {
     }
 }
 
+/* The sampler never draws from NaN logits, nor from logits that are all -inf; a +inf logit
+   is certain; softmax of +inf logits splits the mass among them. */
+static void test_sampler_not_finite(void) {
+    static const float with_nan[4] = {0.5f, NAN, 2.0f, 1.0f}, inf_first[3] = {INFINITY, 0.0f, 1.0f};
+    float all_neg[3] = {-INFINITY, -INFINITY, -INFINITY}, two_inf[3] = {INFINITY, 2.0f, INFINITY}, p[3];
+    int pass;
+    for (pass = 0; pass < 2; pass++) { /* greedy, then temperature 0.8 with top-k and top-p */
+        tfm_sampler_desc d;
+        tfm_sampler *smp = NULL;
+        int32_t tok = 7;
+        memset(&d, 0, sizeof d);
+        d.n_vocab = 4;
+        if (pass) { d.temperature = 0.8f; d.top_k = 3; d.top_p = 0.9f; d.repeat_penalty = 1.3f; }
+        CHECK(tfm_sampler_create(&d, &smp) == TFM_OK);
+        if (!smp) continue;
+        CHECK_MSG(tfm_sample(smp, with_nan, 4, &tok) == TFM_ERR_INVALID_ARG && tok == -1, "pass %d: NaN logits gave %d", pass, (int)tok);
+        CHECK_MSG(tfm_sample(smp, all_neg, 3, &tok) == TFM_ERR_INVALID_ARG && tok == -1, "pass %d: all -inf gave %d", pass, (int)tok);
+        CHECK_MSG(tfm_sample(smp, inf_first, 3, &tok) == TFM_OK && tok == 0, "pass %d: +inf first gave %d", pass, (int)tok);
+        CHECK(tfm_sample(smp, with_nan + 2, 2, &tok) == TFM_OK && (tok == 0 || tok == 1)); /* finite: fine */
+        tfm_sampler_destroy(smp);
+    }
+    tfm_softmax(inf_first, p, 3);
+    CHECK_MSG(p[0] == 1.0f && p[1] == 0.0f && p[2] == 0.0f, "softmax(+inf, 0, 1) = %g %g %g", p[0], p[1], p[2]);
+    tfm_softmax(two_inf, p, 3);
+    CHECK_MSG(p[0] == 0.5f && p[1] == 0.0f && p[2] == 0.5f, "softmax(+inf, 2, +inf) = %g %g %g", p[0], p[1], p[2]);
+    tfm_log_softmax(two_inf, p, 3);
+    CHECK(fabsf(p[0] + logf(2.0f)) < 1e-6f && p[1] == -INFINITY && fabsf(p[2] + logf(2.0f)) < 1e-6f);
+    CHECK(tfm_cross_entropy(inf_first, 3, 0) == 0.0f && tfm_cross_entropy(inf_first, 3, 1) == INFINITY);
+    tfm_softmax(with_nan, p, 3);
+    CHECK(p[0] != p[0] && p[2] != p[2]); /* NaN in, NaN out */
+    tfm_softmax(all_neg, p, 3);
+    CHECK(p[0] != p[0]); /* no distribution */
+}
+
 int main(void) {
     test_bpe_runs();
     test_added_tokens();
@@ -492,5 +526,6 @@ int main(void) {
     test_added_matching();
     test_hash_runs();
     test_not_finite();
+    test_sampler_not_finite();
     return check_summary("test_hardening");
 }
