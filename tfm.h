@@ -355,7 +355,10 @@ typedef struct tfm_sampler tfm_sampler;
 
 /* All-zero means default. Exactly one source: path, or data + data_bytes. */
 typedef struct tfm_model_desc {
-    const char *path;        /* .tfm file: mapped read-only (read into memory with no_mmap) */
+    const char *path;        /* .tfm file: mapped read-only (read into memory with no_mmap); a
+                                regular file (POSIX: else TFM_ERR_IO). Mapped, it must not shrink
+                                or change while open (a truncated file faults: SIGBUS); replace
+                                it by renaming a new file over it, or use no_mmap */
     const void *data;        /* a whole .tfm file in memory; must outlive the model; zero-copy */
     size_t data_bytes;
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
@@ -446,8 +449,8 @@ TFM_API tfm_result tfm_model_token_bytes(const tfm_model *model, int32_t id,
 TFM_API tfm_result tfm_model_decode(const tfm_model *model, tfm_utf8_stream *stream, int32_t id,
                                     char *out, size_t out_cap, size_t *n_out);
 /* Ends a stream: a held incomplete tail becomes one U+FFFD (3 bytes, as Python does) and the
-   stream is reset. Returns the bytes written: 0 when nothing is held, or when out_cap < 3 (the
-   tail then stays held). */
+   stream is reset. Returns the bytes written: 0 when nothing is held (or n_held is not 1..3),
+   or when out_cap < 3 (the tail then stays held). */
 TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t out_cap);
 
 /* --- session ---
@@ -722,15 +725,30 @@ TFM_PRIVATE void tfm__free(const tfm_allocator *a, void *ptr, size_t bytes) {
    mapped read-only (POSIX mmap), or read through the allocator (no_mmap, TFM_NO_MMAP, a failed
    mmap, or a platform without mmap). Everything after this section sees only those bytes.
    Borrowed memory must be at least 4-byte aligned (malloc and mmap memory always is): tensors
-   sit at 64-byte aligned offsets and are read in place as float / uint16_t arrays. */
+   sit at 64-byte aligned offsets and are read in place as float / uint16_t arrays.
+   On POSIX a path is opened without blocking and must be a regular file (a FIFO would block
+   the open, or the reads, forever; a device or directory has no size): anything else is
+   TFM_ERR_IO before a byte is read. A mapped file must not shrink or change while the model is
+   open: the pages are read as they are used, and a truncated file faults the process (SIGBUS),
+   which no check at open can prevent. Replace a model by writing a new file and renaming it
+   over the old one (the mapping keeps the old file), or open with no_mmap. */
 
-#if !defined(TFM_NO_STDIO) && !defined(TFM_NO_MMAP) && (defined(__unix__) || defined(__APPLE__))
-#define TFM__MMAP 1
+#if !defined(TFM_NO_STDIO) && (defined(__unix__) || defined(__APPLE__))
+#define TFM__POSIX_IO 1
 #include <sys/types.h>
 #include <sys/stat.h>
-#include <sys/mman.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <errno.h>
+#ifndef TFM_NO_MMAP
+#define TFM__MMAP 1
+#include <sys/mman.h>
+#endif
+#ifdef O_CLOEXEC
+#define TFM__O_CLOEXEC O_CLOEXEC
+#else
+#define TFM__O_CLOEXEC 0
+#endif
 #endif
 
 #define TFM__DATA_ALIGN_MIN 4 /* borrowed desc->data: float reads in place need this much */
@@ -763,29 +781,69 @@ TFM_PRIVATE void tfm__file_close(tfm__file *f, const tfm_allocator *a) {
     memset(f, 0, sizeof *f);
 }
 
-#ifdef TFM__MMAP
-/* Map path read-only; false (silently: the caller falls back to reading) on any failure. */
-TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
-    struct stat st;
-    void *p;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return false;
-    if (fstat(fd, &st) != 0 || st.st_size <= 0 || (uint64_t)st.st_size > (uint64_t)(size_t)-1) {
-        close(fd);
-        return false;
+/* The file as an owned allocation of n_bytes, from the reads of fill(src, dst, n) (false on a
+   failed or short read). */
+TFM_PRIVATE tfm_result tfm__file_take(const char *path, size_t n_bytes, bool (*fill)(void *src, unsigned char *dst, size_t n),
+                                      void *src, const tfm_allocator *a, const tfm_logger *lg, tfm__file *f) {
+    unsigned char *buf = TFM__CAST(unsigned char *, tfm__alloc(a, n_bytes));
+    if (!buf) return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", path, n_bytes);
+    if (n_bytes > 0 && !fill(src, buf, n_bytes)) {
+        tfm__free(a, buf, n_bytes);
+        return tfm__log(lg, TFM_ERR_IO, "%s: cannot read its %zu bytes", path, n_bytes);
     }
-    p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) return false;
-    f->data = TFM__CAST(const unsigned char *, p);
-    f->data_bytes = (size_t)st.st_size;
-    f->kind = TFM__FILE_MAPPED;
-    f->owned = p;
+    f->data = buf;
+    f->data_bytes = n_bytes;
+    f->kind = TFM__FILE_OWNED;
+    f->owned = buf;
+    return TFM_OK;
+}
+
+#ifdef TFM__POSIX_IO
+/* Read exactly n bytes from the descriptor *src. */
+TFM_PRIVATE bool tfm__fd_fill(void *src, unsigned char *dst, size_t n) {
+    int fd = *TFM__CAST(int *, src);
+    while (n > 0) {
+        ssize_t got = read(fd, dst, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        dst += got;
+        n -= (size_t)got;
+    }
     return true;
 }
-#endif
 
-#ifndef TFM_NO_STDIO
+/* Open path without blocking; a regular file is mapped (unless no_mmap) or read. */
+TFM_PRIVATE tfm_result tfm__file_posix(const char *path, bool no_mmap, const tfm_allocator *a, const tfm_logger *lg,
+                                       tfm__file *f) {
+    struct stat st;
+    tfm_result r;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | TFM__O_CLOEXEC);
+    if (fd < 0) return tfm__log(lg, TFM_ERR_IO, "%s: cannot open", path);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+        (uint64_t)st.st_size > (uint64_t)(size_t)-1) {
+        close(fd);
+        return tfm__log(lg, TFM_ERR_IO, "%s: not a regular file (a directory, FIFO or device?)", path);
+    }
+#ifdef TFM__MMAP
+    if (!no_mmap && st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) { /* else read it below */
+            close(fd);
+            f->data = TFM__CAST(const unsigned char *, p);
+            f->data_bytes = (size_t)st.st_size;
+            f->kind = TFM__FILE_MAPPED;
+            f->owned = p;
+            return TFM_OK;
+        }
+    }
+#else
+    (void)no_mmap;
+#endif
+    r = tfm__file_take(path, (size_t)st.st_size, tfm__fd_fill, &fd, a, lg, f);
+    close(fd);
+    return r;
+}
+#elif !defined(TFM_NO_STDIO)
 #if defined(_MSC_VER)
 #define TFM__FSEEK_END(fp) _fseeki64(fp, 0, SEEK_END)
 #define TFM__FTELL(fp) _ftelli64(fp)
@@ -794,13 +852,17 @@ TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
 #define TFM__FTELL(fp) ftell(fp)
 #endif
 
-/* Read the whole file at path into one allocation. */
+/* Read exactly n bytes from the FILE *src. */
+TFM_PRIVATE bool tfm__stdio_fill(void *src, unsigned char *dst, size_t n) {
+    return fread(dst, 1, n, TFM__CAST(FILE *, src)) == n;
+}
+
+/* Read the whole file at path into one allocation (platforms without POSIX I/O). */
 TFM_PRIVATE tfm_result tfm__file_read(const char *path, const tfm_allocator *a, const tfm_logger *lg,
                                       tfm__file *f) {
     FILE *fp = NULL;
-    unsigned char *buf;
-    size_t n_bytes, got;
     int64_t end;
+    tfm_result r;
 #if defined(_MSC_VER)
     if (fopen_s(&fp, path, "rb") != 0) fp = NULL; /* fopen is a C4996 warning under /W4 */
 #else
@@ -812,28 +874,14 @@ TFM_PRIVATE tfm_result tfm__file_read(const char *path, const tfm_allocator *a, 
         fclose(fp);
         return tfm__log(lg, TFM_ERR_IO, "%s: cannot find the file size", path);
     }
-    n_bytes = (size_t)end;
     /* one byte first: a directory opens and "seeks" to a huge size on some systems, but reads fail */
-    if (n_bytes > 0 && ungetc(fgetc(fp), fp) == EOF) {
+    if (end > 0 && ungetc(fgetc(fp), fp) == EOF) {
         fclose(fp);
         return tfm__log(lg, TFM_ERR_IO, "%s: cannot read (a directory?)", path);
     }
-    buf = TFM__CAST(unsigned char *, tfm__alloc(a, n_bytes));
-    if (!buf) {
-        fclose(fp);
-        return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", path, n_bytes);
-    }
-    got = n_bytes ? fread(buf, 1, n_bytes, fp) : 0;
+    r = tfm__file_take(path, (size_t)end, tfm__stdio_fill, fp, a, lg, f);
     fclose(fp);
-    if (got != n_bytes) {
-        tfm__free(a, buf, n_bytes);
-        return tfm__log(lg, TFM_ERR_IO, "%s: read %zu of %zu bytes", path, got, n_bytes);
-    }
-    f->data = buf;
-    f->data_bytes = n_bytes;
-    f->kind = TFM__FILE_OWNED;
-    f->owned = buf;
-    return TFM_OK;
+    return r;
 }
 #endif
 
@@ -852,13 +900,12 @@ TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allo
         f->kind = TFM__FILE_BORROWED;
         return TFM_OK;
     }
-#ifdef TFM_NO_STDIO
+#if defined(TFM_NO_STDIO)
     (void)a;
     return tfm__log(lg, TFM_ERR_UNSUPPORTED, "model desc: path loading is compiled out (TFM_NO_STDIO)");
+#elif defined(TFM__POSIX_IO)
+    return tfm__file_posix(desc->path, desc->no_mmap, a, lg, f);
 #else
-#ifdef TFM__MMAP
-    if (!desc->no_mmap && tfm__file_map(desc->path, f)) return TFM_OK;
-#endif
     return tfm__file_read(desc->path, a, lg, f);
 #endif
 }
@@ -6383,7 +6430,7 @@ TFM_API tfm_result tfm_model_decode(const tfm_model *model, tfm_utf8_stream *str
 }
 
 TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t out_cap) {
-    if (!stream || stream->n_held == 0) return 0;
+    if (!stream || stream->n_held <= 0 || stream->n_held > 3) return 0; /* nothing (validly) held */
     if (!out || out_cap < 3) return 0;
     memcpy(out, "\xEF\xBF\xBD", 3); /* one U+FFFD for the incomplete tail, as Python does */
     stream->n_held = 0;

@@ -12,7 +12,10 @@
 #if defined(__unix__) || defined(__APPLE__)
 #define _POSIX_C_SOURCE 200809L
 #define HARD_POSIX 1
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #endif
 #define TFM_IMPLEMENTATION
@@ -519,6 +522,70 @@ static void test_sampler_not_finite(void) {
     CHECK(p[0] != p[0]); /* no distribution */
 }
 
+/* ---- files that are not regular files ---------------------------------------------------- */
+
+#ifdef HARD_POSIX
+/* tfm_model_open(path) in a child process (mmap or not): its result, or -1 when it had not
+   returned after 10 s (it blocked: the child is killed). */
+static int open_in_child(const char *path, bool no_mmap) {
+    pid_t pid = fork();
+    int status = 0, waited;
+    if (pid < 0) return -2;
+    if (pid == 0) {
+        tfm_model_desc md;
+        tfm_model *m = NULL;
+        tfm_result r;
+        memset(&md, 0, sizeof md);
+        md.path = path;
+        md.no_mmap = no_mmap;
+        r = tfm_model_open(&md, &m);
+        tfm_model_close(m);
+        _exit((int)r);
+    }
+    for (waited = 0; waited < 1000; waited++) { /* 10 s in steps of 10 ms */
+        struct timespec ts = {0, 10000000L};
+        if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -3;
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+static void test_special_files(void) {
+    char fifo[64];
+    int no_mmap;
+    snprintf(fifo, sizeof fifo, "build/hardening_fifo_%d", (int)getpid());
+    unlink(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    for (no_mmap = 0; no_mmap < 2; no_mmap++) {
+        int r = open_in_child(fifo, no_mmap != 0);
+        CHECK_MSG(r == TFM_ERR_IO, "a FIFO as the model path (no_mmap %d): %s", no_mmap,
+                  r == -1 ? "open blocked" : tfm_result_string((tfm_result)r));
+        r = open_in_child("/dev/null", no_mmap != 0);
+        CHECK_MSG(r == TFM_ERR_IO, "/dev/null (no_mmap %d): result %d", no_mmap, r);
+        r = open_in_child("tests", no_mmap != 0);
+        CHECK_MSG(r == TFM_ERR_IO, "a directory (no_mmap %d): result %d", no_mmap, r);
+    }
+    unlink(fifo);
+}
+#endif
+
+/* tfm_utf8_stream_flush with a held count outside 0..3 writes nothing. */
+static void test_stream_flush(void) {
+    tfm_utf8_stream st;
+    char out[8] = "xxxxxxx";
+    memset(&st, 0, sizeof st);
+    st.n_held = -1;
+    CHECK(tfm_utf8_stream_flush(&st, out, sizeof out) == 0 && out[0] == 'x');
+    st.n_held = 4;
+    CHECK(tfm_utf8_stream_flush(&st, out, sizeof out) == 0 && out[0] == 'x');
+    st.n_held = 2;
+    st.held[0] = 0xE2;
+    st.held[1] = 0x82;
+    CHECK(tfm_utf8_stream_flush(&st, out, sizeof out) == 3 && !memcmp(out, "\xEF\xBF\xBD", 3) && st.n_held == 0);
+}
+
 int main(void) {
     test_bpe_runs();
     test_added_tokens();
@@ -527,5 +594,9 @@ int main(void) {
     test_hash_runs();
     test_not_finite();
     test_sampler_not_finite();
+#ifdef HARD_POSIX
+    test_special_files();
+#endif
+    test_stream_flush();
     return check_summary("test_hardening");
 }
