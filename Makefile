@@ -72,7 +72,7 @@ bench: build/tfm-bench
 build/%: examples/%.c tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
-build/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tfm.h | build
+build/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
 # The header must compile warning-free as strict C99 (gcc and clang), as C++11, and with its

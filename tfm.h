@@ -64,7 +64,11 @@
        A tfm_model is immutable after open: share it between any number of threads.
        A tfm_session is used by one thread at a time; sessions on one model may run in parallel.
        A tfm_sampler belongs to its caller. Results never depend on the thread count: work is
-       split by output rows, never by reduction order.
+       split by output rows, never by reduction order. With OpenMP, each eval is one parallel
+       region of min(n_threads, processors) threads (the runtime's pool, reused: no allocation
+       per eval once a host thread has run one); an OpenMP runtime that cannot start a thread
+       ends the process (libgomp: exit(1); libomp: abort), which no library can catch: a host
+       that must survive that passes its own parallel_for (or n_threads 1).
 
    tfm does NOT: train, use a GPU, create threads of its own (OpenMP aside), print, exit, abort
    on bad input, keep global state, or allocate after create time.
@@ -376,7 +380,8 @@ typedef void (*tfm_parallel_for_fn)(void *user, int n_tasks, tfm_task_fn task, v
 
 typedef struct tfm_session_desc {
     int n_ctx;               /* 0: the model's n_ctx */
-    int n_threads;           /* 0: 1 (at most 256); OpenMP threads when compiled with -fopenmp */
+    int n_threads;           /* 0: 1 (at most 256); OpenMP threads when compiled with -fopenmp
+                                (a team of at most one per processor: omp_get_num_procs) */
     tfm_parallel_for_fn parallel_for; /* optional; replaces OpenMP, work split in n_threads*4 tasks */
     void *parallel_user;
     bool (*should_abort)(void *user); /* optional; checked between layers */
@@ -4364,15 +4369,19 @@ TFM_PRIVATE tfm_result tfm__eval_batches(tfm_session *s, const int32_t *tokens, 
 }
 
 /* tfm__eval_batches on the calling thread, inside one OpenMP team when the session has threads
-   (see tfm__run_tasks). */
+   (see tfm__run_tasks). The team has at most one thread per processor: more would only spin
+   against the ones working (256 threads on 2 processors: 30x slower), and every thread is one
+   the runtime may fail to start, which libgomp answers with exit(1) and libomp with abort.
+   The work is still split into the session's n_tasks, so results never change. */
 TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
                                       float *logits_all) {
     tfm_result r = TFM_OK;
 #ifdef TFM__OPENMP
-    if (s->n_threads > 1 && !s->parallel_for) {
+    int n_team = s->n_threads < omp_get_num_procs() ? s->n_threads : omp_get_num_procs();
+    if (n_team > 1 && !s->parallel_for) {
         tfm__team team;
         memset(&team, 0, sizeof team);
-#pragma omp parallel num_threads(s->n_threads) shared(team, r)
+#pragma omp parallel num_threads(n_team) shared(team, r)
         {
 #pragma omp master /* the calling thread, so should_abort runs where the caller expects */
             {

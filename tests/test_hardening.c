@@ -23,6 +23,7 @@
 #include "check.h"
 #include "tfm_writer.h"
 #include "tok_data.h"
+#include "tiny_model.h"
 
 #include <math.h>
 #include <time.h>
@@ -368,52 +369,14 @@ static void test_hash_runs(void) {
 
 enum { NF_VOCAB = 64, NF_D = 256, NF_FF = 256, NF_HEADS = 4, NF_CTX = 16 };
 
-/* A one-layer Llama-shaped model (RMSNorm, gated SiLU FFN, RoPE) with every matrix of dtype,
-   random weights; lnf_scale multiplies the final norm's weights. */
+/* A one-layer Llama-shaped model with every matrix of dtype; lnf_scale multiplies the final
+   norm's weights. */
 static unsigned char *nf_model(int dtype, float lnf_scale, size_t *bytes) {
-    static const char *names[] = {"tok_embd", "blk.0.ln1.w", "blk.0.wq", "blk.0.wk", "blk.0.wv", "blk.0.wo",
-                                  "blk.0.ln2.w", "blk.0.w_gate", "blk.0.w_up", "blk.0.w_down", "lnf.w"};
-    tw_header h;
-    tw_tensor t[11];
-    float *v[11];
-    unsigned char *f;
-    uint64_t seed = 12345;
-    int i;
-    size_t k;
-    memset(&h, 0, sizeof h);
-    h.arch = TFM_ARCH_LLAMA; h.n_vocab = NF_VOCAB; h.n_ctx = NF_CTX; h.n_layers = 1; h.n_heads = NF_HEADS;
-    h.n_kv_heads = NF_HEADS; h.d_model = NF_D; h.d_head = NF_D / NF_HEADS; h.d_ff = NF_FF; h.rope_dim = NF_D / NF_HEADS;
-    h.theta = 10000.0f; h.eps = 1e-5f; h.norm = TFM_NORM_RMSNORM; h.act = TFM_ACT_SILU; h.ffn = TFM_FFN_GATED;
-    h.residual = TFM_RESIDUAL_SEQUENTIAL; h.pos = TFM_POS_ROPE_HALF;
-    for (i = 0; i < 11; i++) {
-        int vec = i == 1 || i == 6 || i == 10;
-        size_t n;
-        memset(&t[i], 0, sizeof t[i]);
-        t[i].name = names[i];
-        t[i].rows = i == 0 ? NF_VOCAB : i == 9 ? NF_D : i == 7 || i == 8 ? NF_FF : NF_D;
-        t[i].cols = vec ? 0 : i == 9 ? NF_FF : NF_D;
-        t[i].dtype = vec ? 0 : dtype;
-        n = (size_t)t[i].rows * (size_t)(t[i].cols ? t[i].cols : 1);
-        v[i] = (float *)malloc(n * sizeof(float));
-        for (k = 0; k < n; k++) {
-            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-            v[i][k] = vec ? (i == 10 ? lnf_scale : 1.0f) : ((float)(seed >> 40) / 16777216.0f - 0.5f) * 0.2f;
-        }
-        t[i].v = v[i];
-    }
-    f = tw_write(&h, t, 11, NULL, 0, bytes);
-    for (i = 0; i < 11; i++) free(v[i]);
-    return f;
-}
-
-/* The data offset of tensor `name` in a file written by tw_write. */
-static size_t nf_offset(const unsigned char *f, const char *name) {
-    size_t i, n = tfm__rd_u32(f + 84);
-    for (i = 0; i < n; i++) {
-        const unsigned char *e = f + 256 + 128 * i;
-        if (strcmp((const char *)e, name) == 0) return (size_t)tfm__rd_u64(e + 104);
-    }
-    return 0;
+    tiny_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.n_vocab = NF_VOCAB; sp.n_ctx = NF_CTX; sp.n_layers = 1; sp.n_heads = NF_HEADS; sp.d_model = NF_D;
+    sp.d_ff = NF_FF; sp.dtype = dtype; sp.lnf_scale = lnf_scale;
+    return tiny_model(&sp, bytes);
 }
 
 /* Eval 3 tokens (with and without logits_all, 1 and 2 threads): the results. */
@@ -457,7 +420,7 @@ static void test_not_finite(void) {
                   tfm_dtype_describe((tfm_dtype)dtype).name, (int)a, (int)b, (int)c);
         for (poison = 0; poison < 2; poison++) { /* NaN, then +Inf */
             memcpy(f, clean, bytes);
-            at = nf_offset(f, "blk.0.wq");
+            at = tiny_offset(f, "blk.0.wq");
             if (dtype == TFM_DTYPE_F32) tw_put_f32(f + at, poison ? INFINITY : NAN);
             else if (dtype == TFM_DTYPE_BF16) { f[at] = poison ? 0x80 : 0xC0; f[at + 1] = 0x7F; }
             else { /* the f16 value, or the block's f16 scale d */
@@ -477,7 +440,7 @@ static void test_not_finite(void) {
         size_t bytes;
         unsigned char *f = nf_model(TFM_DTYPE_F32, 1.0f, &bytes);
         tfm_result a, b, c;
-        tw_put_f32(f + nf_offset(f, "blk.0.ln2.w") + 4 * 7, NAN);
+        tw_put_f32(f + tiny_offset(f, "blk.0.ln2.w") + 4 * 7, NAN);
         nf_eval(f, bytes, &a, &b, &c);
         CHECK_MSG(a == TFM_ERR_NOT_FINITE && b == TFM_ERR_NOT_FINITE, "NaN in blk.0.ln2.w: %d %d", (int)a, (int)b);
         free(f);
