@@ -15,7 +15,7 @@ PYTHON   ?= /usr/bin/python3
 PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test sanitize check-compile unicode-check demo bench fuzz clean
+.PHONY: all test sanitize tsan thread-check check-compile unicode-check demo bench fuzz clean
 all: $(PROGRAMS)
 
 # Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/, every architecture)
@@ -113,6 +113,30 @@ sanitize: all $(TEST_MODELS) $(DEMO_MODEL) | build
 	  $(CC) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(WARN) -I. \
 	    -o build/san/$$n tests/$$n.c $(LDLIBS) || exit 1; done
 	@SHARED=$(SHARED) SAN=1 sh tests/run.sh $(patsubst build/%,build/san/%,$(TESTS))
+
+# ThreadSanitizer over the thread tests (tests/test_threads.c: many sessions on one model, host
+# threads coming and going, OpenMP teams and a host parallel_for), built with gcc and with clang,
+# each with -fopenmp. tests/tsan.supp says what it suppresses and why. A compiler, or its TSan
+# or OpenMP runtime, that is missing is skipped with a message; a report fails.
+TSAN_OPTS = suppressions=$(CURDIR)/tests/tsan.supp ignore_noninstrumented_modules=1 halt_on_error=1 exitcode=66
+tsan: | build
+	@for cc in gcc clang; do \
+	  if ! command -v $$cc >/dev/null; then echo "SKIP tsan $$cc: not installed"; continue; fi; \
+	  if ! printf 'int main(void){return 0;}' | $$cc -fsanitize=thread -fopenmp -x c - -o build/tsan_probe 2>/dev/null; then \
+	    echo "SKIP tsan $$cc: no ThreadSanitizer or OpenMP runtime for it (libclang-rt-14-dev, libomp-14-dev)"; continue; fi; \
+	  echo "== tsan $$cc -fopenmp: build/tsan_$$cc"; \
+	  $$cc -O1 -g -fsanitize=thread -fopenmp $(WARN) -I. -o build/tsan_$$cc tests/test_threads.c $(LDLIBS) || exit 1; \
+	  TSAN_OPTIONS="$(TSAN_OPTS)" build/tsan_$$cc || exit 1; \
+	done
+
+# The thread tests built by clang -fopenmp (LLVM's libomp: the runtime of Android, macOS and iOS
+# builds); skipped with a message when clang or libomp is missing.
+thread-check: | build
+	@if ! command -v clang >/dev/null; then echo "SKIP thread-check: clang not installed"; \
+	elif ! printf '#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}' | clang -fopenmp -x c - -o build/omp_probe 2>/dev/null; then \
+	  echo "SKIP thread-check: no OpenMP runtime for clang (libomp-14-dev)"; \
+	else echo "== clang -fopenmp: build/test_threads_clang"; \
+	  clang $(OPT) -fopenmp $(WARN) -I. -o build/test_threads_clang tests/test_threads.c $(LDLIBS) && build/test_threads_clang; fi
 
 # The demo: convert the small model that ships in models/demo (the same path real Hugging Face
 # checkpoints take) and sample from it with a fixed prompt and seed.

@@ -3814,24 +3814,54 @@ TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, cons
    parallel pass is published to them as a numbered job. Every thread, the caller too, takes
    task indices from one counter until none are left, so a thread the OS has descheduled (a
    busy machine) costs at most the one task it holds: nothing waits at a barrier for it. The
-   counter holds the pass number above the task index, so a late thread can never take a task
-   of a pass whose job it has not read: the job of pass p lives in slot p % 2, written before
-   the counter announces p and kept until every task of p is done. No OpenMP tasks: their
-   runtimes allocate per task, and clang's libomp crashes on task pools when host threads come
-   and go. */
-#define TFM__TEAM_INDEX_BITS 16           /* task index below, pass number above */
-#define TFM__TEAM_INDEX_MASK 0xffff
+   64-bit counter holds the pass number, the pass's task count and the next task index, so a
+   thread reads a job only with a task of that pass in hand: the job of pass p lives in slot
+   p % 2, written before the counter announces p and kept until every task of p is done (a
+   thread that finds the pass exhausted reads nothing, as the slot may already hold pass p + 2;
+   indices have 24 bits, for the 65536 attention heads a file may have). Atomics are seq_cst
+   where OpenMP has the clause (4.0), so ThreadSanitizer sees the hand-offs; with
+   -fsanitize=thread the region's start and end are annotated too (the runtime's own barriers
+   are invisible to it). No OpenMP tasks: their runtimes allocate per task, and clang's libomp
+   crashes on task pools when host threads come and go. */
+#define TFM__TEAM_INDEX_BITS 24          /* next: task index in bits 0..23, task count in 24..47, */
+#define TFM__TEAM_INDEX_MASK 0xffffff    /* the pass number above */
+#define TFM__TEAM_PASS_SHIFT 48
 #define TFM__TEAM_PASS_MASK 0x7fff
+#if defined(_OPENMP) && _OPENMP >= 201307
+#define TFM__OMP_SEQ_CST seq_cst
+#else
+#define TFM__OMP_SEQ_CST
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TFM__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TFM__TSAN 1
+#endif
+#endif
+#ifdef TFM__TSAN
+/* The ThreadSanitizer runtime's happens-before annotations (tsan_interface.h). */
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define TFM__TSAN_ACQUIRE(p) __tsan_acquire(p)
+#define TFM__TSAN_RELEASE(p) __tsan_release(p)
+#define TFM__TSAN_IGNORE_READS(on) ((on) ? AnnotateIgnoreReadsBegin(__FILE__, __LINE__) : AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+#else
+#define TFM__TSAN_ACQUIRE(p) ((void)0)
+#define TFM__TSAN_RELEASE(p) ((void)0)
+#define TFM__TSAN_IGNORE_READS(on) ((void)0)
+#endif
 
 typedef struct tfm__team_job {
     tfm_task_fn fn;
     void *ctx;
-    int n_tasks;
 } tfm__team_job;
 
 typedef struct tfm__team {
     tfm__team_job job[2]; /* pass p's job in job[p % 2] */
-    int next;             /* (pass << TFM__TEAM_INDEX_BITS) | the next task index to take */
+    int64_t next;         /* pass << 48 | n_tasks << 24 | the next task index to take */
     int done;             /* tasks of the current pass finished */
     int pass;             /* passes published (the calling thread's count) */
     int quit;             /* set when eval ends: the other threads leave */
@@ -3846,19 +3876,22 @@ TFM_PRIVATE void tfm__cpu_relax(void) {
 }
 
 #ifdef TFM__OPENMP
+/* Task index and task count of a counter value: the pass has work while index < count. */
+#define TFM__TEAM_INDEX(v) ((int)((v) & TFM__TEAM_INDEX_MASK))
+#define TFM__TEAM_COUNT(v) ((int)(((v) >> TFM__TEAM_INDEX_BITS) & TFM__TEAM_INDEX_MASK))
+
 /* Take and run tasks of the announced pass until none are left. */
 TFM_PRIVATE void tfm__team_work(tfm__team *team) {
     for (;;) {
         const tfm__team_job *job;
-        int v, t;
-#pragma omp atomic capture
+        int64_t v;
+#pragma omp atomic capture TFM__OMP_SEQ_CST
         v = team->next++;
 #pragma omp flush
-        job = &team->job[(v >> TFM__TEAM_INDEX_BITS) & 1];
-        t = v & TFM__TEAM_INDEX_MASK;
-        if (t >= job->n_tasks) return;
-        job->fn(job->ctx, t);
-#pragma omp atomic update
+        if (TFM__TEAM_INDEX(v) >= TFM__TEAM_COUNT(v)) return;
+        job = &team->job[(v >> TFM__TEAM_PASS_SHIFT) & 1];
+        job->fn(job->ctx, TFM__TEAM_INDEX(v));
+#pragma omp atomic update TFM__OMP_SEQ_CST
         team->done += 1;
     }
 }
@@ -3866,16 +3899,17 @@ TFM_PRIVATE void tfm__team_work(tfm__team *team) {
 /* The other threads of the region: run announced passes until quit. */
 TFM_PRIVATE void tfm__team_wait(tfm__team *team) {
     for (;;) {
-        int v, quit;
-#pragma omp atomic read
+        int64_t v;
+        int quit;
+#pragma omp atomic read TFM__OMP_SEQ_CST
         quit = team->quit;
-        if (quit) return;
-#pragma omp atomic read
+        if (quit) break;
+#pragma omp atomic read TFM__OMP_SEQ_CST
         v = team->next;
-#pragma omp flush
-        if ((v & TFM__TEAM_INDEX_MASK) < team->job[(v >> TFM__TEAM_INDEX_BITS) & 1].n_tasks) tfm__team_work(team);
+        if (TFM__TEAM_INDEX(v) < TFM__TEAM_COUNT(v)) tfm__team_work(team);
         else tfm__cpu_relax();
     }
+    TFM__TSAN_RELEASE(team); /* this thread's last reads of the team, before the region ends */
 }
 
 /* One pass on the team (the calling thread): announce, work, wait for the last task. */
@@ -3886,15 +3920,14 @@ TFM_PRIVATE void tfm__team_run(tfm__team *team, int n_tasks, tfm_task_fn fn, voi
     job = &team->job[pass & 1];
     job->fn = fn;
     job->ctx = ctx;
-    job->n_tasks = n_tasks;
-#pragma omp atomic write
+#pragma omp atomic write TFM__OMP_SEQ_CST
     team->done = 0;
 #pragma omp flush
-#pragma omp atomic write
-    team->next = pass << TFM__TEAM_INDEX_BITS;
+#pragma omp atomic write TFM__OMP_SEQ_CST
+    team->next = (int64_t)pass << TFM__TEAM_PASS_SHIFT | (int64_t)n_tasks << TFM__TEAM_INDEX_BITS;
     tfm__team_work(team);
     while (done < n_tasks) {
-#pragma omp atomic read
+#pragma omp atomic read TFM__OMP_SEQ_CST
         done = team->done;
         if (done < n_tasks) tfm__cpu_relax();
     }
@@ -4381,6 +4414,7 @@ TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int
     if (n_team > 1 && !s->parallel_for) {
         tfm__team team;
         memset(&team, 0, sizeof team);
+        TFM__TSAN_RELEASE(&team);
 #pragma omp parallel num_threads(n_team) shared(team, r)
         {
 #pragma omp master /* the calling thread, so should_abort runs where the caller expects */
@@ -4388,11 +4422,19 @@ TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int
                 s->team = &team;
                 r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
                 s->team = NULL;
-#pragma omp atomic write
+#pragma omp atomic write TFM__OMP_SEQ_CST
                 team.quit = 1;
             }
-            if (omp_get_thread_num() != 0) tfm__team_wait(&team);
+            if (omp_get_thread_num() != 0) {
+                tfm__team *t;
+                TFM__TSAN_IGNORE_READS(1); /* the region's captured pointers, handed over by the */
+                t = &team;                 /* runtime (invisible to ThreadSanitizer); then what the */
+                TFM__TSAN_ACQUIRE(t);      /* caller wrote before the region */
+                TFM__TSAN_IGNORE_READS(0);
+                tfm__team_wait(t);
+            }
         }
+        TFM__TSAN_ACQUIRE(&team); /* the other threads' last reads (tfm__team_wait's release) */
         return r;
     }
 #endif

@@ -91,7 +91,27 @@ static int eval_all(const tfm_session_desc *sd, float *out) {
 
 typedef struct host_job {
     int n_threads, ok;
+    tfm_parallel_for_fn parallel_for;
 } host_job;
+
+/* A host's parallel_for: the odd tasks on a thread of its own, the even ones here. */
+typedef struct pf_half { int n_tasks; tfm_task_fn task; void *ctx; } pf_half;
+static void *pf_odd(void *arg) {
+    pf_half *p = (pf_half *)arg;
+    int i;
+    for (i = 1; i < p->n_tasks; i += 2) p->task(p->ctx, i);
+    return NULL;
+}
+static void pf_pthread(void *user, int n_tasks, tfm_task_fn task, void *ctx) {
+    pthread_t th;
+    pf_half p;
+    int i, started;
+    (void)user;
+    p.n_tasks = n_tasks; p.task = task; p.ctx = ctx;
+    started = pthread_create(&th, NULL, pf_odd, &p) == 0;
+    for (i = 0; i < n_tasks; i += started ? 2 : 1) task(ctx, i);
+    if (started) pthread_join(th, NULL);
+}
 
 static void *host_run(void *arg) {
     host_job *j = (host_job *)arg;
@@ -100,6 +120,7 @@ static void *host_run(void *arg) {
     int k;
     memset(&sd, 0, sizeof sd);
     sd.n_threads = j->n_threads;
+    sd.parallel_for = j->parallel_for;
     j->ok = mine != NULL;
     for (k = 0; k < 2 && j->ok; k++) { /* two sessions, one after the other, on this thread */
         memset(mine, 0, sizeof g_ref);
@@ -117,6 +138,7 @@ static void test_host_churn(void) {
         int started[HOST_THREADS];
         for (i = 0; i < HOST_THREADS; i++) {
             job[i].n_threads = 1 + (round + i) % 3; /* 1, 2 or 3 threads per session */
+            job[i].parallel_for = (round + i) % 4 == 3 ? pf_pthread : NULL; /* or the host's threads */
             job[i].ok = 0;
             started[i] = pthread_create(&th[i], NULL, host_run, &job[i]) == 0;
         }
@@ -127,20 +149,20 @@ static void test_host_churn(void) {
             bad += !job[i].ok;
         }
     }
-    printf("host threads: %d rounds of %d, %d sessions of 1-3 threads each: %d differ or failed\n", ROUNDS,
+    printf("host threads: %d rounds of %d, %d sessions (1-3 threads, a quarter on a parallel_for): %d differ or failed\n", ROUNDS,
            HOST_THREADS, ran, bad);
     CHECK(ran == ROUNDS * HOST_THREADS && bad == 0);
 }
 
 /* ---- allocations per eval -------------------------------------------------------------------- */
 
+#ifdef COUNT_MALLOC
 static void pf_serial(void *user, int n_tasks, tfm_task_fn task, void *ctx) {
     int i;
     (void)user;
     for (i = n_tasks - 1; i >= 0; i--) task(ctx, i);
 }
 
-#ifdef COUNT_MALLOC
 typedef struct alloc_job {
     tfm_session_desc sd;
     int mallocs, evals, ok;
@@ -255,6 +277,40 @@ static void test_thread_cap(void) {
     tfm_session_destroy(s);
 }
 
+/* ---- a pass of more tasks than a 16-bit task index holds -------------------------------- */
+
+/* 65536 attention heads of one dimension (the most a file may have): one parallel pass of
+   65536 tasks, with 2 threads equal to 1 thread. */
+static void test_many_tasks(void) {
+    tiny_spec sp;
+    tfm_model_desc md;
+    tfm_model *m = NULL;
+    unsigned char *file;
+    size_t bytes;
+    static float one[4 * 16], two[4 * 16];
+    int32_t tok[4] = {1, 2, 3, 4};
+    int pass;
+    memset(&sp, 0, sizeof sp);
+    sp.n_vocab = 16; sp.n_ctx = 8; sp.n_layers = 1; sp.n_heads = 65536; sp.n_kv_heads = 1; sp.d_head = 1;
+    sp.no_rope = 1; sp.d_model = 16; sp.d_ff = 16; sp.lnf_scale = 1.0f;
+    file = tiny_model(&sp, &bytes);
+    memset(&md, 0, sizeof md);
+    md.data = file;
+    md.data_bytes = bytes;
+    CHECK(file && tfm_model_open(&md, &m) == TFM_OK);
+    for (pass = 0; m && pass < 2; pass++) {
+        tfm_session_desc sd;
+        tfm_session *s = NULL;
+        memset(&sd, 0, sizeof sd);
+        sd.n_threads = pass ? 2 : 1;
+        CHECK(tfm_session_create(m, &sd, &s) == TFM_OK && tfm_session_eval(s, tok, 4, 0, pass ? two : one) == TFM_OK);
+        tfm_session_destroy(s);
+    }
+    CHECK_MSG(memcmp(one, two, sizeof one) == 0, "65536 heads: 2 threads differ from 1");
+    tfm_model_close(m);
+    free(file);
+}
+
 int main(void) {
     tiny_spec sp;
     tfm_model_desc md;
@@ -285,6 +341,7 @@ int main(void) {
     printf("SKIP malloc counting (not glibc, or a sanitizer build)\n");
 #endif
     test_thread_cap();
+    test_many_tasks();
     tfm_model_close(g_model);
     free(file);
     return check_summary("test_threads");

@@ -9,6 +9,9 @@
 
 typedef struct tiny_spec {
     int n_vocab, n_ctx, n_layers, n_heads, d_model, d_ff;
+    int d_head;      /* 0: d_model / n_heads */
+    int n_kv_heads;  /* 0: n_heads */
+    int no_rope;     /* no position encoding (then any d_head) */
     int dtype;       /* every matrix (a tfm_dtype); vectors are f32 */
     float lnf_scale; /* the final norm's weights (1: ordinary) */
     uint64_t seed;
@@ -28,9 +31,11 @@ static inline unsigned char *tiny_model(const tiny_spec *sp, size_t *bytes) {
     size_t e;
     memset(&h, 0, sizeof h);
     h.arch = TFM_ARCH_LLAMA; h.n_vocab = sp->n_vocab; h.n_ctx = sp->n_ctx; h.n_layers = sp->n_layers;
-    h.n_heads = sp->n_heads; h.n_kv_heads = sp->n_heads; h.d_model = sp->d_model; h.d_head = sp->d_model / sp->n_heads;
-    h.d_ff = sp->d_ff; h.rope_dim = h.d_head; h.theta = 10000.0f; h.eps = 1e-5f; h.norm = TFM_NORM_RMSNORM;
-    h.act = TFM_ACT_SILU; h.ffn = TFM_FFN_GATED; h.residual = TFM_RESIDUAL_SEQUENTIAL; h.pos = TFM_POS_ROPE_HALF;
+    h.n_heads = sp->n_heads; h.n_kv_heads = sp->n_kv_heads ? sp->n_kv_heads : sp->n_heads; h.d_model = sp->d_model;
+    h.d_head = sp->d_head ? sp->d_head : sp->d_model / sp->n_heads;
+    h.d_ff = sp->d_ff; h.rope_dim = sp->no_rope ? 0 : h.d_head; h.theta = 10000.0f; h.eps = 1e-5f; h.norm = TFM_NORM_RMSNORM;
+    h.act = TFM_ACT_SILU; h.ffn = TFM_FFN_GATED; h.residual = TFM_RESIDUAL_SEQUENTIAL;
+    h.pos = sp->no_rope ? TFM_POS_NONE : TFM_POS_ROPE_HALF;
     if (sp->n_layers > 16) return NULL;
     memset(t, 0, sizeof t);
     for (i = -1; i <= sp->n_layers; i++) { /* tok_embd, the layers, lnf.w */
@@ -41,6 +46,9 @@ static inline unsigned char *tiny_model(const tiny_spec *sp, size_t *bytes) {
             else {
                 snprintf(names[n], sizeof names[n], "blk.%d.%s", i, per_layer[k]);
                 if (k == 0 || k == 5) cols = 0;
+                if (k == 1) rows = h.n_heads * h.d_head;                /* wq */
+                if (k == 2 || k == 3) rows = h.n_kv_heads * h.d_head;   /* wk, wv */
+                if (k == 4) cols = h.n_heads * h.d_head;                /* wo */
                 if (k == 6 || k == 7) rows = sp->d_ff;
                 if (k == 8) cols = sp->d_ff;
             }
