@@ -1851,20 +1851,31 @@ TFM_PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, int
     }
 }
 
-/* After any quantizer: a block of x holding NaN or Inf gets the scale NaN, so the products
-   that read it are NaN as the float ones would be (codes are integers: the quantizers would
-   turn a NaN into some finite code, and eval's check of the logits would never see it). One
-   pass over x, a thousandth of the product's work. */
-TFM_PRIVATE void tfm__quant_mark_not_finite(const float *x, size_t x_stride, int n_b, tfm__qacts *qa) {
-    int t, j, i;
+/* True when x [n_b, cols] (rows x_stride apart) holds a NaN or an Inf (x * 0 is NaN exactly
+   for those). */
+TFM_PRIVATE bool tfm__rows_not_finite(const float *x, size_t x_stride, int n_b, int cols) {
+    int t, i;
     for (t = 0; t < n_b; t++) {
-        for (j = 0; j < qa->n_blocks; j++) {
-            const float *xb = x + (size_t)t * x_stride + (size_t)j * (size_t)qa->block;
-            float zero = 0.0f; /* x * 0 is NaN exactly for NaN and +-Inf */
-            for (i = 0; i < qa->block; i++) zero += xb[i] * 0.0f;
-            if (zero != 0.0f) qa->d[tfm__qa_block_index(qa, t, j) * (size_t)qa->group + (size_t)(t % qa->group)] = NAN;
-        }
+        const float *xt = x + (size_t)t * x_stride;
+        float zero = 0.0f;
+        for (i = 0; i < cols; i++) zero += xt[i] * 0.0f;
+        if (zero != 0.0f) return true;
     }
+    return false;
+}
+
+/* For input that holds NaN / Inf, instead of a set's quantizer: the scalar one (NaN codes as
+   -127; the vector ones convert NaN to INT_MIN and their code sums overflow), then the scale
+   NaN for every block holding one, so the products that read it are NaN as float products
+   would be (integer codes would otherwise turn the NaN into finite garbage, which eval's check
+   of the logits would never see). */
+TFM_PRIVATE void tfm__quant_not_finite(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+    int t, j;
+    tfm__quant_scalar(x, x_stride, n_b, cols, qa);
+    for (t = 0; t < n_b; t++)
+        for (j = 0; j < qa->n_blocks; j++)
+            if (tfm__rows_not_finite(x + (size_t)t * x_stride + (size_t)j * (size_t)qa->block, 0, 1, qa->block))
+                qa->d[tfm__qa_block_index(qa, t, j) * (size_t)qa->group + (size_t)(t % qa->group)] = NAN;
 }
 
 /* The integer dot products, bit for bit the same in every kernel: per block an exact integer
@@ -4001,8 +4012,10 @@ TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job
         if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
         done |= 1u << f;
         qa->group = tfm__act_group(f, job->n_b, s->model->isa.grouped);
-        s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
-        tfm__quant_mark_not_finite(job->x, job->x_stride, job->n_b, qa);
+        if (tfm__rows_not_finite(job->x, job->x_stride, job->n_b, job->w[k]->cols)) /* one pass over x */
+            tfm__quant_not_finite(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
+        else
+            s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
     }
 }
 
