@@ -15,7 +15,7 @@ PYTHON   ?= /usr/bin/python3
 PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test sanitize tsan thread-check check-compile unicode-check demo bench fuzz clean
+.PHONY: all test sanitize test-nosimd valgrind tsan thread-check check-compile unicode-check demo bench fuzz clean
 all: $(PROGRAMS)
 
 # Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/, every architecture)
@@ -94,7 +94,9 @@ check-compile: | build
 	$(CC) $(STRICT) -c build/static_main.c -o build/static_main.o
 	$(CC) build/static1.o build/static2.o build/static_main.o -o build/static_link -lm
 	$(CC) $(STRICT) -fopenmp -I. -c build/impl.c -o build/impl_omp.o
-	-command -v clang >/dev/null && clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o
+	@if command -v clang >/dev/null; then echo "clang $(STRICT) -I. -c build/impl.c"; \
+	  clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o || exit 1; \
+	else echo "SKIP clang compile check: clang not installed"; fi
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
 	@! nm build/impl.o | awk '$$2 ~ /^[BbDdCc]$$/ {print "mutable global: " $$3; bad=1} END {exit !bad}'
 
@@ -106,13 +108,47 @@ unicode-check:
 test: all $(TESTS) $(TEST_MODELS) $(DEMO_MODEL) check-compile
 	@SHARED=$(SHARED) sh tests/run.sh $(TESTS)
 
-# Address and undefined-behaviour sanitizers over the same test programs.
-sanitize: all $(TEST_MODELS) $(DEMO_MODEL) | build
+# Address and undefined-behaviour sanitizers over the same test programs, and over the tools and
+# CLIs, which the shell suites then run (BIN=build/san).
+SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_TESTS = $(patsubst build/%,build/san/%,$(TESTS))
+SAN_PROGRAMS = $(patsubst build/%,build/san/%,$(PROGRAMS))
+build/san/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h
 	@mkdir -p build/san
-	@for t in $(TESTS); do n=$$(basename $$t); \
-	  $(CC) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(WARN) -I. \
-	    -o build/san/$$n tests/$$n.c $(LDLIBS) || exit 1; done
-	@SHARED=$(SHARED) SAN=1 sh tests/run.sh $(patsubst build/%,build/san/%,$(TESTS))
+	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ $< $(LDLIBS)
+build/san/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/tfm_write.h tools/json.h tools/gguf.h tools/quant.h tfm.h
+	@mkdir -p build/san
+	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ $(CONVERT_SRC) $(LDLIBS)
+build/san/tfm-bench: tools/tfm-bench.c tools/tfm_write.c tools/quant.c tfm.h
+	@mkdir -p build/san
+	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ tools/tfm-bench.c tools/tfm_write.c tools/quant.c $(LDLIBS)
+build/san/%: examples/%.c tfm.h
+	@mkdir -p build/san
+	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ $< $(LDLIBS)
+sanitize: all $(SAN_TESTS) $(SAN_PROGRAMS) $(TEST_MODELS) $(DEMO_MODEL) | build
+	@SHARED=$(SHARED) SAN=1 BIN=build/san EXAMPLE_CFLAGS="$(SAN_FLAGS)" sh tests/run.sh $(SAN_TESTS)
+
+# The test programs with TFM_NO_SIMD (the scalar kernels only: what a compiler or CPU without
+# the vector sets runs).
+NOSIMD_TESTS = $(patsubst build/%,build/nosimd/%,$(TESTS))
+build/nosimd/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h
+	@mkdir -p build/nosimd
+	$(CC) $(CFLAGS_ALL) -DTFM_NO_SIMD -o $@ $< $(LDLIBS)
+test-nosimd: all $(NOSIMD_TESTS) $(TEST_MODELS) $(DEMO_MODEL)
+	@SHARED=$(SHARED) SAN=1 sh tests/run.sh $(NOSIMD_TESTS)
+
+# One end-to-end generation (the demo model, or a test model without it) under valgrind's
+# memcheck: every read of the mapped file and the session, no leak. The binary is built for
+# the baseline x86-64 (valgrind has no AVX-512); the kernel set is then what valgrind's CPU
+# offers. Skipped with a message when valgrind is missing.
+VG_MODEL = $(if $(DEMO_MODEL),build/demo.tfm,build/models/neox_tok.tfm)
+valgrind: $(TEST_MODELS) $(DEMO_MODEL) | build
+	@if ! command -v valgrind >/dev/null; then echo "SKIP valgrind: not installed"; else \
+	  mkdir -p build/vg && $(CC) -O2 -g $(WARN) -I. -o build/vg/tfm-generate examples/tfm-generate.c $(LDLIBS) && \
+	  echo "== valgrind build/vg/tfm-generate -m $(VG_MODEL) -p \"$(DEMO_PROMPT)\" -n 12 --temp 0.8 --seed 7" && \
+	  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    build/vg/tfm-generate -m $(VG_MODEL) -p "$(DEMO_PROMPT)" -n 12 --temp 0.8 --seed 7 -t 1 && \
+	  echo "valgrind: 1 passed, 0 failed"; fi
 
 # ThreadSanitizer over the thread tests (tests/test_threads.c: many sessions on one model, host
 # threads coming and going, OpenMP teams and a host parallel_for), built with gcc and with clang,

@@ -7,7 +7,7 @@
 # program is built); and the error paths (exit status 1, one message, no output and no .tmp left
 # behind), hostile JSON included. No Python needed.
 cd "$(dirname "$0")/.." || exit 1
-CONV=${CONV:-build/tfm-convert}
+CONV=${CONV:-${BIN:-build}/tfm-convert}
 SHARED=${SHARED:-../shared}
 T=$(mktemp -d "${TMPDIR:-/tmp}/test_convert.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
@@ -218,7 +218,7 @@ expect_eq "gpt2 f16 wk column 0" "$(od -An -v -t x2 -w16 -j "$o" -N 128 "$F" | a
 # arch_case DIR "arch n_kv_heads d_head rope_dim norm ffn residual pos theta_bits" LAST_TENSOR
 # End to end, when build/tfm-generate exists: its logits on tokens.txt against logits.f32 (the
 # float64 reference); a correct conversion lands at ~1e-6, a plausible mistake at >= 9e-4.
-GEN=${GEN:-build/tfm-generate}
+GEN=${GEN:-${BIN:-build}/tfm-generate}
 LOGITS_BOUND=1e-4
 floats() { od -An -v -t f4 "$1" | tr -s ' ' '\n' | grep -v '^$'; }
 logits_maxdiff() { # MODEL DIR REFERENCE -> max |diff|, or "failed"
