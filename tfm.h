@@ -3349,7 +3349,8 @@ TFM_PRIVATE bool tfm__pick_isa(const char *name, tfm__isa *out) {
     int set;
     for (set = TFM__SET_COUNT - 1; set >= 0; set--) {
         if (!tfm__isa_get(set, out) || (name && name[0] && strcmp(name, out->name) != 0)) continue;
-        return tfm__isa_runs(out->name);
+        if (tfm__isa_runs(out->name)) return true;
+        if (name && name[0]) return false; /* the set asked for; else try the next best */
     }
     return false;
 }
