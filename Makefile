@@ -182,19 +182,13 @@ demo: all build/demo.tfm
 	@build/tfm-generate -m build/demo.tfm -p "$(DEMO_PROMPT)" -n 160 --temp 0.8 --top-k 40 \
 	  --repeat-penalty 1.1 --seed 42
 
-# libFuzzer (clang) over the .tfm reader, the tokenizer and chat templates, seeded with the test
-# models and the test templates.
+# libFuzzer (clang) over every reader: the .tfm loader, the tokenizer, chat templates, and
+# tfm-convert's JSON, GGUF, safetensors (Hugging Face), tokenizer.json and llama2.c readers
+# (tests/fuzz.sh lists the harnesses and their seeds). FUZZ_SECONDS=N per target; FUZZ_STRICT=1
+# also requires that every file the converter writes opens. Skips without clang's libFuzzer.
 FUZZ_SECONDS ?= 60
 fuzz: $(TEST_MODELS) | build
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_load.c -o build/fuzz_load -lm
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_tokenizer.c -o build/fuzz_tokenizer -lm
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_chat.c -o build/fuzz_chat -lm
-	@mkdir -p build/fuzz_load_corpus build/fuzz_tokenizer_corpus build/fuzz_chat_corpus
-	cp build/models/*.tfm build/fuzz_load_corpus/
-	cp tests/data/chat/templates/*.jinja build/fuzz_chat_corpus/
-	build/fuzz_load -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 build/fuzz_load_corpus
-	build/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) build/fuzz_tokenizer_corpus
-	build/fuzz_chat -max_total_time=$(FUZZ_SECONDS) build/fuzz_chat_corpus
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_STRICT=$(FUZZ_STRICT) sh tests/fuzz.sh
 
 clean:
 	rm -rf build
