@@ -188,7 +188,7 @@ demo: all build/demo.tfm
 # also requires that every file the converter writes opens. Skips without clang's libFuzzer.
 FUZZ_SECONDS ?= 60
 fuzz: $(TEST_MODELS) | build
-	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_STRICT=$(FUZZ_STRICT) sh tests/fuzz.sh
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_STRICT=$(FUZZ_STRICT) FUZZ_TARGETS="$(FUZZ_TARGETS)" sh tests/fuzz.sh
 
 clean:
 	rm -rf build
