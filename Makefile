@@ -15,7 +15,7 @@ PYTHON   ?= /usr/bin/python3
 PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench build/tfm-chat
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test sanitize check-compile unicode-check demo bench fuzz clean
+.PHONY: all test sanitize test-nosimd valgrind tsan thread-check check-compile unicode-check demo bench fuzz clean
 all: $(PROGRAMS)
 
 # Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/, every architecture)
@@ -72,7 +72,7 @@ bench: build/tfm-bench
 build/%: examples/%.c tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
-build/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tfm.h | build
+build/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
 # The header must compile warning-free as strict C99 (gcc and clang), as C++11, and with its
@@ -94,7 +94,9 @@ check-compile: | build
 	$(CC) $(STRICT) -c build/static_main.c -o build/static_main.o
 	$(CC) build/static1.o build/static2.o build/static_main.o -o build/static_link -lm
 	$(CC) $(STRICT) -fopenmp -I. -c build/impl.c -o build/impl_omp.o
-	-command -v clang >/dev/null && clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o
+	@if command -v clang >/dev/null; then echo "clang $(STRICT) -I. -c build/impl.c"; \
+	  clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o || exit 1; \
+	else echo "SKIP clang compile check: clang not installed"; fi
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
 	@! nm build/impl.o | awk '$$2 ~ /^[BbDdCc]$$/ {print "mutable global: " $$3; bad=1} END {exit !bad}'
 
@@ -106,13 +108,71 @@ unicode-check:
 test: all $(TESTS) $(TEST_MODELS) $(DEMO_MODEL) check-compile
 	@SHARED=$(SHARED) sh tests/run.sh $(TESTS)
 
-# Address and undefined-behaviour sanitizers over the same test programs.
-sanitize: all $(TEST_MODELS) $(DEMO_MODEL) | build
+# Address and undefined-behaviour sanitizers over the same test programs, and over the tools and
+# CLIs, which the shell suites then run (BIN=build/san).
+SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_TESTS = $(patsubst build/%,build/san/%,$(TESTS))
+SAN_PROGRAMS = $(patsubst build/%,build/san/%,$(PROGRAMS))
+build/san/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h
 	@mkdir -p build/san
-	@for t in $(TESTS); do n=$$(basename $$t); \
-	  $(CC) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(WARN) -I. \
-	    -o build/san/$$n tests/$$n.c $(LDLIBS) || exit 1; done
-	@SHARED=$(SHARED) SAN=1 sh tests/run.sh $(patsubst build/%,build/san/%,$(TESTS))
+	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ $< $(LDLIBS)
+build/san/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/tfm_write.h tools/json.h tools/gguf.h tools/quant.h tfm.h
+	@mkdir -p build/san
+	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ $(CONVERT_SRC) $(LDLIBS)
+build/san/tfm-bench: tools/tfm-bench.c tools/tfm_write.c tools/quant.c tfm.h
+	@mkdir -p build/san
+	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ tools/tfm-bench.c tools/tfm_write.c tools/quant.c $(LDLIBS)
+build/san/%: examples/%.c tfm.h
+	@mkdir -p build/san
+	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ $< $(LDLIBS)
+sanitize: all $(SAN_TESTS) $(SAN_PROGRAMS) $(TEST_MODELS) $(DEMO_MODEL) | build
+	@SHARED=$(SHARED) SAN=1 BIN=build/san EXAMPLE_CFLAGS="$(SAN_FLAGS)" sh tests/run.sh $(SAN_TESTS)
+
+# The test programs with TFM_NO_SIMD (the scalar kernels only: what a compiler or CPU without
+# the vector sets runs).
+NOSIMD_TESTS = $(patsubst build/%,build/nosimd/%,$(TESTS))
+build/nosimd/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h
+	@mkdir -p build/nosimd
+	$(CC) $(CFLAGS_ALL) -DTFM_NO_SIMD -o $@ $< $(LDLIBS)
+test-nosimd: all $(NOSIMD_TESTS) $(TEST_MODELS) $(DEMO_MODEL)
+	@SHARED=$(SHARED) SAN=1 sh tests/run.sh $(NOSIMD_TESTS)
+
+# One end-to-end generation (the demo model, or a test model without it) under valgrind's
+# memcheck: every read of the mapped file and the session, no leak. The binary is built for
+# the baseline x86-64 (valgrind has no AVX-512); the kernel set is then what valgrind's CPU
+# offers. Skipped with a message when valgrind is missing.
+VG_MODEL = $(if $(DEMO_MODEL),build/demo.tfm,build/models/neox_tok.tfm)
+valgrind: $(TEST_MODELS) $(DEMO_MODEL) | build
+	@if ! command -v valgrind >/dev/null; then echo "SKIP valgrind: not installed"; else \
+	  mkdir -p build/vg && $(CC) -O2 -g $(WARN) -I. -o build/vg/tfm-generate examples/tfm-generate.c $(LDLIBS) && \
+	  echo "== valgrind build/vg/tfm-generate -m $(VG_MODEL) -p \"$(DEMO_PROMPT)\" -n 12 --temp 0.8 --seed 7" && \
+	  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    build/vg/tfm-generate -m $(VG_MODEL) -p "$(DEMO_PROMPT)" -n 12 --temp 0.8 --seed 7 -t 1 && \
+	  echo "valgrind: 1 passed, 0 failed"; fi
+
+# ThreadSanitizer over the thread tests (tests/test_threads.c: many sessions on one model, host
+# threads coming and going, OpenMP teams and a host parallel_for), built with gcc and with clang,
+# each with -fopenmp. tests/tsan.supp says what it suppresses and why. A compiler, or its TSan
+# or OpenMP runtime, that is missing is skipped with a message; a report fails.
+TSAN_OPTS = suppressions=$(CURDIR)/tests/tsan.supp ignore_noninstrumented_modules=1 halt_on_error=1 exitcode=66
+tsan: | build
+	@for cc in gcc clang; do \
+	  if ! command -v $$cc >/dev/null; then echo "SKIP tsan $$cc: not installed"; continue; fi; \
+	  if ! printf 'int main(void){return 0;}' | $$cc -fsanitize=thread -fopenmp -x c - -o build/tsan_probe 2>/dev/null; then \
+	    echo "SKIP tsan $$cc: no ThreadSanitizer or OpenMP runtime for it (libclang-rt-14-dev, libomp-14-dev)"; continue; fi; \
+	  echo "== tsan $$cc -fopenmp: build/tsan_$$cc"; \
+	  $$cc -O1 -g -fsanitize=thread -fopenmp $(WARN) -I. -o build/tsan_$$cc tests/test_threads.c $(LDLIBS) || exit 1; \
+	  TSAN_OPTIONS="$(TSAN_OPTS)" build/tsan_$$cc || exit 1; \
+	done
+
+# The thread tests built by clang -fopenmp (LLVM's libomp: the runtime of Android, macOS and iOS
+# builds); skipped with a message when clang or libomp is missing.
+thread-check: | build
+	@if ! command -v clang >/dev/null; then echo "SKIP thread-check: clang not installed"; \
+	elif ! printf '#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}' | clang -fopenmp -x c - -o build/omp_probe 2>/dev/null; then \
+	  echo "SKIP thread-check: no OpenMP runtime for clang (libomp-14-dev)"; \
+	else echo "== clang -fopenmp: build/test_threads_clang"; \
+	  clang $(OPT) -fopenmp $(WARN) -I. -o build/test_threads_clang tests/test_threads.c $(LDLIBS) && build/test_threads_clang; fi
 
 # The demo: convert the small model that ships in models/demo (the same path real Hugging Face
 # checkpoints take) and sample from it with a fixed prompt and seed.
@@ -122,19 +182,13 @@ demo: all build/demo.tfm
 	@build/tfm-generate -m build/demo.tfm -p "$(DEMO_PROMPT)" -n 160 --temp 0.8 --top-k 40 \
 	  --repeat-penalty 1.1 --seed 42
 
-# libFuzzer (clang) over the .tfm reader, the tokenizer and chat templates, seeded with the test
-# models and the test templates.
+# libFuzzer (clang) over every reader: the .tfm loader, the tokenizer, chat templates, and
+# tfm-convert's JSON, GGUF, safetensors (Hugging Face), tokenizer.json and llama2.c readers
+# (tests/fuzz.sh lists the harnesses and their seeds). FUZZ_SECONDS=N per target; FUZZ_STRICT=1
+# also requires that every file the converter writes opens. Skips without clang's libFuzzer.
 FUZZ_SECONDS ?= 60
 fuzz: $(TEST_MODELS) | build
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_load.c -o build/fuzz_load -lm
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_tokenizer.c -o build/fuzz_tokenizer -lm
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_chat.c -o build/fuzz_chat -lm
-	@mkdir -p build/fuzz_load_corpus build/fuzz_tokenizer_corpus build/fuzz_chat_corpus
-	cp build/models/*.tfm build/fuzz_load_corpus/
-	cp tests/data/chat/templates/*.jinja build/fuzz_chat_corpus/
-	build/fuzz_load -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 build/fuzz_load_corpus
-	build/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) build/fuzz_tokenizer_corpus
-	build/fuzz_chat -max_total_time=$(FUZZ_SECONDS) build/fuzz_chat_corpus
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_STRICT=$(FUZZ_STRICT) FUZZ_TARGETS="$(FUZZ_TARGETS)" sh tests/fuzz.sh
 
 clean:
 	rm -rf build

@@ -66,13 +66,19 @@
        TFM_MAX_VOCAB         limit for hostile files (default 1<<22)
        TFM_MAX_CTX           limit for hostile files (default 1<<20)
        TFM_MAX_DIM           limit on d_model, d_ff, heads*d_head (default 1<<16)
+       TFM_MAX_ADDED_TOKEN_BYTES  longest added token a tokenizer may have (default 256; real
+                             ones are under 40): tokenizing costs at most this many steps a byte
 
    THREAD SAFETY
        A tfm_model is immutable after open: share it between any number of threads.
        A tfm_chat (a parsed chat template) is used by one thread at a time.
        A tfm_session is used by one thread at a time; sessions on one model may run in parallel.
        A tfm_sampler belongs to its caller. Results never depend on the thread count: work is
-       split by output rows, never by reduction order.
+       split by output rows, never by reduction order. With OpenMP, each eval is one parallel
+       region of min(n_threads, processors) threads (the runtime's pool, reused: no allocation
+       per eval once a host thread has run one); an OpenMP runtime that cannot start a thread
+       ends the process (libgomp: exit(1); libomp: abort), which no library can catch: a host
+       that must survive that passes its own parallel_for (or n_threads 1).
 
    tfm does NOT: train, use a GPU, create threads of its own (OpenMP aside), print, exit, abort
    on bad input, keep global state, or allocate after create time.
@@ -232,7 +238,9 @@ typedef enum tfm_result {
     TFM_ERR_UNSUPPORTED = 7,   /* valid, but this build cannot run it (dtype, big-endian host) */
     TFM_ERR_CONTEXT_FULL = 8,  /* positions would pass the session's n_ctx */
     TFM_ERR_CANCELLED = 9,     /* should_abort returned true */
-    TFM_ERR_TEMPLATE = 10      /* a chat template failed: syntax, rendering, raise_exception */
+    TFM_ERR_TEMPLATE = 10,     /* a chat template failed: syntax, rendering, raise_exception */
+    TFM_ERR_NOT_FINITE = 11    /* eval: the logits hold NaN or Inf (NaN / Inf weights, or
+                                  values that overflowed float); the positions are evaluated */
 } tfm_result;
 
 /* Weight types. The quantized ones are GGUF's block layouts byte for byte (see >>dtype). */
@@ -369,7 +377,10 @@ typedef struct tfm_sampler tfm_sampler;
 
 /* All-zero means default. Exactly one source: path, or data + data_bytes. */
 typedef struct tfm_model_desc {
-    const char *path;        /* .tfm file: mapped read-only (read into memory with no_mmap) */
+    const char *path;        /* .tfm file: mapped read-only (read into memory with no_mmap); a
+                                regular file (POSIX: else TFM_ERR_IO). Mapped, it must not shrink
+                                or change while open (a truncated file faults: SIGBUS); replace
+                                it by renaming a new file over it, or use no_mmap */
     const void *data;        /* a whole .tfm file in memory; must outlive the model; zero-copy */
     size_t data_bytes;
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
@@ -386,7 +397,8 @@ typedef void (*tfm_parallel_for_fn)(void *user, int n_tasks, tfm_task_fn task, v
 
 typedef struct tfm_session_desc {
     int n_ctx;               /* 0: the model's n_ctx */
-    int n_threads;           /* 0: 1 (at most 256); OpenMP threads when compiled with -fopenmp */
+    int n_threads;           /* 0: 1 (at most 256); OpenMP threads when compiled with -fopenmp
+                                (a team of at most one per processor: omp_get_num_procs) */
     tfm_parallel_for_fn parallel_for; /* optional; replaces OpenMP, work split in n_threads*4 tasks */
     void *parallel_user;
     bool (*should_abort)(void *user); /* optional; checked between layers */
@@ -460,8 +472,8 @@ TFM_API tfm_result tfm_model_token_bytes(const tfm_model *model, int32_t id,
 TFM_API tfm_result tfm_model_decode(const tfm_model *model, tfm_utf8_stream *stream, int32_t id,
                                     char *out, size_t out_cap, size_t *n_out);
 /* Ends a stream: a held incomplete tail becomes one U+FFFD (3 bytes, as Python does) and the
-   stream is reset. Returns the bytes written: 0 when nothing is held, or when out_cap < 3 (the
-   tail then stays held). */
+   stream is reset. Returns the bytes written: 0 when nothing is held (or n_held is not 1..3),
+   or when out_cap < 3 (the tail then stays held). */
 TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t out_cap);
 
 /* --- chat templates (>>chat) ---
@@ -546,7 +558,11 @@ TFM_API void tfm_session_destroy(tfm_session *session);          /* NULL is fine
    number of positions already evaluated (a smaller pos rewinds the cache; INVALID_ARG when a
    sliding-window layer's ring no longer holds the window before pos). logits_all, if
    not NULL, receives [n_tokens, n_vocab]; the last token's logits are always kept in the
-   session (tfm_session_logits). Full context: TFM_ERR_CONTEXT_FULL, nothing evaluated. */
+   session (tfm_session_logits). Full context: TFM_ERR_CONTEXT_FULL, nothing evaluated.
+   Logits that hold NaN or Inf (the ones computed: the last token's, or all of logits_all):
+   TFM_ERR_NOT_FINITE, with the positions evaluated; the cache then likely holds NaN too, so
+   rewind before them or start over (the file's weights hold NaN / Inf, or are so large that
+   values overflow float). Weights are not scanned at open: they are checked as they are used. */
 TFM_API tfm_result tfm_session_eval(tfm_session *session, const int32_t *tokens, int n_tokens,
                                     int pos, float *logits_all);
 /* Decode one token at pos and point *logits at the session's [n_vocab] logits. */
@@ -557,7 +573,8 @@ TFM_API int tfm_session_n_past(const tfm_session *session);   /* positions in th
 TFM_API int tfm_session_n_ctx(const tfm_session *session);
 TFM_API const char *tfm_session_last_error(const tfm_session *session); /* "" if none */
 
-/* --- math on logits (numerically stable: max-subtracted, log-sum-exp) --- */
+/* --- math on logits (numerically stable: max-subtracted, log-sum-exp; +inf logits share all
+   the mass; a NaN logit, or all -inf, gives NaN) --- */
 TFM_API void tfm_softmax(const float *logits, float *probs, int n);
 TFM_API void tfm_log_softmax(const float *logits, float *log_probs, int n);
 TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target); /* nats */
@@ -568,7 +585,8 @@ TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target); /* 
 TFM_API tfm_result tfm_sampler_create(const tfm_sampler_desc *desc, tfm_sampler **out_sampler);
 TFM_API void tfm_sampler_destroy(tfm_sampler *sampler);          /* NULL is fine */
 /* Pick the next token from logits[0..n) (n <= desc n_vocab) and remember it for the
-   repetition penalty. */
+   repetition penalty. TFM_ERR_INVALID_ARG (*out_token -1, nothing remembered) when a logit is
+   NaN or every logit is -inf; -inf logits are never drawn, a +inf one is certain. */
 TFM_API tfm_result tfm_sample(tfm_sampler *sampler, const float *logits, int n, int32_t *out_token);
 /* Remember a token (e.g. a prompt token) for the repetition penalty without sampling. */
 TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
@@ -609,6 +627,9 @@ TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
 #endif
 #ifndef TFM_MAX_DIM
 #define TFM_MAX_DIM (1 << 16)
+#endif
+#ifndef TFM_MAX_ADDED_TOKEN_BYTES
+#define TFM_MAX_ADDED_TOKEN_BYTES 256
 #endif
 #if defined(_OPENMP) && _OPENMP >= 201107 && !defined(TFM_NO_OPENMP) /* OpenMP 3.1: atomic capture */
 #define TFM__OPENMP 1
@@ -796,15 +817,30 @@ TFM_PRIVATE void tfm__free(const tfm_allocator *a, void *ptr, size_t bytes) {
    mapped read-only (POSIX mmap), or read through the allocator (no_mmap, TFM_NO_MMAP, a failed
    mmap, or a platform without mmap). Everything after this section sees only those bytes.
    Borrowed memory must be at least 4-byte aligned (malloc and mmap memory always is): tensors
-   sit at 64-byte aligned offsets and are read in place as float / uint16_t arrays. */
+   sit at 64-byte aligned offsets and are read in place as float / uint16_t arrays.
+   On POSIX a path is opened without blocking and must be a regular file (a FIFO would block
+   the open, or the reads, forever; a device or directory has no size): anything else is
+   TFM_ERR_IO before a byte is read. A mapped file must not shrink or change while the model is
+   open: the pages are read as they are used, and a truncated file faults the process (SIGBUS),
+   which no check at open can prevent. Replace a model by writing a new file and renaming it
+   over the old one (the mapping keeps the old file), or open with no_mmap. */
 
-#if !defined(TFM_NO_STDIO) && !defined(TFM_NO_MMAP) && (defined(__unix__) || defined(__APPLE__))
-#define TFM__MMAP 1
+#if !defined(TFM_NO_STDIO) && (defined(__unix__) || defined(__APPLE__))
+#define TFM__POSIX_IO 1
 #include <sys/types.h>
 #include <sys/stat.h>
-#include <sys/mman.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <errno.h>
+#ifndef TFM_NO_MMAP
+#define TFM__MMAP 1
+#include <sys/mman.h>
+#endif
+#ifdef O_CLOEXEC
+#define TFM__O_CLOEXEC O_CLOEXEC
+#else
+#define TFM__O_CLOEXEC 0
+#endif
 #endif
 
 #define TFM__DATA_ALIGN_MIN 4 /* borrowed desc->data: float reads in place need this much */
@@ -837,29 +873,69 @@ TFM_PRIVATE void tfm__file_close(tfm__file *f, const tfm_allocator *a) {
     memset(f, 0, sizeof *f);
 }
 
-#ifdef TFM__MMAP
-/* Map path read-only; false (silently: the caller falls back to reading) on any failure. */
-TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
-    struct stat st;
-    void *p;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return false;
-    if (fstat(fd, &st) != 0 || st.st_size <= 0 || (uint64_t)st.st_size > (uint64_t)(size_t)-1) {
-        close(fd);
-        return false;
+/* The file as an owned allocation of n_bytes, from the reads of fill(src, dst, n) (false on a
+   failed or short read). */
+TFM_PRIVATE tfm_result tfm__file_take(const char *path, size_t n_bytes, bool (*fill)(void *src, unsigned char *dst, size_t n),
+                                      void *src, const tfm_allocator *a, const tfm_logger *lg, tfm__file *f) {
+    unsigned char *buf = TFM__CAST(unsigned char *, tfm__alloc(a, n_bytes));
+    if (!buf) return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", path, n_bytes);
+    if (n_bytes > 0 && !fill(src, buf, n_bytes)) {
+        tfm__free(a, buf, n_bytes);
+        return tfm__log(lg, TFM_ERR_IO, "%s: cannot read its %zu bytes", path, n_bytes);
     }
-    p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) return false;
-    f->data = TFM__CAST(const unsigned char *, p);
-    f->data_bytes = (size_t)st.st_size;
-    f->kind = TFM__FILE_MAPPED;
-    f->owned = p;
+    f->data = buf;
+    f->data_bytes = n_bytes;
+    f->kind = TFM__FILE_OWNED;
+    f->owned = buf;
+    return TFM_OK;
+}
+
+#ifdef TFM__POSIX_IO
+/* Read exactly n bytes from the descriptor *src. */
+TFM_PRIVATE bool tfm__fd_fill(void *src, unsigned char *dst, size_t n) {
+    int fd = *TFM__CAST(int *, src);
+    while (n > 0) {
+        ssize_t got = read(fd, dst, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        dst += got;
+        n -= (size_t)got;
+    }
     return true;
 }
-#endif
 
-#ifndef TFM_NO_STDIO
+/* Open path without blocking; a regular file is mapped (unless no_mmap) or read. */
+TFM_PRIVATE tfm_result tfm__file_posix(const char *path, bool no_mmap, const tfm_allocator *a, const tfm_logger *lg,
+                                       tfm__file *f) {
+    struct stat st;
+    tfm_result r;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | TFM__O_CLOEXEC);
+    if (fd < 0) return tfm__log(lg, TFM_ERR_IO, "%s: cannot open", path);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+        (uint64_t)st.st_size > (uint64_t)(size_t)-1) {
+        close(fd);
+        return tfm__log(lg, TFM_ERR_IO, "%s: not a regular file (a directory, FIFO or device?)", path);
+    }
+#ifdef TFM__MMAP
+    if (!no_mmap && st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) { /* else read it below */
+            close(fd);
+            f->data = TFM__CAST(const unsigned char *, p);
+            f->data_bytes = (size_t)st.st_size;
+            f->kind = TFM__FILE_MAPPED;
+            f->owned = p;
+            return TFM_OK;
+        }
+    }
+#else
+    (void)no_mmap;
+#endif
+    r = tfm__file_take(path, (size_t)st.st_size, tfm__fd_fill, &fd, a, lg, f);
+    close(fd);
+    return r;
+}
+#elif !defined(TFM_NO_STDIO)
 #if defined(_MSC_VER)
 #define TFM__FSEEK_END(fp) _fseeki64(fp, 0, SEEK_END)
 #define TFM__FTELL(fp) _ftelli64(fp)
@@ -868,13 +944,17 @@ TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
 #define TFM__FTELL(fp) ftell(fp)
 #endif
 
-/* Read the whole file at path into one allocation. */
+/* Read exactly n bytes from the FILE *src. */
+TFM_PRIVATE bool tfm__stdio_fill(void *src, unsigned char *dst, size_t n) {
+    return fread(dst, 1, n, TFM__CAST(FILE *, src)) == n;
+}
+
+/* Read the whole file at path into one allocation (platforms without POSIX I/O). */
 TFM_PRIVATE tfm_result tfm__file_read(const char *path, const tfm_allocator *a, const tfm_logger *lg,
                                       tfm__file *f) {
     FILE *fp = NULL;
-    unsigned char *buf;
-    size_t n_bytes, got;
     int64_t end;
+    tfm_result r;
 #if defined(_MSC_VER)
     if (fopen_s(&fp, path, "rb") != 0) fp = NULL; /* fopen is a C4996 warning under /W4 */
 #else
@@ -886,28 +966,14 @@ TFM_PRIVATE tfm_result tfm__file_read(const char *path, const tfm_allocator *a, 
         fclose(fp);
         return tfm__log(lg, TFM_ERR_IO, "%s: cannot find the file size", path);
     }
-    n_bytes = (size_t)end;
     /* one byte first: a directory opens and "seeks" to a huge size on some systems, but reads fail */
-    if (n_bytes > 0 && ungetc(fgetc(fp), fp) == EOF) {
+    if (end > 0 && ungetc(fgetc(fp), fp) == EOF) {
         fclose(fp);
         return tfm__log(lg, TFM_ERR_IO, "%s: cannot read (a directory?)", path);
     }
-    buf = TFM__CAST(unsigned char *, tfm__alloc(a, n_bytes));
-    if (!buf) {
-        fclose(fp);
-        return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", path, n_bytes);
-    }
-    got = n_bytes ? fread(buf, 1, n_bytes, fp) : 0;
+    r = tfm__file_take(path, (size_t)end, tfm__stdio_fill, fp, a, lg, f);
     fclose(fp);
-    if (got != n_bytes) {
-        tfm__free(a, buf, n_bytes);
-        return tfm__log(lg, TFM_ERR_IO, "%s: read %zu of %zu bytes", path, got, n_bytes);
-    }
-    f->data = buf;
-    f->data_bytes = n_bytes;
-    f->kind = TFM__FILE_OWNED;
-    f->owned = buf;
-    return TFM_OK;
+    return r;
 }
 #endif
 
@@ -926,13 +992,12 @@ TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allo
         f->kind = TFM__FILE_BORROWED;
         return TFM_OK;
     }
-#ifdef TFM_NO_STDIO
+#if defined(TFM_NO_STDIO)
     (void)a;
     return tfm__log(lg, TFM_ERR_UNSUPPORTED, "model desc: path loading is compiled out (TFM_NO_STDIO)");
+#elif defined(TFM__POSIX_IO)
+    return tfm__file_posix(desc->path, desc->no_mmap, a, lg, f);
 #else
-#ifdef TFM__MMAP
-    if (!desc->no_mmap && tfm__file_map(desc->path, f)) return TFM_OK;
-#endif
     return tfm__file_read(desc->path, a, lg, f);
 #endif
 }
@@ -1870,6 +1935,33 @@ TFM_PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, int
             }
         }
     }
+}
+
+/* True when x [n_b, cols] (rows x_stride apart) holds a NaN or an Inf (x * 0 is NaN exactly
+   for those). */
+TFM_PRIVATE bool tfm__rows_not_finite(const float *x, size_t x_stride, int n_b, int cols) {
+    int t, i;
+    for (t = 0; t < n_b; t++) {
+        const float *xt = x + (size_t)t * x_stride;
+        float zero = 0.0f;
+        for (i = 0; i < cols; i++) zero += xt[i] * 0.0f;
+        if (zero != 0.0f) return true;
+    }
+    return false;
+}
+
+/* For input that holds NaN / Inf, instead of a set's quantizer: the scalar one (NaN codes as
+   -127; the vector ones convert NaN to INT_MIN and their code sums overflow), then the scale
+   NaN for every block holding one, so the products that read it are NaN as float products
+   would be (integer codes would otherwise turn the NaN into finite garbage, which eval's check
+   of the logits would never see). */
+TFM_PRIVATE void tfm__quant_not_finite(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+    int t, j;
+    tfm__quant_scalar(x, x_stride, n_b, cols, qa);
+    for (t = 0; t < n_b; t++)
+        for (j = 0; j < qa->n_blocks; j++)
+            if (tfm__rows_not_finite(x + (size_t)t * x_stride + (size_t)j * (size_t)qa->block, 0, 1, qa->block))
+                qa->d[tfm__qa_block_index(qa, t, j) * (size_t)qa->group + (size_t)(t % qa->group)] = NAN;
 }
 
 /* The integer dot products, bit for bit the same in every kernel: per block an exact integer
@@ -3726,7 +3818,8 @@ TFM_PRIVATE bool tfm__pick_isa(const char *name, tfm__isa *out) {
     int set;
     for (set = TFM__SET_COUNT - 1; set >= 0; set--) {
         if (!tfm__isa_get(set, out) || (name && name[0] && strcmp(name, out->name) != 0)) continue;
-        return tfm__isa_runs(out->name);
+        if (tfm__isa_runs(out->name)) return true;
+        if (name && name[0]) return false; /* the set asked for; else try the next best */
     }
     return false;
 }
@@ -4203,24 +4296,54 @@ TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, cons
    parallel pass is published to them as a numbered job. Every thread, the caller too, takes
    task indices from one counter until none are left, so a thread the OS has descheduled (a
    busy machine) costs at most the one task it holds: nothing waits at a barrier for it. The
-   counter holds the pass number above the task index, so a late thread can never take a task
-   of a pass whose job it has not read: the job of pass p lives in slot p % 2, written before
-   the counter announces p and kept until every task of p is done. No OpenMP tasks: their
-   runtimes allocate per task, and clang's libomp crashes on task pools when host threads come
-   and go. */
-#define TFM__TEAM_INDEX_BITS 16           /* task index below, pass number above */
-#define TFM__TEAM_INDEX_MASK 0xffff
+   64-bit counter holds the pass number, the pass's task count and the next task index, so a
+   thread reads a job only with a task of that pass in hand: the job of pass p lives in slot
+   p % 2, written before the counter announces p and kept until every task of p is done (a
+   thread that finds the pass exhausted reads nothing, as the slot may already hold pass p + 2;
+   indices have 24 bits, for the 65536 attention heads a file may have). Atomics are seq_cst
+   where OpenMP has the clause (4.0), so ThreadSanitizer sees the hand-offs; with
+   -fsanitize=thread the region's start and end are annotated too (the runtime's own barriers
+   are invisible to it). No OpenMP tasks: their runtimes allocate per task, and clang's libomp
+   crashes on task pools when host threads come and go. */
+#define TFM__TEAM_INDEX_BITS 24          /* next: task index in bits 0..23, task count in 24..47, */
+#define TFM__TEAM_INDEX_MASK 0xffffff    /* the pass number above */
+#define TFM__TEAM_PASS_SHIFT 48
 #define TFM__TEAM_PASS_MASK 0x7fff
+#if defined(_OPENMP) && _OPENMP >= 201307
+#define TFM__OMP_SEQ_CST seq_cst
+#else
+#define TFM__OMP_SEQ_CST
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TFM__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TFM__TSAN 1
+#endif
+#endif
+#ifdef TFM__TSAN
+/* The ThreadSanitizer runtime's happens-before annotations (tsan_interface.h). */
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define TFM__TSAN_ACQUIRE(p) __tsan_acquire(p)
+#define TFM__TSAN_RELEASE(p) __tsan_release(p)
+#define TFM__TSAN_IGNORE_READS(on) ((on) ? AnnotateIgnoreReadsBegin(__FILE__, __LINE__) : AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+#else
+#define TFM__TSAN_ACQUIRE(p) ((void)0)
+#define TFM__TSAN_RELEASE(p) ((void)0)
+#define TFM__TSAN_IGNORE_READS(on) ((void)0)
+#endif
 
 typedef struct tfm__team_job {
     tfm_task_fn fn;
     void *ctx;
-    int n_tasks;
 } tfm__team_job;
 
 typedef struct tfm__team {
     tfm__team_job job[2]; /* pass p's job in job[p % 2] */
-    int next;             /* (pass << TFM__TEAM_INDEX_BITS) | the next task index to take */
+    int64_t next;         /* pass << 48 | n_tasks << 24 | the next task index to take */
     int done;             /* tasks of the current pass finished */
     int pass;             /* passes published (the calling thread's count) */
     int quit;             /* set when eval ends: the other threads leave */
@@ -4235,19 +4358,22 @@ TFM_PRIVATE void tfm__cpu_relax(void) {
 }
 
 #ifdef TFM__OPENMP
+/* Task index and task count of a counter value: the pass has work while index < count. */
+#define TFM__TEAM_INDEX(v) ((int)((v) & TFM__TEAM_INDEX_MASK))
+#define TFM__TEAM_COUNT(v) ((int)(((v) >> TFM__TEAM_INDEX_BITS) & TFM__TEAM_INDEX_MASK))
+
 /* Take and run tasks of the announced pass until none are left. */
 TFM_PRIVATE void tfm__team_work(tfm__team *team) {
     for (;;) {
         const tfm__team_job *job;
-        int v, t;
-#pragma omp atomic capture
+        int64_t v;
+#pragma omp atomic capture TFM__OMP_SEQ_CST
         v = team->next++;
 #pragma omp flush
-        job = &team->job[(v >> TFM__TEAM_INDEX_BITS) & 1];
-        t = v & TFM__TEAM_INDEX_MASK;
-        if (t >= job->n_tasks) return;
-        job->fn(job->ctx, t);
-#pragma omp atomic update
+        if (TFM__TEAM_INDEX(v) >= TFM__TEAM_COUNT(v)) return;
+        job = &team->job[(v >> TFM__TEAM_PASS_SHIFT) & 1];
+        job->fn(job->ctx, TFM__TEAM_INDEX(v));
+#pragma omp atomic update TFM__OMP_SEQ_CST
         team->done += 1;
     }
 }
@@ -4255,16 +4381,17 @@ TFM_PRIVATE void tfm__team_work(tfm__team *team) {
 /* The other threads of the region: run announced passes until quit. */
 TFM_PRIVATE void tfm__team_wait(tfm__team *team) {
     for (;;) {
-        int v, quit;
-#pragma omp atomic read
+        int64_t v;
+        int quit;
+#pragma omp atomic read TFM__OMP_SEQ_CST
         quit = team->quit;
-        if (quit) return;
-#pragma omp atomic read
+        if (quit) break;
+#pragma omp atomic read TFM__OMP_SEQ_CST
         v = team->next;
-#pragma omp flush
-        if ((v & TFM__TEAM_INDEX_MASK) < team->job[(v >> TFM__TEAM_INDEX_BITS) & 1].n_tasks) tfm__team_work(team);
+        if (TFM__TEAM_INDEX(v) < TFM__TEAM_COUNT(v)) tfm__team_work(team);
         else tfm__cpu_relax();
     }
+    TFM__TSAN_RELEASE(team); /* this thread's last reads of the team, before the region ends */
 }
 
 /* One pass on the team (the calling thread): announce, work, wait for the last task. */
@@ -4275,15 +4402,14 @@ TFM_PRIVATE void tfm__team_run(tfm__team *team, int n_tasks, tfm_task_fn fn, voi
     job = &team->job[pass & 1];
     job->fn = fn;
     job->ctx = ctx;
-    job->n_tasks = n_tasks;
-#pragma omp atomic write
+#pragma omp atomic write TFM__OMP_SEQ_CST
     team->done = 0;
 #pragma omp flush
-#pragma omp atomic write
-    team->next = pass << TFM__TEAM_INDEX_BITS;
+#pragma omp atomic write TFM__OMP_SEQ_CST
+    team->next = (int64_t)pass << TFM__TEAM_PASS_SHIFT | (int64_t)n_tasks << TFM__TEAM_INDEX_BITS;
     tfm__team_work(team);
     while (done < n_tasks) {
-#pragma omp atomic read
+#pragma omp atomic read TFM__OMP_SEQ_CST
         done = team->done;
         if (done < n_tasks) tfm__cpu_relax();
     }
@@ -4361,11 +4487,16 @@ TFM_PRIVATE void tfm__quant_task(void *ctx, int t) {
     tfm__qacts part = *j->qa; /* the same layout, from group t0 / G on */
     int t0 = t * j->per_task, n = j->n_b - t0 < j->per_task ? j->n_b - t0 : j->per_task;
     size_t g0 = (size_t)(t0 / part.group) * (size_t)part.n_blocks * (size_t)part.group;
+    const float *x;
     if (n <= 0) return;
     part.q += g0 * (size_t)part.block;
     part.d += g0;
     part.s += g0 * (size_t)(part.block / part.sum_len);
-    j->s->model->isa.quant(j->x + (size_t)t0 * j->x_stride, j->x_stride, n, j->cols, &part);
+    x = j->x + (size_t)t0 * j->x_stride;
+    if (tfm__rows_not_finite(x, j->x_stride, n, j->cols)) /* one pass over x */
+        tfm__quant_not_finite(x, j->x_stride, n, j->cols, &part);
+    else
+        j->s->model->isa.quant(x, j->x_stride, n, j->cols, &part);
 }
 
 /* Quantize the job's input once for every format its matrices read (into the session), in
@@ -4816,26 +4947,39 @@ TFM_PRIVATE tfm_result tfm__eval_batches(tfm_session *s, const int32_t *tokens, 
 }
 
 /* tfm__eval_batches on the calling thread, inside one OpenMP team when the session has threads
-   (see tfm__run_tasks). */
+   (see tfm__run_tasks). The team has at most one thread per processor: more would only spin
+   against the ones working (256 threads on 2 processors: 30x slower), and every thread is one
+   the runtime may fail to start, which libgomp answers with exit(1) and libomp with abort.
+   The work is still split into the session's n_tasks, so results never change. */
 TFM_PRIVATE tfm_result tfm__eval_team(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
                                       float *logits_all) {
     tfm_result r = TFM_OK;
 #ifdef TFM__OPENMP
-    if (s->n_threads > 1 && !s->parallel_for) {
+    int n_team = s->n_threads < omp_get_num_procs() ? s->n_threads : omp_get_num_procs();
+    if (n_team > 1 && !s->parallel_for) {
         tfm__team team;
         memset(&team, 0, sizeof team);
-#pragma omp parallel num_threads(s->n_threads) shared(team, r)
+        TFM__TSAN_RELEASE(&team);
+#pragma omp parallel num_threads(n_team) shared(team, r)
         {
 #pragma omp master /* the calling thread, so should_abort runs where the caller expects */
             {
                 s->team = &team;
                 r = tfm__eval_batches(s, tokens, n_tokens, pos, logits_all);
                 s->team = NULL;
-#pragma omp atomic write
+#pragma omp atomic write TFM__OMP_SEQ_CST
                 team.quit = 1;
             }
-            if (omp_get_thread_num() != 0) tfm__team_wait(&team);
+            if (omp_get_thread_num() != 0) {
+                tfm__team *t;
+                TFM__TSAN_IGNORE_READS(1); /* the region's captured pointers, handed over by the */
+                t = &team;                 /* runtime (invisible to ThreadSanitizer); then what the */
+                TFM__TSAN_ACQUIRE(t);      /* caller wrote before the region */
+                TFM__TSAN_IGNORE_READS(0);
+                tfm__team_wait(t);
+            }
         }
+        TFM__TSAN_ACQUIRE(&team); /* the other threads' last reads (tfm__team_wait's release) */
         return r;
     }
 #endif
@@ -6014,8 +6158,16 @@ TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t c
      is exact because SentencePiece pieces never hold a space after a non-space. Spaces are
      stored as ' ' (the converter turns U+2581 into a space), so a U+2581 in the input text is
      an ordinary character here, where HF's Replace(" ", U+2581) would make it a space.
-   Encoding allocates nothing and uses at most about 7 KiB of stack (6.5 KiB measured with gcc
-   -O2 -fstack-usage on x86-64). Limits (documented deviations):
+   Encoding allocates nothing and uses at most about 18 KiB of stack (17.3 KiB measured with
+   gcc -O2 -fstack-usage on x86-64, 14 KiB of it the merge loop's work arrays).
+   Time: merging a pre-token of n bytes takes O(n log n) steps (a tournament tree over the
+   pairs, not a rescan of every pair per merge), each a lookup in a hash table whose probe runs
+   are at most TFM__HASH_MAX_RUN (64) slots: the tables have 4 slots per token and per merge
+   (16 bytes each), and a blob whose entries still collide is refused at create. Added tokens are looked for at each
+   byte of the text by a walk down their sorted list: one step per byte they match there, at
+   most TFM_MAX_ADDED_TOKEN_BYTES (longer ones are refused at create), each step O(1), or
+   O(log n_added) where the tokens branch.
+   Limits (documented deviations):
    - A pre-token (an SPM word) longer than TFM__BPE_MAX_BYTES (1024) bytes is merged in
      consecutive chunks of at most 1024 bytes cut at character starts; shorter ones match
      exactly. Where NFC changes the text, pre-tokens are exact up to 512 bytes.
@@ -6036,7 +6188,9 @@ TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t c
 #define TFM__TOK_HEADER_USED 52 /* bytes before the reserved tail */
 #define TFM__BPE_MAX_BYTES 1024 /* bytes merged at once: the stack holds one int32 id per byte */
 #define TFM__NFC_WINDOW 1024    /* bytes of normalized text scanned at once */
-#define TFM__HASH_MAX_RUN 512   /* longest probe run accepted in the lookup tables */
+#define TFM__HASH_SPREAD 4      /* lookup tables have at least 4 slots per entry */
+#define TFM__HASH_MAX_RUN 64    /* longest probe run accepted in the lookup tables (a quarter
+                                   full, random keys reach 64 with odds below 1e-10) */
 #define TFM__SPM_MIN_SCORE -1e10f /* pairs must score above this to merge (as llama2.c) */
 #define TFM__TOK_FLAGS (TFM_TOKFLAG_NFC | TFM_TOKFLAG_PREFIX_SPACE | TFM_TOKFLAG_ADD_BOS | \
                         TFM_TOKFLAG_PREFIX_FIRST | TFM_TOKFLAG_PREFIX_UNLESS_SPACE | \
@@ -6059,7 +6213,7 @@ struct tfm__tokenizer {
     size_t chat_template_bytes, chat_bos_bytes, chat_eos_bytes;
     int32_t *merge_hash;          /* [merge_cap] merge rank by (left, right); -1 empty */
     int32_t *token_hash;          /* [token_cap] token id by text; -1 empty */
-    int32_t *added;               /* [n_added] ADDED ids by (first byte, longest first) */
+    int32_t *added;               /* [n_added] ADDED ids sorted by text, one per text */
     size_t text_bytes, merge_cap, token_cap, n_added, alloc_bytes;
     uint32_t added_first[257];    /* added[added_first[b] .. added_first[b + 1]) start with b */
     int32_t byte_id[256];         /* token of each single byte; -1 none */
@@ -6119,13 +6273,14 @@ TFM_PRIVATE int32_t tfm__tok_find(const tfm__tokenizer *t, const unsigned char *
     }
 }
 
-/* Added tokens sort by first byte, then longest first, then id: the first one that matches at
-   a position is the leftmost-longest match. */
+/* Added tokens sort by text (bytes, a prefix before its extensions), then id: the tokens that
+   begin with some text are one run of the list (see tfm__tok_match_added). */
 TFM_PRIVATE bool tfm__tok_added_less(const tfm__tokenizer *t, int32_t x, int32_t y) {
     size_t nx, ny;
     const unsigned char *sx = tfm__tok_text(t, x, &nx), *sy = tfm__tok_text(t, y, &ny);
-    if (sx[0] != sy[0]) return sx[0] < sy[0];
-    if (nx != ny) return nx > ny;
+    int c = memcmp(sx, sy, nx < ny ? nx : ny);
+    if (c != 0) return c < 0;
+    if (nx != ny) return nx < ny;
     return x < y;
 }
 
@@ -6253,6 +6408,9 @@ TFM_PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger 
             ((attr & TFM_TOKATTR_ADDED) && next == prev))
             return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: token %d has bad attributes 0x%x "
                             "for its %u bytes", (int)i, attr, next - prev);
+        if ((attr & TFM_TOKATTR_ADDED) && next - prev > (uint32_t)TFM_MAX_ADDED_TOKEN_BYTES)
+            return tfm__log(lg, TFM_ERR_UNSUPPORTED, "tokenizer: added token %d is %u bytes long, more "
+                            "than TFM_MAX_ADDED_TOKEN_BYTES (%d)", (int)i, next - prev, TFM_MAX_ADDED_TOKEN_BYTES);
         if (t->kind == TFM_TOKENIZER_SPM && !(tfm__rd_f32(t->scores + 4 * (size_t)i) > -INFINITY &&
                                                 tfm__rd_f32(t->scores + 4 * (size_t)i) < INFINITY))
             return tfm__log(lg, TFM_ERR_CORRUPT, "tokenizer: token %d has a score that is not finite",
@@ -6277,10 +6435,10 @@ TFM_PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger 
     return TFM_OK;
 }
 
-/* Smallest power of two >= 2 * n, at least 16; false on overflow. */
+/* Smallest power of two >= TFM__HASH_SPREAD * n, at least 16; false on overflow. */
 TFM_PRIVATE bool tfm__tok_hash_cap(size_t n, size_t *cap) {
     size_t c = 16;
-    while (c / 2 < n) {
+    while (c / TFM__HASH_SPREAD < n) {
         if (c > (size_t)-1 / 4) return false;
         c *= 2;
     }
@@ -6298,8 +6456,9 @@ TFM_PRIVATE size_t tfm__tok_max_run(const int32_t *h, size_t cap) {
     return longest;
 }
 
-/* False when a probe sequence grows past TFM__HASH_MAX_RUN: real vocabularies stay far below
-   (GPT-2, GPT-NeoX: under 30), a blob crafted to collide would make lookups slow. */
+/* False when a probe sequence grows past TFM__HASH_MAX_RUN: at a quarter full, real
+   vocabularies stay far below (GPT-2, GPT-NeoX: under 15; 266,000 tokens: 23), a blob crafted
+   to collide would make every lookup near the run slow. */
 TFM_PRIVATE bool tfm__tok_build_hashes(tfm__tokenizer *t) {
     size_t mask, k, probes;
     int32_t i, pass;
@@ -6340,10 +6499,10 @@ TFM_PRIVATE bool tfm__tok_build_hashes(tfm__tokenizer *t) {
 }
 
 /* Byte tokens (single-byte vocabulary tokens, or <0xNN> ones for SentencePiece) and the
-   sorted added tokens. */
+   sorted added tokens, one per text (the lowest id: a second one could never match). */
 TFM_PRIVATE void tfm__tok_build_lists(tfm__tokenizer *t) {
     int32_t i;
-    size_t k, n;
+    size_t k, n, kept;
     for (k = 0; k < 256; k++) t->byte_id[k] = -1;
     for (i = 0, n = 0; i < t->n_tokens; i++) {
         size_t len;
@@ -6355,6 +6514,16 @@ TFM_PRIVATE void tfm__tok_build_lists(tfm__tokenizer *t) {
         if (attr & TFM_TOKATTR_ADDED) t->added[n++] = i;
     }
     tfm__tok_sort_added(t, t->added, t->n_added);
+    for (k = 0, kept = 0; k < t->n_added; k++) {
+        size_t na, nb;
+        const unsigned char *a = tfm__tok_text(t, t->added[k], &na), *b;
+        if (kept > 0) {
+            b = tfm__tok_text(t, t->added[kept - 1], &nb);
+            if (na == nb && memcmp(a, b, na) == 0) continue;
+        }
+        t->added[kept++] = t->added[k];
+    }
+    t->n_added = kept;
     for (k = 0, n = 0; k <= 256; k++) {
         size_t len;
         while (n < t->n_added && tfm__tok_text(t, t->added[n], &len)[0] < k) n++;
@@ -6430,39 +6599,109 @@ TFM_PRIVATE void tfm__tok_emit(tfm__tok_out *o, int32_t id) {
     o->n++;
 }
 
-/* Emit sym[0..k); a byte without a token (kind BPE_BYTES: never in valid UTF-8; SPM: no byte
-   fallback token) becomes unk_id, or nothing without one. */
-TFM_PRIVATE void tfm__tok_emit_all(const tfm__tokenizer *t, const int32_t *sym, size_t k,
-                                   tfm__tok_out *o) {
-    size_t i;
-    for (i = 0; i < k; i++) {
-        if (sym[i] >= 0) tfm__tok_emit(o, sym[i]);
-        else if (t->unk_id >= 0) tfm__tok_emit(o, t->unk_id);
+/* The merge loop of both kinds, O(n log n) for n symbols: the symbols are a linked list over
+   their first positions; each adjacent pair has a key (its merge rank, or the merged token's
+   score turned into an order: smaller merges first, TFM__MERGE_NONE never) kept in a
+   tournament tree whose root is the best pair, the leftmost of equal keys. Merging a pair
+   changes the keys of the pair itself and of the one before it: two leaf updates. This is the
+   quadratic "scan every pair, merge the best" loop of run.c and Hugging Face, step for step. */
+#define TFM__MERGE_NONE 0xFFFFFFFFu
+#define TFM__MERGE_END 0xFFFFu /* no next / previous symbol */
+
+typedef struct tfm__merge_work {
+    int32_t sym[TFM__BPE_MAX_BYTES];   /* the symbol starting at each position (alive ones) */
+    uint32_t key[TFM__BPE_MAX_BYTES];  /* key of the pair (sym[i], sym[next[i]]) */
+    uint16_t next[TFM__BPE_MAX_BYTES], prev[TFM__BPE_MAX_BYTES];
+    uint16_t best[TFM__BPE_MAX_BYTES]; /* tree node v (1..leaves-1): the best leaf below it */
+    size_t leaves;                     /* a power of two >= the symbol count */
+} tfm__merge_work;
+
+/* An f32 score as a key: higher scores give smaller keys (-0 as +0; NaN never reaches here). */
+TFM_PRIVATE uint32_t tfm__score_key(float score) {
+    uint32_t u;
+    if (score == 0.0f) score = 0.0f;
+    memcpy(&u, &score, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending with the float */
+    return ~u;
+}
+
+/* Key of merging left and right, and the merged token in *merged. */
+TFM_PRIVATE uint32_t tfm__merge_key(const tfm__tokenizer *t, int32_t left, int32_t right, int32_t *merged) {
+    size_t na, nb;
+    const unsigned char *a, *b;
+    int32_t id;
+    if (left < 0 || right < 0) return TFM__MERGE_NONE;
+    if (t->kind == TFM_TOKENIZER_BPE_BYTES || t->n_merges) { /* by merge rank (HF BPE) */
+        int32_t r = tfm__tok_merge_rank(t, left, right);
+        if (r < 0) return TFM__MERGE_NONE;
+        *merged = (int32_t)tfm__rd_u32(t->merges + 12 * (size_t)r + 8);
+        return (uint32_t)r;
+    }
+    a = tfm__tok_text(t, left, &na); /* by the merged token's score (run.c) */
+    b = tfm__tok_text(t, right, &nb);
+    id = tfm__tok_find(t, a, na, b, nb);
+    if (id < 0 || !(tfm__rd_f32(t->scores + 4 * (size_t)id) > TFM__SPM_MIN_SCORE)) return TFM__MERGE_NONE;
+    *merged = id;
+    return tfm__score_key(tfm__rd_f32(t->scores + 4 * (size_t)id));
+}
+
+/* The best leaf below tree node v (a leaf: v >= leaves). */
+TFM_PRIVATE size_t tfm__merge_winner(const tfm__merge_work *w, size_t v) { return v >= w->leaves ? v - w->leaves : w->best[v]; }
+
+/* Node v from its two children: the lower key, the left one on ties. */
+TFM_PRIVATE void tfm__merge_node(tfm__merge_work *w, size_t v) {
+    size_t l = tfm__merge_winner(w, 2 * v), r = tfm__merge_winner(w, 2 * v + 1);
+    w->best[v] = (uint16_t)(w->key[r] < w->key[l] ? r : l);
+}
+
+/* Set the key of the pair starting at symbol i (alive) and repair the tree above it. */
+TFM_PRIVATE void tfm__merge_rekey(const tfm__tokenizer *t, tfm__merge_work *w, size_t i) {
+    int32_t unused = -1;
+    size_t v;
+    w->key[i] = w->next[i] == TFM__MERGE_END ? TFM__MERGE_NONE : tfm__merge_key(t, w->sym[i], w->sym[w->next[i]], &unused);
+    for (v = (w->leaves + i) / 2; v >= 1; v /= 2) tfm__merge_node(w, v);
+}
+
+/* Merge w->sym[0..k) (1 <= k <= TFM__BPE_MAX_BYTES) until no pair merges, then emit them. */
+TFM_PRIVATE void tfm__merge_run(const tfm__tokenizer *t, tfm__merge_work *w, size_t k, tfm__tok_out *o) {
+    size_t i, v;
+    int32_t merged = -1;
+    for (w->leaves = 2; w->leaves < k; w->leaves *= 2) {}
+    for (i = 0; i < w->leaves; i++) {
+        w->next[i] = (uint16_t)(i + 1 < k ? i + 1 : TFM__MERGE_END);
+        w->prev[i] = (uint16_t)(i > 0 ? i - 1 : TFM__MERGE_END);
+        w->key[i] = i + 1 < k ? tfm__merge_key(t, w->sym[i], w->sym[i + 1], &merged) : TFM__MERGE_NONE;
+    }
+    for (v = w->leaves - 1; v >= 1; v--) tfm__merge_node(w, v);
+    for (;;) {
+        size_t b = w->best[1], j, after;
+        if (w->key[b] == TFM__MERGE_NONE) break;
+        j = w->next[b];
+        tfm__merge_key(t, w->sym[b], w->sym[j], &merged);
+        w->sym[b] = merged;
+        after = w->next[j];
+        w->next[b] = (uint16_t)after;
+        if (after != TFM__MERGE_END) w->prev[after] = (uint16_t)b;
+        w->key[j] = TFM__MERGE_NONE; /* j is gone */
+        for (v = (w->leaves + j) / 2; v >= 1; v /= 2) tfm__merge_node(w, v);
+        tfm__merge_rekey(t, w, b);
+        if (w->prev[b] != TFM__MERGE_END) tfm__merge_rekey(t, w, w->prev[b]);
+    }
+    for (i = 0; i < k; i = w->next[i]) { /* position 0 is never merged away */
+        if (w->sym[i] >= 0) tfm__tok_emit(o, w->sym[i]);
+        else if (t->unk_id >= 0) tfm__tok_emit(o, t->unk_id); /* a byte without a token */
+        if (w->next[i] == TFM__MERGE_END) break;
     }
 }
 
-/* Merge the bytes s[0..n) (1 <= n <= TFM__BPE_MAX_BYTES) from single-byte tokens: always the
-   pair of lowest rank, the leftmost one on ties. */
+/* Byte-level BPE: the bytes s[0..n) (1 <= n <= TFM__BPE_MAX_BYTES) merge from single-byte
+   tokens, always the pair of lowest rank, the leftmost one on ties. */
 TFM_PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
-    int32_t sym[TFM__BPE_MAX_BYTES];
-    size_t i, k = n, at = 0;
-    for (i = 0; i < n; i++) sym[i] = t->byte_id[s[i]];
-    while (k > 1) {
-        int32_t best = -1;
-        for (i = 0; i + 1 < k; i++) {
-            int32_t r = tfm__tok_merge_rank(t, sym[i], sym[i + 1]);
-            if (r >= 0 && (best < 0 || r < best)) {
-                best = r;
-                at = i;
-            }
-        }
-        if (best < 0) break;
-        sym[at] = (int32_t)tfm__rd_u32(t->merges + 12 * (size_t)best + 8);
-        memmove(sym + at + 1, sym + at + 2, (k - at - 2) * sizeof sym[0]);
-        k--;
-    }
-    tfm__tok_emit_all(t, sym, k, o);
+    tfm__merge_work w;
+    size_t i;
+    for (i = 0; i < n; i++) w.sym[i] = t->byte_id[s[i]];
+    tfm__merge_run(t, &w, n, o);
 }
 
 /* SentencePiece-style, as llama2.c run.c: each code point is its token if there is one, else
@@ -6473,8 +6712,8 @@ TFM_PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s,
    TFM__BPE_MAX_BYTES - 1 bytes. */
 TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
-    int32_t sym[TFM__BPE_MAX_BYTES];
-    size_t i, j, k = 0, at = 0, len;
+    tfm__merge_work w;
+    size_t i, j, k = 0, len;
     const unsigned char space = ' ';
     for (i = 0; i < n || o->prefix; i += len) {
         const unsigned char *c = o->prefix ? &space : s + i;
@@ -6482,43 +6721,12 @@ TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s,
         int32_t id;
         len = o->prefix ? 1 : tfm__utf8_next(c, n - i, &cp);
         id = !o->prefix && cp == TFM__CP_INVALID ? -1 : tfm__tok_find(t, c, len, NULL, 0);
-        if (id >= 0) sym[k++] = id;
-        else for (j = 0; j < len; j++) sym[k++] = t->byte_id[c[j]];
+        if (id >= 0) w.sym[k++] = id;
+        else for (j = 0; j < len; j++) w.sym[k++] = t->byte_id[c[j]];
         if (o->prefix) len = 0;
         o->prefix = false;
     }
-    while (k > 1) {
-        float best = TFM__SPM_MIN_SCORE;
-        int32_t best_id = -1, best_rank = -1;
-        for (i = 0; i + 1 < k; i++) {
-            size_t na, nb;
-            const unsigned char *a, *b;
-            int32_t id;
-            if (sym[i] < 0 || sym[i + 1] < 0) continue;
-            if (t->n_merges) { /* from a tokenizer.json: the merge of lowest rank, as HF BPE */
-                int32_t r = tfm__tok_merge_rank(t, sym[i], sym[i + 1]);
-                if (r >= 0 && (best_rank < 0 || r < best_rank)) {
-                    best_rank = r;
-                    best_id = (int32_t)tfm__rd_u32(t->merges + 12 * (size_t)r + 8);
-                    at = i;
-                }
-                continue;
-            }
-            a = tfm__tok_text(t, sym[i], &na);
-            b = tfm__tok_text(t, sym[i + 1], &nb);
-            id = tfm__tok_find(t, a, na, b, nb);
-            if (id >= 0 && tfm__rd_f32(t->scores + 4 * (size_t)id) > best) {
-                best = tfm__rd_f32(t->scores + 4 * (size_t)id);
-                best_id = id;
-                at = i;
-            }
-        }
-        if (best_id < 0) break;
-        sym[at] = best_id;
-        memmove(sym + at + 1, sym + at + 2, (k - at - 2) * sizeof sym[0]);
-        k--;
-    }
-    tfm__tok_emit_all(t, sym, k, o);
+    if (k) tfm__merge_run(t, &w, k, o);
 }
 
 /* One pre-token; longer than TFM__BPE_MAX_BYTES: merged in chunks cut at character starts. */
@@ -6738,19 +6946,48 @@ TFM_PRIVATE void tfm__tok_segment(const tfm__tokenizer *t, const unsigned char *
     tfm__tok_pieces(t, s, n, true, o);
 }
 
-/* The longest added token that starts at s[0..n) (n >= 1), or -1. */
+/* Byte d of the text of added[i] (longer than d bytes). */
+TFM_PRIVATE unsigned tfm__tok_added_byte(const tfm__tokenizer *t, uint32_t i, size_t d) {
+    size_t n;
+    return tfm__tok_text(t, t->added[i], &n)[d];
+}
+
+/* The longest added token that starts at s[0..n) (n >= 1), or -1. The sorted added tokens
+   that begin with s[0..d) are a run added[lo..hi), headed by the one equal to s[0..d) if any;
+   the run narrows to byte d = s[d] by two binary searches, or none when the whole run shares
+   that byte. Cost: one step per matched byte (at most TFM_MAX_ADDED_TOKEN_BYTES), each O(1)
+   or O(log n_added) where the tokens branch. */
 TFM_PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned char *s,
                                          size_t n, size_t *len) {
-    uint32_t i;
-    for (i = t->added_first[s[0]]; i < t->added_first[s[0] + 1]; i++) {
-        size_t m;
-        const unsigned char *a = tfm__tok_text(t, t->added[i], &m);
-        if (m <= n && (m < 2 || a[1] == s[1]) && memcmp(a, s, m) == 0) {
-            *len = m;
-            return t->added[i];
+    uint32_t lo = t->added_first[s[0]], hi = t->added_first[s[0] + 1], a, b, mid;
+    size_t d = 1, m;
+    int32_t best = -1;
+    while (lo < hi) {
+        unsigned c;
+        tfm__tok_text(t, t->added[lo], &m);
+        if (m == d) { /* s[0..d) is itself a token; the rest of the run is longer */
+            best = t->added[lo++];
+            *len = d;
         }
+        if (lo == hi || d == n) break;
+        c = s[d];
+        if (tfm__tok_added_byte(t, lo, d) != c || tfm__tok_added_byte(t, hi - 1, d) != c) {
+            for (a = lo, b = hi; a < b;) { /* the first with byte d >= c */
+                mid = a + (b - a) / 2;
+                if (tfm__tok_added_byte(t, mid, d) < c) a = mid + 1;
+                else b = mid;
+            }
+            lo = a;
+            for (b = hi; a < b;) { /* the first with byte d > c */
+                mid = a + (b - a) / 2;
+                if (tfm__tok_added_byte(t, mid, d) <= c) a = mid + 1;
+                else b = mid;
+            }
+            hi = a;
+        }
+        d++;
     }
-    return -1;
+    return best;
 }
 
 /* White space (Unicode White_Space, as Hugging Face's lstrip / rstrip of added tokens) from
@@ -6932,7 +7169,7 @@ TFM_API tfm_result tfm_model_decode(const tfm_model *model, tfm_utf8_stream *str
 }
 
 TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t out_cap) {
-    if (!stream || stream->n_held == 0) return 0;
+    if (!stream || stream->n_held <= 0 || stream->n_held > 3) return 0; /* nothing (validly) held */
     if (!out || out_cap < 3) return 0;
     memcpy(out, "\xEF\xBF\xBD", 3); /* one U+FFFD for the incomplete tail, as Python does */
     stream->n_held = 0;
@@ -11062,9 +11299,10 @@ TFM_PRIVATE void tfm__apply_penalty(tfm_sampler *s, int n) {
         if (s->recent[i] >= 0 && s->recent[i] < n) s->mark[s->recent[i]] = 0;
 }
 
-/* Steps 3-7 on val[0..n) (penalized logits); inv_t = 1 / temperature is applied inside the
-   softmax as e^((v - max) / T), which stays finite for any finite logits and temperature (the
-   order of the logits, all that top-k needs, does not depend on T). Returns the drawn id. */
+/* Steps 3-7 on val[0..n) (penalized logits: no NaN, not all -inf); inv_t = 1 / temperature
+   is applied inside the softmax as e^((v - max) / T), which stays finite for any finite
+   logits and temperature (the order of the logits, all that top-k needs, does not depend on
+   T). Returns the drawn id. */
 TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
     int cnt = n, i, kept;
     bool sorted = false;
@@ -11081,7 +11319,6 @@ TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
     }
     max = s->val[s->idx[0]];
     for (i = 1; i < cnt; i++) max = s->val[s->idx[i]] > max ? s->val[s->idx[i]] : max;
-    if (!(max > -INFINITY)) return s->idx[0]; /* every logit -inf or NaN: nothing to weigh */
     if (max == INFINITY)                       /* a certain token: the first +inf */
         for (i = 0; i < cnt; i++)
             if (s->val[s->idx[i]] == INFINITY) return s->idx[i];
@@ -11123,6 +11360,7 @@ TFM_API const char *tfm_result_string(tfm_result result) {
     case TFM_ERR_CONTEXT_FULL: return "context full";
     case TFM_ERR_CANCELLED: return "cancelled";
     case TFM_ERR_TEMPLATE: return "chat template error";
+    case TFM_ERR_NOT_FINITE: return "not finite (NaN or Inf in the logits)";
     }
     return "unknown result";
 }
@@ -11374,9 +11612,19 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
     tfm__free(&a, session, session->block_bytes);
 }
 
+/* Index of the first value of x[0..n) that is NaN or +-Inf, or n. */
+TFM_PRIVATE size_t tfm__first_not_finite(const float *x, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (!(x[i] > -INFINITY && x[i] < INFINITY)) return i;
+    return n;
+}
+
 /* Arguments are all checked before anything is evaluated. Tokens go through the layers in
    batches of n_batch; n_tokens == 0 only rewinds (n_past = pos). When should_abort cancels,
-   n_past counts the batches that finished, so the caller can continue from there. */
+   n_past counts the batches that finished, so the caller can continue from there. The logits
+   made (the last token's, or all of logits_all) are checked: a NaN or Inf gives
+   TFM_ERR_NOT_FINITE (the positions are in the cache, n_past counts them). */
 TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
                                     float *logits_all) {
     int i, n_vocab;
@@ -11405,6 +11653,16 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n
         return tfm__session_fail(s, r, "eval: cancelled at position %d", s->n_past);
     if (logits_all && n_tokens > 0)
         memcpy(s->logits, logits_all + (size_t)(n_tokens - 1) * (size_t)n_vocab, (size_t)n_vocab * sizeof(float));
+    if (n_tokens > 0) {
+        size_t n = logits_all ? (size_t)n_tokens * (size_t)n_vocab : (size_t)n_vocab;
+        size_t bad = tfm__first_not_finite(logits_all ? logits_all : s->logits, n);
+        if (bad < n)
+            return tfm__session_fail(s, TFM_ERR_NOT_FINITE, "eval: the logits of position %d are not finite "
+                                     "(token %d: %g): NaN or Inf weights, or values past float's range",
+                                     pos + (logits_all ? (int)(bad / (size_t)n_vocab) : n_tokens - 1),
+                                     (int)(bad % (size_t)n_vocab),
+                                     (double)(logits_all ? logits_all : s->logits)[bad]);
+    }
     return TFM_OK;
 }
 
@@ -11422,16 +11680,30 @@ TFM_API const char *tfm_session_last_error(const tfm_session *session) {
 }
 
 /* For logits[0..n): *max_out = m = max_i l_i, returns log sum_i e^(l_i - m) (summed in double).
-   Keeping m apart avoids rounding l_i - lse when the logits are large. */
+   Keeping m apart avoids rounding l_i - lse when the logits are large. m = +inf: the +inf
+   logits share the mass (the limit), so the sum counts them; a NaN logit gives NaN. */
 TFM_PRIVATE double tfm__log_sum_exp(const float *logits, int n, float *max_out) {
     float m = logits[0];
     double sum = 0.0;
     int i;
     for (i = 1; i < n; i++) m = logits[i] > m ? logits[i] : m;
     *max_out = m;
-    if (!(m > -INFINITY) || !(m < INFINITY)) return 0.0;
+    if (m == INFINITY) {
+        for (i = 0; i < n; i++) {
+            if (logits[i] != logits[i]) return (double)NAN;
+            sum += logits[i] == INFINITY ? 1.0 : 0.0;
+        }
+        return log(sum);
+    }
+    if (!(m > -INFINITY)) return 0.0; /* all -inf (or a NaN first): NaN below */
     for (i = 0; i < n; i++) sum += exp((double)(logits[i] - m));
     return log(sum);
+}
+
+/* log p of logit l, given m and lse from tfm__log_sum_exp. */
+TFM_PRIVATE double tfm__log_prob(float l, float m, double lse) {
+    if (m == INFINITY) return l == INFINITY ? -lse : lse != lse ? lse : -(double)INFINITY;
+    return (double)(l - m) - lse;
 }
 
 TFM_API void tfm_softmax(const float *logits, float *probs, int n) {
@@ -11440,7 +11712,7 @@ TFM_API void tfm_softmax(const float *logits, float *probs, int n) {
     int i;
     if (!logits || !probs || n <= 0) return;
     lse = tfm__log_sum_exp(logits, n, &m);
-    for (i = 0; i < n; i++) probs[i] = (float)exp((double)(logits[i] - m) - lse);
+    for (i = 0; i < n; i++) probs[i] = (float)exp(tfm__log_prob(logits[i], m, lse));
 }
 
 TFM_API void tfm_log_softmax(const float *logits, float *log_probs, int n) {
@@ -11449,7 +11721,7 @@ TFM_API void tfm_log_softmax(const float *logits, float *log_probs, int n) {
     int i;
     if (!logits || !log_probs || n <= 0) return;
     lse = tfm__log_sum_exp(logits, n, &m);
-    for (i = 0; i < n; i++) log_probs[i] = (float)((double)(logits[i] - m) - lse);
+    for (i = 0; i < n; i++) log_probs[i] = (float)tfm__log_prob(logits[i], m, lse);
 }
 
 TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target) {
@@ -11457,7 +11729,7 @@ TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target) {
     double lse;
     if (!logits || n <= 0 || target < 0 || target >= n) return NAN;
     lse = tfm__log_sum_exp(logits, n, &m);
-    return (float)(lse - (double)(logits[target] - m));
+    return (float)-tfm__log_prob(logits[target], m, lse);
 }
 
 /* Zeros resolved to defaults, ranges checked. */
@@ -11530,14 +11802,16 @@ TFM_API tfm_result tfm_sample(tfm_sampler *s, const float *logits, int n, int32_
     int32_t best = 0;
     if (out_token) *out_token = -1;
     if (!s || !logits || !out_token || n <= 0 || n > s->n_vocab) return TFM_ERR_INVALID_ARG;
-    for (i = 0; i < n; i++) s->val[i] = logits[i] == logits[i] ? logits[i] : -INFINITY; /* NaN never wins */
-    tfm__apply_penalty(s, n);
-    if (s->temperature == 0.0f || !(1.0f / s->temperature < INFINITY)) { /* greedy, or T so small it is */
-        for (i = 1; i < n; i++)
-            if (s->val[i] > s->val[best]) best = (int32_t)i;
-    } else {
-        best = tfm__draw(s, n, 1.0f / s->temperature);
+    for (i = 0; i < n; i++) {
+        if (logits[i] != logits[i]) return TFM_ERR_INVALID_ARG; /* NaN: nothing to trust */
+        s->val[i] = logits[i];
     }
+    tfm__apply_penalty(s, n);
+    for (i = 1; i < n; i++)
+        if (s->val[i] > s->val[best]) best = (int32_t)i;
+    if (!(s->val[best] > -INFINITY)) return TFM_ERR_INVALID_ARG; /* every logit -inf */
+    if (s->temperature != 0.0f && 1.0f / s->temperature < INFINITY) /* else greedy (or T so small it is) */
+        best = tfm__draw(s, n, 1.0f / s->temperature);
     tfm_sampler_accept(s, best);
     *out_token = best;
     return TFM_OK;

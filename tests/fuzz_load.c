@@ -4,7 +4,7 @@
    must return a result code and never read out of bounds; when a file does open, the harness
    also creates a session, evaluates two tokens and tokenizes a short text, so a file that passes
    validation but would crash the forward pass is found too. Seed it with real files:
-     make fuzz                      (builds with clang, seeds from build/models/*.tfm, runs 60 s)
+     make fuzz                      (builds with clang, seeds from the .tfm files of build/models, runs 60 s)
      build/fuzz_load -max_total_time=600 build/fuzz_load_corpus */
 #define TFM_IMPLEMENTATION
 #include "tfm.h"

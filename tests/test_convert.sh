@@ -7,7 +7,7 @@
 # program is built); and the error paths (exit status 1, one message, no output and no .tmp left
 # behind), hostile JSON included. No Python needed.
 cd "$(dirname "$0")/.." || exit 1
-CONV=${CONV:-build/tfm-convert}
+CONV=${CONV:-${BIN:-build}/tfm-convert}
 SHARED=${SHARED:-../shared}
 T=$(mktemp -d "${TMPDIR:-/tmp}/test_convert.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
@@ -218,7 +218,7 @@ expect_eq "gpt2 f16 wk column 0" "$(od -An -v -t x2 -w16 -j "$o" -N 128 "$F" | a
 # arch_case DIR "arch n_kv_heads d_head rope_dim norm ffn residual pos theta_bits" LAST_TENSOR
 # End to end, when build/tfm-generate exists: its logits on tokens.txt against logits.f32 (the
 # float64 reference); a correct conversion lands at ~1e-6, a plausible mistake at >= 9e-4.
-GEN=${GEN:-build/tfm-generate}
+GEN=${GEN:-${BIN:-build}/tfm-generate}
 LOGITS_BOUND=1e-4
 floats() { od -An -v -t f4 "$1" | tr -s ' ' '\n' | grep -v '^$'; }
 logits_maxdiff() { # MODEL DIR REFERENCE -> max |diff|, or "failed"
@@ -317,19 +317,34 @@ else
 fi
 
 # a hand-written tokenizer.json: array merges, an added special token beyond the vocab, bytes
-# outside ASCII (U+0120 = space, U+010A = newline, U+00E9 = byte 0xE9)
+# outside ASCII (U+0120 = space, U+010A = newline, U+00E9 = byte 0xE9). Without a single-byte
+# token for every byte UTF-8 uses, tfm.h refuses the vocabulary, and so does the converter
+# (nothing written); with the rest of the byte alphabet from id 8 on it converts.
 mkdir -p "$T/tj"
-cat > "$T/tj/tokenizer.json" <<'EOF'
-{"version": "1.0", "added_tokens": [{"id": 6, "content": "<|end\u007c>", "special": true},
-  {"id": 7, "content": "\t\t", "special": false}],
- "normalizer": null, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false},
- "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "\u0120": 2, "\u0120a": 3, "\u0120ab": 4, "\u010a\u00e9": 5},
-   "merges": [["\u0120", "a"], ["\u0120a", "b"]]}}
-EOF
+tj_json() { # $1: the vocabulary entries after the six of the test
+  printf '%s\n' '{"version": "1.0", "added_tokens": [{"id": 6, "content": "<|end\u007c>", "special": true},' \
+    '  {"id": 7, "content": "\t\t", "special": false}],' \
+    ' "normalizer": null, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false},' \
+    " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"\\u0120\": 2, \"\\u0120a\": 3, \"\\u0120ab\": 4, \"\\u010a\\u00e9\": 5$1}," \
+    '   "merges": [["\u0120", "a"], ["\u0120a", "b"]]}}'
+}
+# the byte-level alphabet (GPT-2's bytes_to_unicode) of every byte but a, b, space, C0, C1, F5..FF
+BYTES=$(awk 'BEGIN { n = 0; id = 8
+  for (b = 0; b < 256; b++) {
+    printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174
+    cp = printable ? b : 256 + n++
+    if (b == 97 || b == 98 || b == 32 || b == 192 || b == 193 || b >= 245) continue
+    printf ", \"\\u%04x\": %d", cp, id++ } }')
+tj_json "" > "$T/tj/tokenizer.json"
 F=$T/tj.tfm
+rm -f "$F"
+if "$CONV" --vocab-only "$T/tj" -o "$F" --quiet 2> "$T/err"; then bad "hand-written tokenizer.json without byte tokens converted"
+elif grep -q 'no single-byte token for byte 0x00' "$T/err" && [ ! -f "$F" ]; then ok
+else bad "hand-written tokenizer.json without byte tokens: $(cat "$T/err")"; fi
+tj_json "$BYTES" > "$T/tj/tokenizer.json"
 if "$CONV" --vocab-only "$T/tj" -o "$F" --quiet 2> "$T/err"; then ok; else bad "hand-written tokenizer.json"; cat "$T/err"; fi
 blob_layout "$F"
-expect_eq "tj n_tokens n_merges flags" "$NT $NM $(u32 "$F" $((B + 12)))" "8 2 0"
+expect_eq "tj n_tokens n_merges flags" "$NT $NM $(u32 "$F" $((B + 12)))" "248 2 0"
 expect_eq "tj bos/eos (no <|endoftext|>)" "$(i32 "$F" $((B + 20))) $(i32 "$F" $((B + 24)))" "-1 -1"
 expect_eq "tj merges" "$(merge "$F" 0) / $(merge "$F" 1)" "2 0 3 / 3 1 4"
 expect_eq "tj token 4 raw" "$(tok_text "$F" 4)" " ab"

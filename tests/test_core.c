@@ -190,6 +190,7 @@ static unsigned char *write_model(const wmodel *m, size_t *out_bytes) {
         t[i].cols = m->t[i].cols;
         t[i].f16 = sp->f16;
         t[i].v = m->t[i].v;
+        t[i].dtype = 0;
     }
     f = tw_write(&h, t, m->n, NULL, 0, out_bytes);
     if (!f) { fprintf(stderr, "test_core: out of memory\n"); exit(1); }
@@ -1483,12 +1484,14 @@ static void test_sampler(void) {
         CHECK(tfm_sample(s, inf4, 4, &t) == TFM_OK && t == 1);
         tfm_sampler_destroy(s);
     }
-    /* NaN and -inf logits are never drawn */
+    /* -inf logits are never drawn; NaN logits are refused (tests/test_hardening.c has more) */
     {
-        float odd[4] = {NAN, -INFINITY, 0.0f, 1.0f};
+        float odd[4] = {-INFINITY, -INFINITY, 0.0f, 1.0f};
         s = make_sampler(4, 1.0f, 0, 0.0f, 0.0f, 0.0f, 5);
-        for (i = 0, bad = 0; i < 200; i++) { tfm_sample(s, odd, 4, &t); bad += t < 2; }
+        for (i = 0, bad = 0; i < 200; i++) { bad += tfm_sample(s, odd, 4, &t) != TFM_OK || t < 2; }
         CHECK(bad == 0);
+        odd[0] = NAN;
+        CHECK(tfm_sample(s, odd, 4, &t) == TFM_ERR_INVALID_ARG && t == -1);
         tfm_sampler_destroy(s);
     }
     free(lg); free(copy); free(p); free(count);

@@ -6,7 +6,7 @@
 # Run from the repository root after `make build/demo.tfm build/tfm-perplexity build/tfm-convert`.
 REF=models/demo/reference
 MODEL=build/demo.tfm
-PPL=build/tfm-perplexity
+PPL=${BIN:-build}/tfm-perplexity
 passed=0; failed=0
 ok()   { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
@@ -35,7 +35,7 @@ else
   fi
 fi
 # quantized conversions of the same checkpoint: perplexity against f32's
-CONV=build/tfm-convert
+CONV=${BIN:-build}/tfm-convert
 T=$(mktemp -d "${TMPDIR:-/tmp}/test_demo.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 ppl() { $PPL -m "$1" -f $REF/heldout.txt --ctx 64 2>/dev/null | sed -n 's/^perplexity: \([0-9.eE+-]*\)$/\1/p' | head -n 1; }

@@ -13,14 +13,16 @@ T=build/test_examples.$$
 mkdir -p "$T"; trap 'rm -rf "$T"' EXIT
 if [ ! -f "$M" ]; then echo "FAIL: $M missing (make builds it from models/demo)"; echo "0 passed, 1 failed"; exit 1; fi
 CC=${CC:-cc}
-$CC -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -pthread -I. examples/threads.c -o "$T/threads" -lm && ok || bad "threads.c does not build"
-$CC -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I. examples/custom_alloc.c -o "$T/custom_alloc" -lm && ok || bad "custom_alloc.c does not build"
+GEN=${BIN:-build}/tfm-generate
+EXAMPLE_CFLAGS=${EXAMPLE_CFLAGS:-} # e.g. sanitizer flags (make sanitize)
+$CC -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror $EXAMPLE_CFLAGS -pthread -I. examples/threads.c -o "$T/threads" -lm && ok || bad "threads.c does not build"
+$CC -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror $EXAMPLE_CFLAGS -I. examples/custom_alloc.c -o "$T/custom_alloc" -lm && ok || bad "custom_alloc.c does not build"
 
 P1="In the beginning"; P2="And God said"
 "$T/threads" "$M" "$P1" "$P2" > "$T/threads.out" 2> "$T/err" && ok || { bad "threads exit $?"; cat "$T/err"; }
 i=0
 for p in "$P1" "$P2"; do
-  build/tfm-generate -m "$M" -p "$p" -n 24 --temp 0 -t 1 > "$T/want" 2> /dev/null
+  $GEN -m "$M" -p "$p" -n 24 --temp 0 -t 1 > "$T/want" 2> /dev/null
   printf '[%d] ' $i > "$T/want.$i"; cat "$T/want" >> "$T/want.$i"
   # the thread's lines: from its "[i] " line up to the next thread's
   awk -v tag="[$i] " -v next_tag="[$((i + 1))] " 'index($0, tag) == 1 {on = 1} index($0, next_tag) == 1 {on = 0} on' "$T/threads.out" > "$T/got.$i"

@@ -21,9 +21,9 @@
 #    offsets, unsupported types and values, missing / duplicate / mis-shaped tensors: exit 1,
 #    one error line, no output, never a crash (also under ASan/UBSan when cc has them).
 cd "$(dirname "$0")/.." || exit 1
-CONV=${CONV:-build/tfm-convert}
-GEN=${GEN:-build/tfm-generate}
-TOK=${TOK:-build/tfm-tokenize}
+CONV=${CONV:-${BIN:-build}/tfm-convert}
+GEN=${GEN:-${BIN:-build}/tfm-generate}
+TOK=${TOK:-${BIN:-build}/tfm-tokenize}
 SHARED=${SHARED:-../shared}
 PY=/usr/bin/python3
 A=tests/data/models

@@ -5,8 +5,10 @@
 
    Layout: the 256-byte header, the 128-byte directory entries, then the tokenizer blob (if
    any) and each tensor, every part at the next multiple of 64 bytes; the file is padded with
-   zeros to a multiple of 64 after the last tensor. Matrices are f32, or f16 when asked; vectors
-   are always f32, as the format requires. */
+   zeros to a multiple of 64 after the last tensor. Matrices are f32, or f16 when asked, or any
+   tfm_dtype (.dtype: converted by tfm.h's own tfm_dtype_from_f32, so include tfm.h's
+   implementation first; for tests of what the reader does with such files, not of the block
+   layouts); vectors are always f32, as the format requires. */
 #ifndef TFM_WRITER_H
 #define TFM_WRITER_H
 #include <stdint.h>
@@ -28,6 +30,7 @@ typedef struct tw_tensor {
     int rows, cols;  /* cols 0: a vector of rows elements */
     int f16;         /* a matrix stored as f16 (v holds values exact in f16) */
     const float *v;  /* rows * max(cols, 1) values, row-major */
+    int dtype;       /* a matrix of this tfm_dtype (0: f32, or f16 with .f16) */
 } tw_tensor;
 
 static inline void tw_put_u32(unsigned char *p, uint32_t v) {
@@ -62,6 +65,16 @@ static inline uint16_t tw_f32_to_f16(float f) { /* round to nearest even; normal
     return (uint16_t)(sign | half);
 }
 
+/* The stored dtype of t and its data bytes. */
+static inline uint32_t tw_dtype(const tw_tensor *t) { return !t->cols ? 0u : t->dtype ? (uint32_t)t->dtype : t->f16 ? 1u : 0u; }
+static inline size_t tw_bytes(const tw_tensor *t) {
+    size_t n = (size_t)t->rows * (size_t)(t->cols ? t->cols : 1);
+#ifdef TFM_IMPLEMENTATION_INCLUDED
+    if (tw_dtype(t) > 1) return (size_t)t->rows * tfm_dtype_row_bytes((tfm_dtype)t->dtype, (size_t)t->cols);
+#endif
+    return n * (tw_dtype(t) == 1 ? 2u : 4u);
+}
+
 static inline void tw_write_header(unsigned char *f, const tw_header *h, int n_tensors, size_t blob_at,
                                    size_t blob_bytes) {
     memcpy(f, "TFMODEL", 8); /* with its NUL */
@@ -83,10 +96,7 @@ static inline unsigned char *tw_write(const tw_header *h, const tw_tensor *t, in
     unsigned char *f;
     int i;
     if (blob_bytes) { blob_at = at; at += blob_bytes; }
-    for (i = 0; i < n_tensors; i++) {
-        size_t n = (size_t)t[i].rows * (size_t)(t[i].cols ? t[i].cols : 1);
-        at = tw_align(at) + n * (t[i].cols && t[i].f16 ? 2u : 4u);
-    }
+    for (i = 0; i < n_tensors; i++) at = tw_align(at) + tw_bytes(&t[i]);
     total = n_tensors ? tw_align(at) : at;
     f = (unsigned char *)calloc(1, total ? total : 1);
     if (!f) return NULL;
@@ -96,20 +106,23 @@ static inline unsigned char *tw_write(const tw_header *h, const tw_tensor *t, in
     for (i = 0; i < n_tensors; i++) {
         unsigned char *e = f + TW_HEADER_BYTES + (size_t)i * TW_ENTRY_BYTES;
         size_t n = (size_t)t[i].rows * (size_t)(t[i].cols ? t[i].cols : 1), k;
-        int f16 = t[i].cols && t[i].f16;
+        uint32_t dtype = tw_dtype(&t[i]);
         off = tw_align(off);
         memcpy(e, t[i].name, strlen(t[i].name)); /* < 64 bytes, NUL-padded */
-        tw_put_u32(e + 64, f16 ? 1u : 0u); /* TFM_DTYPE_F16 : TFM_DTYPE_F32 */
+        tw_put_u32(e + 64, dtype);
         tw_put_u32(e + 68, t[i].cols ? 2u : 1u);
         tw_put_u64(e + 72, (uint64_t)t[i].rows);
         if (t[i].cols) tw_put_u64(e + 80, (uint64_t)t[i].cols);
         tw_put_u64(e + 104, off);
-        tw_put_u64(e + 112, n * (f16 ? 2u : 4u));
-        for (k = 0; k < n; k++) {
-            if (f16) { uint16_t x = tw_f32_to_f16(t[i].v[k]); f[off + 2 * k] = (unsigned char)x; f[off + 2 * k + 1] = (unsigned char)(x >> 8); }
+        tw_put_u64(e + 112, tw_bytes(&t[i]));
+#ifdef TFM_IMPLEMENTATION_INCLUDED
+        if (dtype > 1) tfm_dtype_from_f32((tfm_dtype)dtype, t[i].v, f + off, n);
+#endif
+        for (k = 0; k < n && dtype <= 1; k++) {
+            if (dtype == 1) { uint16_t x = tw_f32_to_f16(t[i].v[k]); f[off + 2 * k] = (unsigned char)x; f[off + 2 * k + 1] = (unsigned char)(x >> 8); }
             else tw_put_f32(f + off + 4 * k, t[i].v[k]);
         }
-        off += n * (f16 ? 2u : 4u);
+        off += tw_bytes(&t[i]);
     }
     *out_bytes = total;
     return f;

@@ -201,6 +201,9 @@ void tc_warn(const char *fmt, ...);
 char *tc_strdup(const char *s);
 /* Size of an open file; leaves the position at the start. */
 int tc_file_bytes(FILE *f, const char *path, uint64_t *out);
+/* fopen(path, "rb") of a regular file only (a FIFO would block): NULL otherwise, with a message
+   for a non-regular file unless quiet. */
+FILE *tc_fopen(const char *path, int quiet);
 /* Reads a whole file (NUL-terminated) of at most max_bytes. */
 int tc_read_file(const char *path, size_t max_bytes, char **out, size_t *out_bytes);
 /* Little-endian reads (tfm.h's own, for the units that do not hold its implementation). */

@@ -99,7 +99,7 @@ static int gg_checkpoint(gg_source *s) {
     ck->n_shards = 1;
     ck->shards[0].path = tc_strdup(s->path);
     if (!ck->shards[0].path) { tc_error("out of memory"); return 0; }
-    ck->shards[0].file = fopen(s->path, "rb");
+    ck->shards[0].file = tc_fopen(s->path, 0);
     if (!ck->shards[0].file) { tc_error("cannot open %s: %s", s->path, strerror(errno)); return 0; }
     for (i = 0; i < s->g.n_tensors; i++) {
         const gguf_tensor *gt = &s->g.tensors[i];
@@ -807,7 +807,7 @@ int gg_is_gguf(const char *path) {
     size_t n = strlen(path);
     FILE *f;
     if (n >= 5 && strcmp(path + n - 5, ".gguf") == 0) return 1;
-    if (!(f = fopen(path, "rb"))) return 0;
+    if (!(f = tc_fopen(path, 1))) return 0;
     n = fread(m, 1, sizeof m, f);
     fclose(f);
     return n == sizeof m && memcmp(m, "GGUF", 4) == 0;

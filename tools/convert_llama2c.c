@@ -61,7 +61,7 @@ typedef struct tc_l2c_header {
    when it is converted). A directory reads as nothing here: 0. */
 int tc_l2c_sniff(const char *path) {
     unsigned char m[4];
-    FILE *f = fopen(path, "rb");
+    FILE *f = tc_fopen(path, 1);
     size_t n;
     if (!f) return 0;
     n = fread(m, 1, sizeof m, f);
@@ -326,7 +326,7 @@ int tc_l2c_convert(const char *src, const char *tok_path, const char *chat_templ
     size_t blob_bytes = 0, n_tensors;
     uint64_t file_bytes, want;
     int ok = 0;
-    FILE *f = fopen(src, "rb");
+    FILE *f = tc_fopen(src, 0);
     memset(&ck, 0, sizeof ck);
     memset(&plan, 0, sizeof plan);
     memset(&tok, 0, sizeof tok);

@@ -388,6 +388,11 @@ JSON_FN const json_node *json_at(const json_doc *d, uint32_t idx) {
 
 JSON_FN const char *json_str(const json_doc *d, const json_node *n) { return d->strings + n->str; }
 JSON_FN const char *json_key_str(const json_doc *d, const json_node *n) { return d->strings + n->key; }
+/* n is the string want, compared with its length: "a\u0000b" is not "a" (strcmp would say so). */
+JSON_FN int json_str_is(const json_doc *d, const json_node *n, const char *want) {
+    size_t len = strlen(want);
+    return n->type == JSON_STRING && n->str_bytes == len && memcmp(d->strings + n->str, want, len) == 0;
+}
 
 /* Member `key` of an object node, or NULL (also NULL when obj is not an object). The last
    duplicate wins, as in most JSON readers. */

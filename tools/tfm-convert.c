@@ -64,6 +64,7 @@
 
 #define TC_MAX_ST_HEADER_BYTES 100000000u         /* as the reference safetensors reader */
 #define TC_CHUNK_BYTES ((size_t)4 << 20)          /* tensor data is streamed in chunks */
+#define TC_LOG_BYTES 512                          /* one detail line from tfm.h's logger */
 #define TC_PROGRESS_MIN_BYTES ((uint64_t)32 << 20) /* smaller outputs print no progress */
 
 void tc_error(const char *fmt, ...) {
@@ -102,11 +103,38 @@ static char *tc_path(const char *dir, const char *name) {
     return p;
 }
 
+/* Something (a file, a FIFO, ...) is at path; reading it is tc_fopen's business. stat never
+   blocks, where a probing fopen waits forever on a FIFO. */
 static int tc_file_exists(const char *path) {
+#if defined(__unix__) || defined(__APPLE__)
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+#else
     FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fclose(f);
-    return 1;
+    if (f) fclose(f);
+    return f != NULL;
+#endif
+}
+
+/* fopen(path, "rb") for a regular file only: a FIFO, device or directory is refused (with a
+   message unless quiet) before anything is read, as reading a FIFO blocks forever. */
+FILE *tc_fopen(const char *path, int quiet) {
+#if defined(__unix__) || defined(__APPLE__)
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK), regular; /* opening a FIFO O_NONBLOCK returns */
+    if (fd < 0) return NULL;
+    regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    close(fd);
+    if (!regular) {
+        if (!quiet) tc_error("%s: not a regular file (a FIFO, device or directory)", path);
+        errno = EINVAL;
+        return NULL;
+    }
+    return fopen(path, "rb");
+#else
+    (void)quiet;
+    return fopen(path, "rb");
+#endif
 }
 
 /* Size of an open file; leaves the position at the start. */
@@ -140,7 +168,7 @@ static int tc_read_at(FILE *f, const char *path, uint64_t offset, void *dst, siz
 
 /* Reads a whole file (NUL-terminated) of at most max_bytes. */
 int tc_read_file(const char *path, size_t max_bytes, char **out, size_t *out_bytes) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = tc_fopen(path, 0);
     uint64_t n;
     char *buf;
     *out = NULL;
@@ -263,6 +291,7 @@ static int tc_cmp_tensor_offset(const void *a, const void *b) {
 tc_tensor *tc_find_tensor(const tc_checkpoint *c, const char *name) {
     tc_tensor key;
     key.name = name;
+    if (c->n_tensors == 0) return NULL; /* tensors is NULL: bsearch and qsort may not see it */
     return (tc_tensor *)bsearch(&key, c->tensors, c->n_tensors, sizeof key, tc_cmp_tensor_name);
 }
 
@@ -281,7 +310,7 @@ static int tc_st_entry(const json_doc *d, const json_node *e, const char *path, 
         return 0;
     }
     for (i = 0; i < sizeof tc_st_dtypes / sizeof tc_st_dtypes[0]; i++)
-        if (strcmp(json_str(d, dt), tc_st_dtypes[i].name) == 0) bits = tc_st_dtypes[i].bits;
+        if (json_str_is(d, dt, tc_st_dtypes[i].name)) bits = tc_st_dtypes[i].bits;
     if (!bits) {
         tc_error("%s: tensor %s: unknown or unsupported dtype %s", path, t->name, json_str(d, dt));
         return 0;
@@ -382,7 +411,7 @@ static int tc_st_open(tc_checkpoint *c, const char *path) {
     memset(s, 0, sizeof *s);
     s->path = tc_strdup(path);
     if (!s->path) { tc_error("out of memory"); return 0; }
-    s->file = fopen(path, "rb");
+    s->file = tc_fopen(path, 0);
     if (!s->file) { tc_error("cannot open %s: %s", path, strerror(errno)); return 0; }
     if (!tc_file_bytes(s->file, path, &file_bytes)) return 0;
     if (file_bytes < 8 || fread(len8, 1, 8, s->file) != 8) {
@@ -436,7 +465,7 @@ static int tc_st_open(tc_checkpoint *c, const char *path) {
 /* Sorts by name and rejects duplicates (across shards too). */
 int tc_checkpoint_index(tc_checkpoint *c) {
     size_t i;
-    qsort(c->tensors, c->n_tensors, sizeof *c->tensors, tc_cmp_tensor_name);
+    if (c->n_tensors > 1) qsort(c->tensors, c->n_tensors, sizeof *c->tensors, tc_cmp_tensor_name); /* none: NULL */
     for (i = 1; i < c->n_tensors; i++)
         if (strcmp(c->tensors[i - 1].name, c->tensors[i].name) == 0) {
             tc_error("tensor %s appears twice in the checkpoint", c->tensors[i].name);
@@ -563,8 +592,8 @@ static int tc_cfg_bool(const tc_cfg *c, const char *key, int def, int *out) {
 static int tc_cfg_string(const tc_cfg *c, const char *key, const char *def, const char **out) {
     const json_node *n = tc_cfg_node(c, key);
     if (!n) { *out = def; return 1; }
-    if (n->type != JSON_STRING) {
-        tc_error("%s: \"%s\" must be a string", c->path, key);
+    if (n->type != JSON_STRING || strlen(json_str(c->doc, n)) != n->str_bytes) {
+        tc_error("%s: \"%s\" must be a string without NUL bytes", c->path, key);
         return 0;
     }
     *out = json_str(c->doc, n);
@@ -784,6 +813,8 @@ int tc_validate_hparams(const tc_hparams *hp, const char *path) {
     else if (hp->n_heads < 1 || hp->n_kv_heads < 1 || hp->n_heads % hp->n_kv_heads) bad = "head counts";
     else if (hp->d_head < 1 || (uint64_t)hp->n_heads * hp->d_head > TFM_MAX_DIM) bad = "head size";
     else if (hp->rope_dim > hp->d_head || hp->rope_dim % 2) bad = "rotary dims";
+    else if (hp->rope_dim && !(hp->rope_theta > 0.0f && hp->rope_theta < INFINITY))
+        bad = "rope base (rope_theta, as a float)"; /* 1e-50 is finite as a double, 0 as a float */
     else if (!(hp->norm_eps > 0.0f && hp->norm_eps < 1.0f)) bad = "norm epsilon";
     if (bad) tc_error("%s: %s out of the supported range", path, bad);
     return bad == NULL;
@@ -823,8 +854,13 @@ static int tc_cfg_sizes(const tc_cfg *c, const tc_size_keys *k, int gqa, tc_hpar
         !tc_cfg_uint(c, "vocab_size", 1, 0, &hp->n_vocab) || !tc_cfg_uint(c, k->n_ctx, 1, 0, &hp->n_ctx) ||
         (gqa && !tc_cfg_uint(c, "num_key_value_heads", 0, 0, &hp->n_kv_heads)) || !tc_check_layers(hp, c->path))
         return 0;
-    if (!gqa || hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads;
-    if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model;
+    if ((gqa && hp->n_kv_heads == 0 && tc_cfg_node(c, "num_key_value_heads")) ||
+        (hp->d_ff == 0 && tc_cfg_node(c, k->d_ff))) { /* 0 is not "absent": no default replaces it */
+        tc_error("%s: \"%s\" is 0", c->path, hp->d_ff == 0 ? k->d_ff : "num_key_value_heads");
+        return 0;
+    }
+    if (!gqa || hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads; /* absent or null */
+    if (hp->d_ff == 0) hp->d_ff = 4u * hp->d_model;                /* GPT-2's n_inner null */
     return 1;
 }
 
@@ -1999,7 +2035,7 @@ static int tc_tok_added(tc_tok *t, const json_doc *d, const json_node *added, co
 /* node is an object whose "type" is the string name. */
 static int tc_type_is(const json_doc *d, const json_node *node, const char *name) {
     const json_node *type = json_get(d, node, "type");
-    return type && type->type == JSON_STRING && strcmp(json_str(d, type), name) == 0;
+    return type && json_str_is(d, type, name);
 }
 
 static const char *tc_type_name(const json_doc *d, const json_node *node) {
@@ -2010,7 +2046,7 @@ static const char *tc_type_name(const json_doc *d, const json_node *node) {
 /* node[key] is the string want (UTF-8). */
 static int tc_str_is(const json_doc *d, const json_node *node, const char *key, const char *want) {
     const json_node *n = json_get(d, node, key);
-    return n && n->type == JSON_STRING && strcmp(json_str(d, n), want) == 0;
+    return n && json_str_is(d, n, want);
 }
 
 /* Llama-style byte_fallback BPE: the normalizer Sequence[Prepend(U+2581), Replace(" ", U+2581)]
@@ -2115,7 +2151,7 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
     static const char *const must_be_empty[] = {"continuing_subword_prefix", "end_of_word_suffix", NULL};
     const char *const *k;
     type = json_get(d, model, "type");
-    if (type && (type->type != JSON_STRING || strcmp(json_str(d, type), "BPE") != 0)) {
+    if (type && !json_str_is(d, type, "BPE")) {
         tc_error("%s: model type %s is not supported (only BPE)", src,
                  type->type == JSON_STRING ? json_str(d, type) : "(not a string)");
         return 0;
@@ -2137,7 +2173,7 @@ static int tc_tok_options(tc_tok *t, const json_doc *d, const json_node *root, c
     }
     if (norm && norm->type != JSON_NULL) {
         type = json_get(d, norm, "type");
-        if (!type || type->type != JSON_STRING || strcmp(json_str(d, type), "NFC") != 0) {
+        if (!type || !json_str_is(d, type, "NFC")) {
             tc_error("%s: normalizer %s is not supported (none or NFC)", src,
                      type && type->type == JSON_STRING ? json_str(d, type) : "(no type)");
             return 0;
@@ -2391,7 +2427,7 @@ static int tc_tok_config_chat(tc_tok *t, const json_doc *d, const json_node *n, 
     }
     for (i = 0, item = json_first(d, n); i < n->n_children; i++, item = json_next(d, item)) {
         const json_node *name = json_get(d, item, "name"), *tmpl = json_get(d, item, "template");
-        if (name && name->type == JSON_STRING && strcmp(json_str(d, name), "default") == 0 && tmpl &&
+        if (name && json_str_is(d, name, "default") && tmpl &&
             tmpl->type == JSON_STRING)
             return tc_tok_set_chat(t, 0, json_str(d, tmpl), tmpl->str_bytes);
     }
@@ -2641,6 +2677,8 @@ typedef struct tc_writer {
     size_t in_cap, out_cap;
     float *f32;             /* a chunk as f32 on its way to another dtype */
     size_t f32_cap;         /* bytes */
+    float *chk;             /* the converted chunk decoded back (tc_check_finite) */
+    size_t chk_cap;         /* bytes */
     uint64_t total_bytes, done_bytes, next_report;
     size_t n_done, n_total;
     int quiet;
@@ -2696,16 +2734,47 @@ static int tc_same_dtype(tc_dtype src) {
     return exact ? (int)d : -1;
 }
 
+/* Index of the first NaN / Inf of x[0..n), or n. */
+static size_t tc_first_not_finite(const float *x, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (!(x[i] > -INFINITY && x[i] < INFINITY)) break;
+    return i;
+}
+
+/* The converted chunk out[0..n) of dtype dst, decoded back through tfm.h, holds only finite
+   values; src_f32 (NULL for a byte-for-byte copy) holds the source values, already checked.
+   Else an error naming the tensor: a value past the type's range (f16: 65504; a quantized
+   block's f16 scale) becomes Inf, which eval would meet as NaN logits. */
+static int tc_check_finite(tc_writer *w, const char *name, const float *src_f32, const unsigned char *out,
+                           uint32_t dst, size_t n) {
+    size_t bad;
+    if (!tc_grow((unsigned char **)&w->chk, &w->chk_cap, n * sizeof(float)) ||
+        tfm_dtype_to_f32((tfm_dtype)dst, out, w->chk, n) != TFM_OK)
+        return 0;
+    if ((bad = tc_first_not_finite(w->chk, n)) == n) return 1;
+    if (src_f32)
+        tc_error("tensor %s: element %lu, %g, is %g as %s: past what that type holds (f16 and the block "
+                 "scales of the quantized types: 65504); use --type bf16 or f32", name, (unsigned long)bad,
+                 (double)src_f32[bad], (double)w->chk[bad], tfm_dtype_describe((tfm_dtype)dst).name);
+    else
+        tc_error("tensor %s: element %lu of the source is %s (a NaN or Inf value or block scale)", name,
+                 (unsigned long)bad, w->chk[bad] != w->chk[bad] ? "NaN" : "inf");
+    return 0;
+}
+
 /* n elements (whole blocks of both) of src dtype -> dst: copied byte for byte when src is dst
    (a GGUF's blocks import bit-exact), else decoded to f32 and converted or quantized with
-   tfm.h's own dtype table (tfm_dtype_from_f32). */
-static int tc_convert(tc_writer *w, const unsigned char *in, tc_dtype src, unsigned char *out, uint32_t dst, size_t n) {
+   tfm.h's own dtype table (tfm_dtype_from_f32). NaN / Inf in the source or the result are an
+   error naming the tensor (tc_check_finite). */
+static int tc_convert(tc_writer *w, const char *name, const unsigned char *in, tc_dtype src, unsigned char *out,
+                      uint32_t dst, size_t n) {
     size_t i;
     uint32_t bt = tc_block_type(src);
     size_t be = bt ? gguf_block_elems(bt) : 1;
     if (tc_same_dtype(src) == (int)dst) {
         memcpy(out, in, (size_t)tc_src_bytes(src, n));
-        return 1;
+        return tc_check_finite(w, name, NULL, out, dst, n);
     }
     if (!tc_grow((unsigned char **)&w->f32, &w->f32_cap, n * sizeof(float))) return 0;
     for (i = 0; i < n; i += be) {
@@ -2714,7 +2783,12 @@ static int tc_convert(tc_writer *w, const unsigned char *in, tc_dtype src, unsig
         else if (src == TC_F16) w->f32[i] = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
         else w->f32[i] = tfm__bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
     }
-    return tfm_dtype_from_f32((tfm_dtype)dst, w->f32, out, n) == TFM_OK;
+    if ((i = tc_first_not_finite(w->f32, n)) < n) {
+        tc_error("tensor %s: element %lu of the source is %s (a NaN or Inf value or block scale)", name,
+                 (unsigned long)i, w->f32[i] != w->f32[i] ? "NaN" : "inf");
+        return 0;
+    }
+    return tfm_dtype_from_f32((tfm_dtype)dst, w->f32, out, n) == TFM_OK && tc_check_finite(w, name, w->f32, out, dst, n);
 }
 
 /* Bytes of n_rows rows of row_elems in dtype d (whole blocks: planned so). */
@@ -2750,7 +2824,7 @@ static int tc_write_transposed(tc_writer *w, const tc_out *o, const tc_checkpoin
         unsigned char *row = w->in + t->bytes; /* scratch after the source */
         for (k = 0; k < o->row_elems; k++)
             memcpy(row + k * es, w->in + (k * o->src_cols + o->offset + r) * es, es);
-        if (!tc_convert(w, row, t->dtype, w->out, o->dtype, k_n) || !tc_w(w, w->out, out_row)) return 0;
+        if (!tc_convert(w, t->name, row, t->dtype, w->out, o->dtype, k_n) || !tc_w(w, w->out, out_row)) return 0;
     }
     w->done_bytes += o->data_bytes;
     return 1;
@@ -2798,7 +2872,7 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
             !tc_grow(&w->out, &w->out_cap, tc_out_bytes(o->dtype, run, o->row_elems)) ||
             !tc_read_at(s->file, s->path, t->offset + src_row * row_bytes, w->in,
                         (size_t)(run * row_bytes)) ||
-            !tc_convert(w, w->in, t->dtype, w->out, o->dtype, (size_t)n))
+            !tc_convert(w, t->name, w->in, t->dtype, w->out, o->dtype, (size_t)n))
             return 0;
         if (o->add_one && o->dtype == TFM_DTYPE_F32) tc_add_one(w->out, (size_t)n);
         if (!tc_w(w, w->out, tc_out_bytes(o->dtype, run, o->row_elems))) return 0;
@@ -2887,6 +2961,31 @@ static void tc_dir_entry(unsigned char *e, const tc_out *o) {
     tfmw_entry_bytes(e, &t);
 }
 
+/* The logger of tc_opens: keeps the library's last detail line. */
+static void tc_keep_log(void *user, tfm_result r, const char *msg) {
+    (void)r;
+    snprintf((char *)user, TC_LOG_BYTES, "%s", msg);
+}
+
+/* The written file passes tfm.h's own checks (header, directory, tokenizer blob, layer
+   table): tfm_model_open, before it replaces OUT, so an exit status of 0 means it opens. */
+static int tc_opens(const char *path, const char *out_path) {
+    char detail[TC_LOG_BYTES] = "";
+    tfm_model_desc md;
+    tfm_model *m = NULL;
+    tfm_result r;
+    memset(&md, 0, sizeof md);
+    md.path = path;
+    md.logger.log = tc_keep_log;
+    md.logger.user = detail;
+    r = tfm_model_open(&md, &m);
+    tfm_model_close(m);
+    if (r == TFM_OK) return 1;
+    tc_error("%s: the file written does not open with tfm.h (%s: %s); nothing written", out_path,
+             tfm_result_string(r), detail[0] ? detail : "no detail");
+    return 0;
+}
+
 int tc_write_file(const char *out_path, const tc_hparams *hp, tc_plan *p,
                   const unsigned char *blob, size_t blob_bytes, const tc_checkpoint *ck, int quiet) {
     tc_writer w;
@@ -2930,6 +3029,7 @@ done:
         tc_error("%s: write failed: %s", tmp, strerror(errno));
         ok = 0;
     }
+    if (ok && !tc_opens(tmp, out_path)) ok = 0;
     if (ok && rename(tmp, out_path) != 0) {
         remove(out_path); /* platforms whose rename does not replace */
         if (rename(tmp, out_path) != 0) {
@@ -2944,6 +3044,7 @@ done:
     free(w.in);
     free(w.out);
     free(w.f32);
+    free(w.chk);
     free(tmp);
     return ok;
 }
@@ -3088,7 +3189,9 @@ static void tc_usage(FILE *f) {
         "           tokenizer_config.json's chat_template, a string or the \"default\" of the list\n"
         "           form, else chat_template.jinja / .json beside it; GGUF tokenizer.chat_template).\n"
         "           Markers such as <|im_end|> that are not tokens only get a warning\n"
-        "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n", tq_recipes_help);
+        "Writes OUT.tmp, opens it with tfm.h and renames it to OUT on success; errors exit with\n"
+        "status 1 and write nothing: a source that is not a regular file (a FIFO), NaN / Inf\n"
+        "weights, values past the output type's range (f16: 65504), a file tfm.h would refuse.\n", tq_recipes_help);
 }
 
 static int tc_parse_args(int argc, char **argv, tc_args *a) {
@@ -3239,6 +3342,21 @@ done:
     return ok;
 }
 
+/* SRC is a regular file or a directory (a FIFO would block the first read), or absent (the
+   readers then say what is missing). */
+static int tc_source_kind_ok(const char *src) {
+#if defined(__unix__) || defined(__APPLE__)
+    struct stat st;
+    if (stat(src, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        tc_error("%s: not a regular file or a directory (a FIFO or device?)", src);
+        return 0;
+    }
+#else
+    (void)src;
+#endif
+    return 1;
+}
+
 int main(int argc, char **argv) {
     tc_args a;
     if (argc < 2) {
@@ -3246,6 +3364,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!tc_parse_args(argc, argv, &a)) return 1;
+    if (!tc_source_kind_ok(a.src)) return 1;
     if (gg_is_gguf(a.src)) return !gg_convert(&a); /* FILE.gguf or GGUF magic */
     if (!a.vocab_only && tc_l2c_sniff(a.src)) /* a file, not a directory: llama2.c */
         return !tc_l2c_convert(a.src, a.tokenizer, a.chat_template, a.out, a.type ? a.type : "f32", a.quiet,
