@@ -1,4 +1,4 @@
-/* tfm.h - v0.1.0 - run decoder-only transformer language models on the CPU.
+/* tfm.h - v0.2.0 - run decoder-only transformer language models on the CPU.
    Single-header C99 library: libc + libm, OpenMP when compiled with -fopenmp.
 
    DO THIS in exactly one C or C++ file:
@@ -16,7 +16,7 @@
        tfm_session_create(model, &sd, &s);
        int32_t ids[256]; size_t n_ids;
        tfm_model_tokenize(model, "Hello", 5, ids, 256, &n_ids);  (prepend bos_id if .add_bos)
-       tfm_session_eval(s, ids, (int)n_ids, 0, NULL);  evaluates positions 0..n_ids-1
+       tfm_session_eval(s, ids, n_ids, 0, NULL);  evaluates positions 0..n_ids-1
        int n_vocab = tfm_model_config(model).n_vocab;
        tfm_sampler_desc pd = {0}; pd.temperature = 0.8f; pd.n_vocab = n_vocab;
        tfm_sampler *smp; tfm_sampler_create(&pd, &smp);
@@ -181,9 +181,9 @@
 #include <stdbool.h>
 
 #define TFM_VERSION_MAJOR 0
-#define TFM_VERSION_MINOR 1
+#define TFM_VERSION_MINOR 2
 #define TFM_VERSION_PATCH 0
-#define TFM_VERSION_STRING "0.1.0"
+#define TFM_VERSION_STRING "0.2.0"
 #define TFM_FORMAT_VERSION 2
 
 #ifndef TFM_API
@@ -332,10 +332,11 @@ typedef struct tfm_config {
     bool qk_norm, post_norms; /* TFM_FLAG_QK_NORM, TFM_FLAG_POST_NORMS */
 } tfm_config;
 
-/* Memory callbacks. Set both or neither; align is a power of two. */
+/* Memory callbacks. Set both or neither; align is a power of two. Every callback of the API
+   takes its user pointer first. */
 typedef struct tfm_allocator {
-    void *(*alloc)(size_t bytes, size_t align, void *user);
-    void (*free)(void *ptr, size_t bytes, void *user);
+    void *(*alloc)(void *user, size_t bytes, size_t align);
+    void (*free)(void *user, void *ptr, size_t bytes); /* bytes: the size that was asked for */
     void *user;
 } tfm_allocator;
 
@@ -433,14 +434,15 @@ TFM_API tfm_config tfm_model_config(const tfm_model *model);    /* copy of the c
    Added tokens (<|endoftext|>, whitespace runs) are matched in the text before splitting. */
 TFM_API tfm_result tfm_model_tokenize(const tfm_model *model, const char *text, size_t text_bytes,
                                       int32_t *ids, size_t ids_cap, size_t *n_ids);
-/* The raw bytes of one token (may be part of a UTF-8 sequence). */
-TFM_API tfm_result tfm_model_token_bytes(const tfm_model *model, int32_t id,
-                                         const char **bytes, size_t *n_bytes);
+/* The raw bytes of one token, *piece[0..*n_bytes) (may be part of a UTF-8 sequence; points
+   into the model). */
+TFM_API tfm_result tfm_model_token_piece(const tfm_model *model, int32_t id,
+                                         const char **piece, size_t *n_bytes);
 /* Streaming decode of one token: writes the complete UTF-8 characters now available (invalid
    sequences become U+FFFD) and holds back an incomplete tail in *stream. out needs room for
    token bytes + 4 (+3 per invalid byte); *n_out is the count written. */
-TFM_API tfm_result tfm_model_decode(const tfm_model *model, tfm_utf8_stream *stream, int32_t id,
-                                    char *out, size_t out_cap, size_t *n_out);
+TFM_API tfm_result tfm_model_detokenize(const tfm_model *model, tfm_utf8_stream *stream, int32_t id,
+                                        char *out, size_t out_cap, size_t *n_out);
 /* Ends a stream: a held incomplete tail becomes one U+FFFD (3 bytes, as Python does) and the
    stream is reset. Returns the bytes written: 0 when nothing is held, or when out_cap < 3 (the
    tail then stays held). */
@@ -460,7 +462,7 @@ TFM_API void tfm_session_destroy(tfm_session *session);          /* NULL is fine
    sliding-window layer's ring no longer holds the window before pos). logits_all, if
    not NULL, receives [n_tokens, n_vocab]; the last token's logits are always kept in the
    session (tfm_session_logits). Full context: TFM_ERR_CONTEXT_FULL, nothing evaluated. */
-TFM_API tfm_result tfm_session_eval(tfm_session *session, const int32_t *tokens, int n_tokens,
+TFM_API tfm_result tfm_session_eval(tfm_session *session, const int32_t *tokens, size_t n_tokens,
                                     int pos, float *logits_all);
 /* Decode one token at pos and point *logits at the session's [n_vocab] logits. */
 TFM_API tfm_result tfm_session_decode(tfm_session *session, int32_t token, int pos,
@@ -661,7 +663,7 @@ TFM_PRIVATE tfm_result tfm__log(const tfm_logger *logger, tfm_result result, con
     va_start(ap, fmt);
     tfm__format(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    logger->log(logger->user, result, msg);
+    (logger->log)(logger->user, result, msg);
     return result;
 }
 
@@ -681,7 +683,7 @@ TFM_PRIVATE bool tfm__allocator_valid(const tfm_allocator *a) {
 TFM_PRIVATE void *tfm__alloc(const tfm_allocator *a, size_t bytes) {
     size_t total;
     unsigned char *raw, *p;
-    if (a->alloc) return a->alloc(bytes ? bytes : 1, TFM__ALIGN, a->user);
+    if (a->alloc) return (a->alloc)(a->user, bytes ? bytes : 1, TFM__ALIGN);
     /* default: over-allocate and keep the raw pointer just before the aligned block */
     if (!tfm__add_size(bytes, TFM__ALIGN + sizeof(void *), &total)) return NULL;
     raw = TFM__CAST(unsigned char *, TFM_MALLOC(total));
@@ -697,7 +699,7 @@ TFM_PRIVATE void tfm__free(const tfm_allocator *a, void *ptr, size_t bytes) {
     void *raw;
     if (!ptr) return;
     if (a->free) {
-        a->free(ptr, bytes ? bytes : 1, a->user);
+        (a->free)(a->user, ptr, bytes ? bytes : 1);
         return;
     }
     memcpy(&raw, TFM__CAST(unsigned char *, ptr) - sizeof(void *), sizeof raw);
@@ -1572,7 +1574,7 @@ TFM_PRIVATE const unsigned char *tfm__tensor_at(const tfm__tensor *t, int r) {
 /* Row r of a matrix as floats: out[cols]. Used for embedding lookups. */
 TFM_PRIVATE void tfm__tensor_row(const tfm__tensor *t, int r, float *out) {
     tfm__dtype_row d = tfm__dtype_of(t->dtype);
-    d.to_f32(tfm__tensor_at(t, r), out, (size_t)(t->cols / d.info.block_elems));
+    (d.to_f32)(tfm__tensor_at(t, r), out, (size_t)(t->cols / d.info.block_elems));
 }
 
 /* The float dot product, bit for bit the same in every kernel: TFM__LANES lanes, lane l
@@ -3586,7 +3588,7 @@ TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, cons
     va_start(ap, fmt);
     tfm__format(s->last_error, sizeof s->last_error, fmt, ap);
     va_end(ap);
-    if (s->model->logger.log) s->model->logger.log(s->model->logger.user, result, s->last_error);
+    if (s->model->logger.log) (s->model->logger.log)(s->model->logger.user, result, s->last_error);
     return result;
 }
 
@@ -3642,7 +3644,7 @@ TFM_PRIVATE void tfm__team_work(tfm__team *team) {
         job = &team->job[(v >> TFM__TEAM_INDEX_BITS) & 1];
         t = v & TFM__TEAM_INDEX_MASK;
         if (t >= job->n_tasks) return;
-        job->fn(job->ctx, t);
+        (job->fn)(job->ctx, t);
 #pragma omp atomic update
         team->done += 1;
     }
@@ -3693,7 +3695,7 @@ TFM_PRIVATE void tfm__team_run(tfm__team *team, int n_tasks, tfm_task_fn fn, voi
 TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn fn, void *ctx) {
     int t;
     if (s->parallel_for && n_tasks > 1) {
-        s->parallel_for(s->parallel_user, n_tasks, fn, ctx);
+        (s->parallel_for)(s->parallel_user, n_tasks, fn, ctx);
         return;
     }
 #ifdef TFM__OPENMP
@@ -3702,7 +3704,7 @@ TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn f
         return;
     }
 #endif
-    for (t = 0; t < n_tasks; t++) fn(ctx, t);
+    for (t = 0; t < n_tasks; t++) (fn)(ctx, t);
 }
 
 #define TFM__MAX_FUSED 3 /* matrices sharing one input that one parallel pass computes (q, k, v) */
@@ -3739,7 +3741,7 @@ TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
         m.y = j->y[k];
         m.y_stride = j->y_stride[k];
         m.n_b = j->n_b;
-        s->model->isa.mm[m.w->dtype](&m, lo - base, hi - base, scratch);
+        (s->model->isa.mm[m.w->dtype])(&m, lo - base, hi - base, scratch);
     }
 }
 
@@ -3753,7 +3755,7 @@ TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job
         if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
         done |= 1u << f;
         qa->group = tfm__act_group(f, job->n_b, s->model->isa.grouped);
-        s->model->isa.quant(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
+        (s->model->isa.quant)(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
     }
 }
 
@@ -3833,8 +3835,8 @@ TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const 
                                      float scale, float softcap, float slope, float *scores, float *out) {
     size_t e = sp->f16 ? 2u : 4u, vb = sp->kv_dim * e;
     int j;
-    isa->scores[sp->f16](q, sp->kt + (size_t)sp->s0 * e, sp->rows, d_head, sp->n0, scores);
-    if (sp->n > sp->n0) isa->scores[sp->f16](q, sp->kt, sp->rows, d_head, sp->n - sp->n0, scores + sp->n0);
+    (isa->scores[sp->f16])(q, sp->kt + (size_t)sp->s0 * e, sp->rows, d_head, sp->n0, scores);
+    if (sp->n > sp->n0) (isa->scores[sp->f16])(q, sp->kt, sp->rows, d_head, sp->n - sp->n0, scores + sp->n0);
     for (j = 0; j < sp->n; j++) {
         float sj = scores[j] * scale;
         if (softcap > 0.0f) sj = softcap * tanhf(sj / softcap);
@@ -3844,8 +3846,8 @@ TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const 
     memset(out, 0, (size_t)d_head * sizeof(float));
     for (j = 0; j < sp->n; j++) {
         const unsigned char *vj = sp->v + (size_t)(j < sp->n0 ? sp->s0 + j : j - sp->n0) * vb;
-        if (sp->f16) isa->axpy_h(out, scores[j], vj, d_head);
-        else isa->axpy(out, scores[j], TFM__CAST(const float *, TFM__CAST(const void *, vj)), d_head);
+        if (sp->f16) (isa->axpy_h)(out, scores[j], vj, d_head);
+        else (isa->axpy)(out, scores[j], TFM__CAST(const float *, TFM__CAST(const void *, vj)), d_head);
     }
 }
 
@@ -4086,7 +4088,7 @@ TFM_PRIVATE tfm_result tfm__forward(tfm_session *s, const int32_t *tokens, int n
     int l, first = all ? 0 : n_b - 1;
     tfm__embed(s, tokens, n_b, pos);
     for (l = 0; l < m->config.n_layers; l++) {
-        if (s->should_abort && s->should_abort(s->abort_user)) return TFM_ERR_CANCELLED;
+        if (s->should_abort && (s->should_abort)(s->abort_user)) return TFM_ERR_CANCELLED;
         tfm__layer_step(s, l, n_b, pos);
     }
     if (!logits) return TFM_OK;
@@ -6238,19 +6240,19 @@ TFM_API tfm_result tfm_model_tokenize(const tfm_model *model, const char *text, 
     return tfm__tokenizer_encode(t, text, text_bytes, ids, ids_cap, n_ids);
 }
 
-TFM_API tfm_result tfm_model_token_bytes(const tfm_model *model, int32_t id, const char **bytes,
+TFM_API tfm_result tfm_model_token_piece(const tfm_model *model, int32_t id, const char **piece,
                                          size_t *n_bytes) {
     const tfm__tokenizer *t;
-    if (bytes) *bytes = NULL;
+    if (piece) *piece = NULL;
     if (n_bytes) *n_bytes = 0;
-    if (!model || !bytes || !n_bytes) return TFM_ERR_INVALID_ARG;
+    if (!model || !piece || !n_bytes) return TFM_ERR_INVALID_ARG;
     t = tfm__model_tokenizer(model);
     if (!t) return TFM_ERR_UNSUPPORTED;
-    return tfm__tokenizer_piece(t, id, bytes, n_bytes);
+    return tfm__tokenizer_piece(t, id, piece, n_bytes);
 }
 
-TFM_API tfm_result tfm_model_decode(const tfm_model *model, tfm_utf8_stream *stream, int32_t id,
-                                    char *out, size_t out_cap, size_t *n_out) {
+TFM_API tfm_result tfm_model_detokenize(const tfm_model *model, tfm_utf8_stream *stream, int32_t id,
+                                        char *out, size_t out_cap, size_t *n_out) {
     const tfm__tokenizer *t;
     if (n_out) *n_out = 0;
     if (!model || !stream || !n_out) return TFM_ERR_INVALID_ARG;
@@ -6490,14 +6492,14 @@ TFM_PRIVATE size_t tfm__dtype_blocks(tfm_dtype dtype, size_t n) {
 TFM_API tfm_result tfm_dtype_to_f32(tfm_dtype dtype, const void *src, float *dst, size_t n) {
     size_t blocks = tfm__dtype_blocks(dtype, n);
     if (!src || !dst || (uint32_t)dtype >= (uint32_t)TFM_DTYPE_COUNT || (n > 0 && blocks == 0)) return TFM_ERR_INVALID_ARG;
-    tfm__dtype_of(dtype).to_f32(TFM__CAST(const unsigned char *, src), dst, blocks);
+    (tfm__dtype_of(dtype).to_f32)(TFM__CAST(const unsigned char *, src), dst, blocks);
     return TFM_OK;
 }
 
 TFM_API tfm_result tfm_dtype_from_f32(tfm_dtype dtype, const float *src, void *dst, size_t n) {
     size_t blocks = tfm__dtype_blocks(dtype, n);
     if (!src || !dst || (uint32_t)dtype >= (uint32_t)TFM_DTYPE_COUNT || (n > 0 && blocks == 0)) return TFM_ERR_INVALID_ARG;
-    tfm__dtype_of(dtype).from_f32(src, TFM__CAST(unsigned char *, dst), blocks);
+    (tfm__dtype_of(dtype).from_f32)(src, TFM__CAST(unsigned char *, dst), blocks);
     return TFM_OK;
 }
 
@@ -6677,16 +6679,17 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
 /* Arguments are all checked before anything is evaluated. Tokens go through the layers in
    batches of n_batch; n_tokens == 0 only rewinds (n_past = pos). When should_abort cancels,
    n_past counts the batches that finished, so the caller can continue from there. */
-TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, int n_tokens, int pos,
+TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, size_t n_tokens_in, int pos,
                                     float *logits_all) {
-    int i, n_vocab;
+    int i, n_vocab, n_tokens;
     tfm_result r;
     if (!s) return TFM_ERR_INVALID_ARG;
     s->last_error[0] = '\0';
     n_vocab = s->model->config.n_vocab;
-    if (n_tokens < 0 || (n_tokens > 0 && !tokens))
-        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: %d tokens at %p", n_tokens,
+    if (n_tokens_in > (size_t)INT32_MAX || (n_tokens_in > 0 && !tokens)) /* a negative int count lands here */
+        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: %zu tokens at %p", n_tokens_in,
                                  (const void *)tokens);
+    n_tokens = (int)n_tokens_in;
     if (pos < 0 || pos > s->n_past)
         return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "eval: pos %d, but only %d positions are evaluated",
                                  pos, s->n_past);
@@ -6849,6 +6852,9 @@ TFM_API tfm_result tfm_sample(tfm_sampler *s, const float *logits, int n, int32_
 ------------------------------------------------------------------------------
 CHANGELOG
     0.1.0  first version: GPT-NeoX-family models, .tfm format 1, byte-level BPE.
+    0.2.0  renames (0.x makes no compatibility promise): tfm_model_decode -> tfm_model_detokenize,
+           tfm_model_token_bytes -> tfm_model_token_piece; tfm_allocator callbacks take user
+           first; tfm_session_eval takes a size_t token count.
 ------------------------------------------------------------------------------
 LICENSE (MIT)
 Copyright (c) 2026 the tfm.h authors

@@ -17,7 +17,7 @@
 
 typedef struct arena { unsigned char *base; size_t used, cap; int n_allocs; } arena;
 
-static void *arena_alloc(size_t bytes, size_t align, void *user) {
+static void *arena_alloc(void *user, size_t bytes, size_t align) {
     arena *a = (arena *)user;
     size_t at = (a->used + align - 1) & ~(align - 1);
     if (at > a->cap || bytes > a->cap - at) return NULL; /* tfm reports TFM_ERR_OUT_OF_MEMORY */
@@ -26,7 +26,7 @@ static void *arena_alloc(size_t bytes, size_t align, void *user) {
     return a->base + at;
 }
 
-static void arena_free(void *ptr, size_t bytes, void *user) {
+static void arena_free(void *user, void *ptr, size_t bytes) {
     (void)ptr; (void)bytes; (void)user; /* a bump arena frees everything at once, at the end */
 }
 

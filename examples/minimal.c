@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
         if (r != TFM_OK) return fail("sample", r, "");
         if (next == cfg.eos_id) break;
         size_t n_text;
-        r = tfm_model_decode(model, &stream, next, text, sizeof text, &n_text);
+        r = tfm_model_detokenize(model, &stream, next, text, sizeof text, &n_text);
         if (r != TFM_OK) return fail("decode", r, "");
         fwrite(text, 1, n_text, stdout);
         fflush(stdout);

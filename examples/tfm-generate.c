@@ -144,11 +144,11 @@ static void emit(const tfm_model *model, const tfm_config *cfg, tfm_utf8_stream 
     if (cfg->n_tokens == 0) {
         printf("%d ", (int)id);
     } else if (id < cfg->n_tokens) { /* ids of a padded vocab past the tokenizer print nothing */
-        if ((r = tfm_model_token_bytes(model, id, &bytes, &n_bytes)) != TFM_OK)
+        if ((r = tfm_model_token_piece(model, id, &bytes, &n_bytes)) != TFM_OK)
             die("token %d: %s", (int)id, tfm_result_string(r));
         need = 3 * (n_bytes + 4); /* held bytes + this token, each possibly U+FFFD */
         if (need > *buf_cap && !(*buf = realloc(*buf, *buf_cap = need))) die("out of memory");
-        if ((r = tfm_model_decode(model, stream, id, *buf, *buf_cap, &n_out)) != TFM_OK)
+        if ((r = tfm_model_detokenize(model, stream, id, *buf, *buf_cap, &n_out)) != TFM_OK)
             die("decode token %d: %s", (int)id, tfm_result_string(r));
         fwrite(*buf, 1, n_out, stdout);
     }

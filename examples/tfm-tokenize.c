@@ -92,7 +92,7 @@ static void decode_ids(const tfm_model *model, int n_tokens, const char *s, size
             die("--decode: '%s' is not a token id", digits);
         if (id < 0 || id >= n_tokens)
             die("--decode: token id %ld is outside [0, %d)", id, n_tokens);
-        if ((r = tfm_model_token_bytes(model, (int32_t)id, &piece, &piece_bytes)) != TFM_OK)
+        if ((r = tfm_model_token_piece(model, (int32_t)id, &piece, &piece_bytes)) != TFM_OK)
             die("token %ld: %s", id, tfm_result_string(r));
         fwrite(piece, 1, piece_bytes, stdout);
         s += n;

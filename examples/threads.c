@@ -42,7 +42,7 @@ static void *run(void *arg) {
         int32_t best = 0; /* argmax: greedy needs no sampler */
         for (k = 1; k < cfg.n_tokens; k++) if (logits[k] > logits[best]) best = k;
         if (best == cfg.eos_id || used + 64 > sizeof j->text) break;
-        j->result = tfm_model_decode(j->model, &stream, best, j->text + used, sizeof j->text - used, &piece);
+        j->result = tfm_model_detokenize(j->model, &stream, best, j->text + used, sizeof j->text - used, &piece);
         used += piece;
         if (j->result == TFM_OK) j->result = tfm_session_decode(s, best, (int)n + i, &logits);
     }
