@@ -96,6 +96,7 @@ check-compile: | build
 	$(CC) $(STRICT) -fopenmp -I. -c build/impl.c -o build/impl_omp.o
 	-command -v clang >/dev/null && clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
+	$(CC) $(STRICT) -I. -c tests/hygiene.c -o build/hygiene.o
 	@! nm build/impl.o | awk '$$2 ~ /^[BbDdCc]$$/ {print "mutable global: " $$3; bad=1} END {exit !bad}'
 
 # tfm.h's >>unicode tables regenerated (Python standard library, no network) and compared; the
