@@ -350,15 +350,30 @@ typedef struct tfm_model tfm_model;
 typedef struct tfm_session tfm_session;
 typedef struct tfm_sampler tfm_sampler;
 
-/* All-zero means default. Exactly one source: path, or data + data_bytes. */
+/* Reads a model file through the host (an engine's pak file or virtual file system): read
+   copies bytes [offset, offset + n_bytes) of the file into dst and returns true, or false on
+   failure. Stateless (no seek cursor); called from the thread that opens the model. */
+typedef struct tfm_io {
+    bool (*read)(void *user, uint64_t offset, void *dst, size_t n_bytes);
+    uint64_t file_bytes;     /* the file's size */
+    void *user;
+} tfm_io;
+
+/* All-zero means default. Exactly one source: path, data + data_bytes, or io.read. */
 typedef struct tfm_model_desc {
     const char *path;        /* .tfm file: mapped read-only (read into memory with no_mmap) */
     const void *data;        /* a whole .tfm file in memory; must outlive the model; zero-copy */
     size_t data_bytes;
+    tfm_io io;               /* read callbacks: the file is read into one allocator block */
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     const char *kernels;     /* NULL or "": the best set this CPU runs; else "scalar", "avx2",
                                 "avx512", "amx" or "neon" (UNSUPPORTED if this build or CPU lacks it).
                                 Every set gives the same results bit for bit. */
+    /* Optional, on the opening thread: bytes of the file in memory so far, after each read of up
+       to 16 MiB (once, done == total, for a mapped or borrowed file). Return false to cancel:
+       tfm_model_open then returns TFM_ERR_CANCELLED (not reported to the logger). */
+    bool (*load_progress)(void *user, uint64_t done_bytes, uint64_t total_bytes);
+    void *progress_user;
     tfm_allocator allocator;
     tfm_logger logger;
 } tfm_model_desc;
@@ -379,6 +394,10 @@ typedef struct tfm_session_desc {
     tfm_dtype kv_dtype;      /* the KV cache: TFM_DTYPE_F32 (0, default) or TFM_DTYPE_F16 (half the
                                 memory and bandwidth; values rounded to f16) */
     tfm_allocator allocator;
+    void *memory;            /* optional: the session lives in this caller-owned block (64-byte
+                                aligned, at least tfm_session_memory_bytes): nothing is allocated
+                                and tfm_session_destroy frees nothing; must outlive the session */
+    size_t memory_bytes;
 } tfm_session_desc;
 
 /* All-zero means greedy. */
@@ -418,11 +437,14 @@ TFM_API tfm_result tfm_dtype_to_f32(tfm_dtype dtype, const void *src, float *dst
 TFM_API tfm_result tfm_dtype_from_f32(tfm_dtype dtype, const float *src, void *dst, size_t n);
 
 /* --- model ---
-   tfm_model_open: validates the whole file, then maps tensors in place.
+   tfm_model_open: gets the file into memory (mapped, borrowed, or read through the allocator
+   from a path or desc->io), validates all of it, then uses the tensors in place.
    Params: desc (read during the call only), out_model (set to NULL on failure).
-   Returns TFM_OK or an error; the detail goes to desc->logger.
+   Returns TFM_OK or an error; the detail goes to desc->logger. TFM_ERR_CANCELLED when
+   desc->load_progress asked to stop (not logged).
    Thread safety: the model is immutable once open; share it freely.
-   Ownership: close with tfm_model_close; desc->data must outlive the model. */
+   Ownership: close with tfm_model_close; desc->data must outlive the model; blocks are freed
+   in the reverse order of their allocation (see >>alloc). */
 TFM_API tfm_result tfm_model_open(const tfm_model_desc *desc, tfm_model **out_model);
 TFM_API void tfm_model_close(tfm_model *model);                  /* NULL is fine */
 TFM_API tfm_config tfm_model_config(const tfm_model *model);    /* copy of the config */
@@ -457,6 +479,9 @@ TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t 
 TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_desc *desc,
                                       tfm_session **out_session);
 TFM_API void tfm_session_destroy(tfm_session *session);          /* NULL is fine */
+/* Bytes a session created with desc needs (its one block: cache, scratch, tables), the size
+   desc->memory must have; INVALID_ARG for a desc tfm_session_create would refuse. */
+TFM_API tfm_result tfm_session_memory_bytes(const tfm_model *model, const tfm_session_desc *desc, size_t *n_bytes);
 /* Evaluate tokens[0..n_tokens) at positions pos..pos+n_tokens-1. pos may be at most the
    number of positions already evaluated (a smaller pos rewinds the cache; INVALID_ARG when a
    sliding-window layer's ring no longer holds the window before pos). logits_all, if
@@ -671,7 +696,11 @@ TFM_PRIVATE tfm_result tfm__log(const tfm_logger *logger, tfm_result result, con
    Every allocation goes through the desc's allocator (or TFM_MALLOC), and only at create time.
    Why: a host engine places memory itself; each object is one or a few 64-byte aligned blocks
    (size and alignment passed to the callback, as arena allocators want), so scratch rows start
-   on cache lines. */
+   on cache lines. The arena contract: blocks are freed in the reverse order of their
+   allocation, within an object and across objects destroyed in the reverse order of their
+   creation, also when a create call fails half way; so a stack allocator works. A model holds
+   at most three blocks (the file when it is read into memory, the model, the tokenizer), a
+   session and a sampler one each. */
 
 #define TFM__ALIGN 64 /* cache line; also the .tfm tensor alignment */
 
@@ -782,14 +811,67 @@ TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
 #define TFM__FSEEK_END(fp) fseek(fp, 0, SEEK_END)
 #define TFM__FTELL(fp) ftell(fp)
 #endif
+#endif
+
+#define TFM__READ_CHUNK ((size_t)16 << 20) /* bytes per read: load progress and cancel this often */
+
+/* One piece of a file read into memory: n bytes at offset into dst; false on failure. */
+typedef bool (*tfm__read_fn)(void *ctx, uint64_t offset, void *dst, size_t n_bytes);
+
+/* The desc's load_progress; TFM_ERR_CANCELLED when it asks to stop. */
+TFM_PRIVATE tfm_result tfm__load_progress(const tfm_model_desc *desc, uint64_t done, uint64_t total) {
+    if (desc->load_progress && !(desc->load_progress)(desc->progress_user, done, total)) return TFM_ERR_CANCELLED;
+    return TFM_OK;
+}
+
+/* Read n_bytes from a source into one allocation, TFM__READ_CHUNK at a time with progress. */
+TFM_PRIVATE tfm_result tfm__file_read_all(const tfm_model_desc *desc, const tfm_allocator *a, const tfm_logger *lg,
+                                          uint64_t n_bytes, tfm__read_fn read, void *ctx, const char *what,
+                                          tfm__file *f) {
+    unsigned char *buf;
+    uint64_t at;
+    tfm_result r = TFM_OK;
+    if (n_bytes > (uint64_t)(size_t)-1) return tfm__log(lg, TFM_ERR_UNSUPPORTED, "%s: too large for this address space", what);
+    buf = TFM__CAST(unsigned char *, tfm__alloc(a, (size_t)n_bytes));
+    if (!buf) return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes", what, (unsigned long long)n_bytes);
+    for (at = 0; at < n_bytes && !r; at += TFM__READ_CHUNK) {
+        size_t n = n_bytes - at < TFM__READ_CHUNK ? (size_t)(n_bytes - at) : TFM__READ_CHUNK;
+        if (!read(ctx, at, buf + at, n))
+            r = tfm__log(lg, TFM_ERR_IO, "%s: reading %zu bytes at offset %llu failed", what, n, (unsigned long long)at);
+        else
+            r = tfm__load_progress(desc, at + n, n_bytes);
+    }
+    if (r) {
+        tfm__free(a, buf, (size_t)n_bytes);
+        return r;
+    }
+    f->data = buf;
+    f->data_bytes = (size_t)n_bytes;
+    f->kind = TFM__FILE_OWNED;
+    f->owned = buf;
+    return TFM_OK;
+}
+
+/* tfm__read_fn over the desc's io callbacks. */
+TFM_PRIVATE bool tfm__io_read(void *ctx, uint64_t offset, void *dst, size_t n_bytes) {
+    const tfm_io *io = TFM__CAST(const tfm_io *, ctx);
+    return (io->read)(io->user, offset, dst, n_bytes);
+}
+
+#ifndef TFM_NO_STDIO
+/* tfm__read_fn over a FILE read front to back (offsets come in order). */
+TFM_PRIVATE bool tfm__stdio_read(void *ctx, uint64_t offset, void *dst, size_t n_bytes) {
+    (void)offset;
+    return fread(dst, 1, n_bytes, TFM__CAST(FILE *, ctx)) == n_bytes;
+}
 
 /* Read the whole file at path into one allocation. */
-TFM_PRIVATE tfm_result tfm__file_read(const char *path, const tfm_allocator *a, const tfm_logger *lg,
+TFM_PRIVATE tfm_result tfm__file_read(const tfm_model_desc *desc, const tfm_allocator *a, const tfm_logger *lg,
                                       tfm__file *f) {
+    const char *path = desc->path;
     FILE *fp = NULL;
-    unsigned char *buf;
-    size_t n_bytes, got;
     int64_t end;
+    tfm_result r;
 #if defined(_MSC_VER)
     if (fopen_s(&fp, path, "rb") != 0) fp = NULL; /* fopen is a C4996 warning under /W4 */
 #else
@@ -797,41 +879,32 @@ TFM_PRIVATE tfm_result tfm__file_read(const char *path, const tfm_allocator *a, 
 #endif
     if (!fp) return tfm__log(lg, TFM_ERR_IO, "%s: cannot open", path);
     end = TFM__FSEEK_END(fp) == 0 ? (int64_t)TFM__FTELL(fp) : -1;
-    if (end < 0 || (uint64_t)end > (uint64_t)(size_t)-1 || fseek(fp, 0, SEEK_SET) != 0) {
+    if (end < 0 || fseek(fp, 0, SEEK_SET) != 0) {
         fclose(fp);
         return tfm__log(lg, TFM_ERR_IO, "%s: cannot find the file size", path);
     }
-    n_bytes = (size_t)end;
     /* one byte first: a directory opens and "seeks" to a huge size on some systems, but reads fail */
-    if (n_bytes > 0 && ungetc(fgetc(fp), fp) == EOF) {
+    if (end > 0 && ungetc(fgetc(fp), fp) == EOF) {
         fclose(fp);
         return tfm__log(lg, TFM_ERR_IO, "%s: cannot read (a directory?)", path);
     }
-    buf = TFM__CAST(unsigned char *, tfm__alloc(a, n_bytes));
-    if (!buf) {
-        fclose(fp);
-        return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", path, n_bytes);
-    }
-    got = n_bytes ? fread(buf, 1, n_bytes, fp) : 0;
+    r = tfm__file_read_all(desc, a, lg, (uint64_t)end, tfm__stdio_read, fp, path, f);
     fclose(fp);
-    if (got != n_bytes) {
-        tfm__free(a, buf, n_bytes);
-        return tfm__log(lg, TFM_ERR_IO, "%s: read %zu of %zu bytes", path, got, n_bytes);
-    }
-    f->data = buf;
-    f->data_bytes = n_bytes;
-    f->kind = TFM__FILE_OWNED;
-    f->owned = buf;
-    return TFM_OK;
+    return r;
 }
 #endif
 
-/* Fill *f from the desc's source. Exactly one of path or data must be given. */
+/* Fill *f from the desc's source. Exactly one of path, data or io.read must be given. */
 TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allocator *a,
                                       const tfm_logger *lg, tfm__file *f) {
+    int n_sources = (desc->path != NULL) + (desc->data != NULL) + (desc->io.read != NULL);
     memset(f, 0, sizeof *f);
-    if ((desc->path != NULL) == (desc->data != NULL))
-        return tfm__log(lg, TFM_ERR_INVALID_ARG, "model desc: set exactly one of path or data");
+    if (n_sources != 1)
+        return tfm__log(lg, TFM_ERR_INVALID_ARG, "model desc: set exactly one of path, data or io.read");
+    if (desc->io.read) {
+        tfm_io io = desc->io;
+        return tfm__file_read_all(desc, a, lg, io.file_bytes, tfm__io_read, &io, "io", f);
+    }
     if (desc->data) {
         if ((uintptr_t)desc->data % TFM__DATA_ALIGN_MIN != 0)
             return tfm__log(lg, TFM_ERR_INVALID_ARG, "model desc: data must be %d-byte aligned",
@@ -839,16 +912,20 @@ TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allo
         f->data = TFM__CAST(const unsigned char *, desc->data);
         f->data_bytes = desc->data_bytes;
         f->kind = TFM__FILE_BORROWED;
-        return TFM_OK;
+        return tfm__load_progress(desc, desc->data_bytes, desc->data_bytes);
     }
 #ifdef TFM_NO_STDIO
     (void)a;
     return tfm__log(lg, TFM_ERR_UNSUPPORTED, "model desc: path loading is compiled out (TFM_NO_STDIO)");
 #else
 #ifdef TFM__MMAP
-    if (!desc->no_mmap && tfm__file_map(desc->path, f)) return TFM_OK;
+    if (!desc->no_mmap && tfm__file_map(desc->path, f)) {
+        tfm_result r = tfm__load_progress(desc, f->data_bytes, f->data_bytes);
+        if (r) tfm__file_close(f, a);
+        return r;
+    }
 #endif
-    return tfm__file_read(desc->path, a, lg, f);
+    return tfm__file_read(desc, a, lg, f);
 #endif
 }
 
@@ -3430,6 +3507,7 @@ struct tfm_session {
     const tfm_model *model;
     tfm_allocator allocator;
     size_t block_bytes;
+    bool borrowed;  /* the block is desc.memory: destroy frees nothing */
     int n_ctx;      /* positions the cache holds */
     int n_past;     /* positions evaluated so far (valid cache rows) */
     int n_threads;  /* OpenMP threads (1: the calling thread) */
@@ -6503,14 +6581,17 @@ TFM_API tfm_result tfm_dtype_from_f32(tfm_dtype dtype, const float *src, void *d
     return TFM_OK;
 }
 
-/* Frees everything tfm_model_open built; safe on a partly built model. */
+/* Frees everything tfm_model_open built, in the reverse order of allocation (the tokenizer, the
+   model block, then the file when it was read into memory): a host's stack allocator works. */
 TFM_PRIVATE void tfm__model_free(tfm_model *m) {
     tfm_allocator a;
+    tfm__file file;
     if (!m) return;
     a = m->allocator;
+    file = m->file;
     if (m->tokenizer) tfm__tokenizer_destroy(m->tokenizer, &a);
-    tfm__file_close(&m->file, &a);
     tfm__free(&a, m, m->block_bytes);
+    tfm__file_close(&file, &a);
 }
 
 /* After the file is in memory: validate it all, then build the model around it. */
@@ -6531,16 +6612,18 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
     if ((r = tfm__parse_header(f->data, f->data_bytes, lg, &h)) != TFM_OK) return r;
     if ((r = tfm__check_config(&h, lg)) != TFM_OK) return r;
     if ((r = tfm__check_layout(&h, f->data_bytes, lg, &dir_end)) != TFM_OK) return r;
+    /* allocations in this order, freed in reverse: the model block (the struct, then layers
+       [n_layers]; n_layers <= TFM_MAX_LAYERS: no overflow), the name table (freed before the
+       tokenizer is built), the tokenizer */
+    tfm__align_size(sizeof(tfm_model), TFM__ALIGN, &layers_at);
+    model_bytes = layers_at + (size_t)h.n_layers * sizeof(tfm__layer);
+    m = TFM__CAST(tfm_model *, tfm__alloc(&desc->allocator, model_bytes));
+    if (!m) return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "model: cannot allocate %zu bytes", model_bytes);
     n_slots = TFM__N_GLOBAL + (int)h.n_layers * TFM__N_PER_LAYER;
     slots_bytes = (size_t)n_slots * sizeof(int32_t);
     slots = TFM__CAST(int32_t *, tfm__alloc(&desc->allocator, slots_bytes));
-    if (!slots) return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "model: cannot allocate the name table");
-    r = tfm__check_directory(f->data, f->data_bytes, &h, dir_end, lg, slots);
-    /* the struct, then layers [n_layers] (n_layers <= TFM_MAX_LAYERS: no overflow) */
-    tfm__align_size(sizeof(tfm_model), TFM__ALIGN, &layers_at);
-    model_bytes = layers_at + (size_t)h.n_layers * sizeof(tfm__layer);
-    m = r ? NULL : TFM__CAST(tfm_model *, tfm__alloc(&desc->allocator, model_bytes));
-    if (!r && !m) r = tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "model: cannot allocate %zu bytes", model_bytes);
+    r = slots ? tfm__check_directory(f->data, f->data_bytes, &h, dir_end, lg, slots)
+              : tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "model: cannot allocate the name table");
     if (!r) {
         memset(m, 0, model_bytes);
         m->allocator = desc->allocator;
@@ -6570,7 +6653,7 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
         m->config.add_bos = (m->tokenizer->flags & TFM_TOKFLAG_ADD_BOS) && m->config.bos_id >= 0;
     }
     if (r) {
-        if (m) tfm__free(&desc->allocator, m, m->block_bytes); /* the tokenizer is never set on failure */
+        tfm__free(&desc->allocator, m, model_bytes); /* the tokenizer is never set on failure */
         return r;
     }
     m->file = *f;
@@ -6633,27 +6716,54 @@ TFM_PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, con
 #endif
 }
 
+/* The resolved desc and the bytes of the session's block. */
+TFM_PRIVATE tfm_result tfm__session_plan(const tfm_model *model, const tfm_session_desc *desc, tfm_session_desc *d,
+                                         size_t *n_bytes) {
+    tfm_session tmp;
+    tfm__plan plan;
+    tfm_result r;
+    if (model->config.n_layers == 0)
+        return tfm__log(&model->logger, TFM_ERR_UNSUPPORTED, "session: the model is vocab-only");
+    if ((r = tfm__session_desc_defaults(model, desc, d)) != TFM_OK) return r;
+    tfm__session_fields(&tmp, model, d);
+    tfm__session_layout(&tmp, &model->config, NULL, &plan);
+    if (plan.overflow) return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: size overflows");
+    *n_bytes = plan.bytes;
+    return TFM_OK;
+}
+
+TFM_API tfm_result tfm_session_memory_bytes(const tfm_model *model, const tfm_session_desc *desc, size_t *n_bytes) {
+    tfm_session_desc d;
+    if (n_bytes) *n_bytes = 0;
+    if (!model || !n_bytes) return TFM_ERR_INVALID_ARG;
+    return tfm__session_plan(model, desc, &d, n_bytes);
+}
+
 TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_desc *desc,
                                       tfm_session **out_session) {
     tfm_session_desc d;
-    tfm_session tmp, *s;
+    tfm_session *s;
     tfm__plan plan;
     const tfm_config *c;
+    size_t n_bytes;
     tfm_result r;
     if (out_session) *out_session = NULL;
     if (!model || !out_session) return TFM_ERR_INVALID_ARG;
     c = &model->config;
-    if (c->n_layers == 0)
-        return tfm__log(&model->logger, TFM_ERR_UNSUPPORTED, "session: the model is vocab-only");
-    if ((r = tfm__session_desc_defaults(model, desc, &d)) != TFM_OK) return r;
-    tfm__session_fields(&tmp, model, &d);
-    tfm__session_layout(&tmp, c, NULL, &plan);
-    if (plan.overflow) return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: size overflows");
-    s = TFM__CAST(tfm_session *, tfm__alloc(&d.allocator, plan.bytes));
-    if (!s)
-        return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: cannot allocate %zu bytes", plan.bytes);
+    if ((r = tfm__session_plan(model, desc, &d, &n_bytes)) != TFM_OK) return r;
+    if (d.memory) {
+        if ((uintptr_t)d.memory % TFM__ALIGN != 0 || d.memory_bytes < n_bytes)
+            return tfm__log(&model->logger, TFM_ERR_INVALID_ARG, "session desc: memory must be %d-byte aligned and "
+                            "hold %zu bytes (has %zu)", TFM__ALIGN, n_bytes, d.memory_bytes);
+        s = TFM__CAST(tfm_session *, d.memory);
+    } else {
+        s = TFM__CAST(tfm_session *, tfm__alloc(&d.allocator, n_bytes));
+        if (!s)
+            return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: cannot allocate %zu bytes", n_bytes);
+    }
     tfm__session_fields(s, model, &d);
-    s->block_bytes = plan.bytes;
+    s->block_bytes = n_bytes;
+    s->borrowed = d.memory != NULL;
     tfm__session_layout(s, c, TFM__CAST(unsigned char *, TFM__CAST(void *, s)), &plan);
     if (s->rope_cos) {
         bool long_ctx = model->rope_freqs_long && s->n_ctx > model->rope_orig_ctx;
@@ -6671,7 +6781,7 @@ TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_
 
 TFM_API void tfm_session_destroy(tfm_session *session) {
     tfm_allocator a;
-    if (!session) return;
+    if (!session || session->borrowed) return;
     a = session->allocator;
     tfm__free(&a, session, session->block_bytes);
 }

@@ -1,0 +1,389 @@
+/* test_embed.c - what a game or app engine embedding tfm.h relies on: loading through read
+   callbacks with progress and cancel, frees in reverse allocation order (a stack allocator),
+   sessions sized before they are created and placed in the host's memory. Random-weight models
+   written by the tests' own writer (tests/tfm_writer.h); needs nothing from ../shared. */
+#define TFM_IMPLEMENTATION
+#include "tfm.h"
+#include "check.h"
+#include "tfm_writer.h"
+#include <math.h>
+#include <stdint.h>
+
+#define DEMO "build/demo.tfm" /* the trained demo model (make builds it), with a tokenizer */
+
+/* ---- a random-weight model --------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x853c49e6748fea9bull;
+static float rng_sym(float scale) { /* uniform in (-scale, scale) */
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return (float)(((double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0) * scale);
+}
+
+#define MAX_TENSORS 64
+typedef struct model_file {
+    unsigned char *bytes;
+    size_t n_bytes;
+    int n_vocab, n_ctx;
+} model_file;
+
+/* A GPT-NeoX-shaped model (LayerNorm, parallel residual, partial RoPE, biases); f16 matrices
+   when f16. */
+static model_file make_model(int n_layers, int n_vocab, int n_ctx, int f16, uint64_t seed) {
+    enum { D = 32, HEADS = 4, FF = 64 };
+    static const char *const per_layer[][3] = {
+        {"ln1.w", "v", "1"}, {"ln1.b", "v", "0"}, {"ln2.w", "v", "1"}, {"ln2.b", "v", "0"}, {"wq", "dd", ""},
+        {"wk", "dd", ""}, {"wv", "dd", ""}, {"wo", "dd", ""}, {"bq", "v", "0"}, {"bo", "v", "0"},
+        {"w_up", "fd", ""}, {"b_up", "f", "0"}, {"w_down", "df", ""}};
+    tw_header h;
+    tw_tensor t[MAX_TENSORS];
+    char names[MAX_TENSORS][64];
+    float *vals[MAX_TENSORS];
+    model_file mf;
+    int n = 0, l, i;
+    size_t k;
+    memset(&h, 0, sizeof h);
+    h.arch = TFM_ARCH_GPT_NEOX; h.n_vocab = n_vocab; h.n_ctx = n_ctx; h.n_layers = n_layers;
+    h.n_heads = HEADS; h.n_kv_heads = HEADS; h.d_model = D; h.d_head = D / HEADS; h.d_ff = FF;
+    h.rope_dim = 4; h.theta = 10000.0f; h.eps = 1e-5f; h.norm = TFM_NORM_LAYERNORM; h.act = TFM_ACT_GELU_ERF;
+    h.ffn = TFM_FFN_PLAIN; h.residual = TFM_RESIDUAL_PARALLEL; h.pos = TFM_POS_ROPE_HALF;
+    rng_state = seed | 1u;
+#define ADD(nm, r, c, mean, scale)                                                                   \
+    do {                                                                                             \
+        size_t cnt_ = (size_t)(r) * (size_t)((c) ? (c) : 1);                                         \
+        snprintf(names[n], 64, "%s", nm);                                                            \
+        vals[n] = (float *)malloc(cnt_ * sizeof(float));                                             \
+        for (k = 0; k < cnt_; k++) vals[n][k] = (mean) + rng_sym(scale);                             \
+        if (f16 && (c)) for (k = 0; k < cnt_; k++) vals[n][k] = tfm__f16_to_f32(tw_f32_to_f16(vals[n][k])); \
+        t[n].name = names[n]; t[n].rows = (r); t[n].cols = (c); t[n].f16 = f16 && (c); t[n].v = vals[n]; \
+        n++;                                                                                         \
+    } while (0)
+    ADD("tok_embd", n_vocab, D, 0.0f, 1.0f);
+    for (l = 0; l < n_layers; l++) {
+        for (i = 0; i < (int)(sizeof per_layer / sizeof per_layer[0]); i++) {
+            char nm[64];
+            const char *shape = per_layer[i][1];
+            int rows = shape[0] == 'f' ? FF : D, cols = shape[1] == 'f' ? FF : shape[1] == 'd' ? D : 0;
+            snprintf(nm, sizeof nm, "blk.%d.%s", l, per_layer[i][0]);
+            if (cols) ADD(nm, rows, cols, 0.0f, 1.2f / sqrtf((float)cols));
+            else ADD(nm, rows, 0, per_layer[i][2][0] == '1' ? 1.0f : 0.0f, 0.1f);
+        }
+    }
+    ADD("lnf.w", D, 0, 1.0f, 0.1f);
+    ADD("lnf.b", D, 0, 0.0f, 0.1f);
+    ADD("output.w", n_vocab, D, 0.0f, 2.0f / sqrtf((float)D));
+#undef ADD
+    mf.bytes = tw_write(&h, t, n, NULL, 0, &mf.n_bytes);
+    mf.n_vocab = n_vocab;
+    mf.n_ctx = n_ctx;
+    for (i = 0; i < n; i++) free(vals[i]);
+    if (!mf.bytes) { fprintf(stderr, "test_embed: out of memory\n"); exit(1); }
+    return mf;
+}
+
+static tfm_model *open_bytes(const model_file *mf) {
+    tfm_model_desc md;
+    tfm_model *m = NULL;
+    memset(&md, 0, sizeof md);
+    md.data = mf->bytes;
+    md.data_bytes = mf->n_bytes;
+    return tfm_model_open(&md, &m) == TFM_OK ? m : NULL;
+}
+
+/* ---- the logger and allocators ----------------------------------------------------------- */
+
+typedef struct log_count { int count; tfm_result last; } log_count;
+static void log_counter(void *user, tfm_result r, const char *msg) {
+    log_count *l = (log_count *)user;
+    (void)msg;
+    l->count++;
+    l->last = r;
+}
+
+/* A stack allocator, as engines use for level data: every free must be of the block on top. */
+#define STACK_BYTES ((size_t)32 << 20)
+#define STACK_DEPTH 64
+typedef struct stack {
+    unsigned char *base;
+    size_t used;
+    size_t top_at[STACK_DEPTH], top_bytes[STACK_DEPTH];
+    int depth, n_alloc, fail_at, bad_frees;
+} stack;
+
+static void *stack_alloc(void *user, size_t bytes, size_t align) {
+    stack *st = (stack *)user;
+    size_t at = (st->used + align - 1) & ~(align - 1);
+    if (st->n_alloc++ == st->fail_at || st->depth == STACK_DEPTH || at > STACK_BYTES || bytes > STACK_BYTES - at)
+        return NULL;
+    st->top_at[st->depth] = st->used; /* the free restores this */
+    st->top_bytes[st->depth] = bytes;
+    st->depth++;
+    st->used = at + bytes;
+    return st->base + at;
+}
+
+static void stack_free(void *user, void *ptr, size_t bytes) {
+    stack *st = (stack *)user;
+    size_t at;
+    if (st->depth == 0) { st->bad_frees++; return; }
+    at = (st->top_at[st->depth - 1] + 63) & ~(size_t)63;
+    if ((unsigned char *)ptr != st->base + at || bytes != st->top_bytes[st->depth - 1]) { st->bad_frees++; return; }
+    st->depth--;
+    st->used = st->top_at[st->depth];
+}
+
+static tfm_allocator stack_allocator(stack *st) {
+    tfm_allocator a;
+    a.alloc = stack_alloc;
+    a.free = stack_free;
+    a.user = st;
+    return a;
+}
+
+/* Counts allocations and their bytes (malloc underneath). */
+typedef struct counter { int n_alloc, n_free; size_t last_bytes; long live; } counter;
+static void *count_alloc(void *user, size_t bytes, size_t align) {
+    counter *c = (counter *)user;
+    unsigned char *raw = (unsigned char *)malloc(bytes + align + sizeof(void *)), *p;
+    if (!raw) return NULL;
+    p = raw + sizeof(void *);
+    p += (align - (uintptr_t)p % align) % align;
+    memcpy(p - sizeof(void *), &raw, sizeof raw);
+    c->n_alloc++;
+    c->live++;
+    c->last_bytes = bytes;
+    return p;
+}
+static void count_free(void *user, void *ptr, size_t bytes) {
+    counter *c = (counter *)user;
+    void *raw;
+    (void)bytes;
+    memcpy(&raw, (unsigned char *)ptr - sizeof(void *), sizeof raw);
+    free(raw);
+    c->n_free++;
+    c->live--;
+}
+static tfm_allocator counting(counter *c) {
+    tfm_allocator a;
+    a.alloc = count_alloc;
+    a.free = count_free;
+    a.user = c;
+    return a;
+}
+
+/* ---- a pak file read through tfm_io ------------------------------------------------------ */
+
+typedef struct pak {
+    const unsigned char *bytes; /* the whole pak; the model starts at model_at */
+    size_t model_at;
+    int n_reads, fail_read; /* fail_read: the read that fails (-1 none) */
+} pak;
+
+static bool pak_read(void *user, uint64_t offset, void *dst, size_t n_bytes) {
+    pak *p = (pak *)user;
+    if (p->n_reads++ == p->fail_read) return false;
+    memcpy(dst, p->bytes + p->model_at + offset, n_bytes);
+    return true;
+}
+
+typedef struct progress { int calls, cancel_at; uint64_t last_done, total; int monotonic; } progress;
+static bool on_load(void *user, uint64_t done, uint64_t total) {
+    progress *p = (progress *)user;
+    if (done < p->last_done || done > total) p->monotonic = 0;
+    p->last_done = done;
+    p->total = total;
+    return p->calls++ != p->cancel_at;
+}
+
+/* logits of tokens 1, 2, 3 from position 0 (n_vocab floats) */
+static int logits_of(const tfm_model *m, float *out) {
+    tfm_session *s = NULL;
+    int32_t tok[3] = {1, 2, 3};
+    int ok = tfm_session_create(m, NULL, &s) == TFM_OK && tfm_session_eval(s, tok, 3, 0, NULL) == TFM_OK;
+    if (ok) memcpy(out, tfm_session_logits(s), (size_t)tfm_model_config(m).n_vocab * sizeof(float));
+    tfm_session_destroy(s);
+    return ok;
+}
+
+static void test_io(void) {
+    model_file mf = make_model(2, 40, 32, 0, 7);
+    unsigned char *pakbuf = (unsigned char *)malloc(mf.n_bytes + 1000);
+    float *want = (float *)malloc(40 * sizeof(float)), *got = (float *)malloc(40 * sizeof(float));
+    tfm_model_desc md;
+    tfm_model *m = NULL, *ref = open_bytes(&mf);
+    pak p;
+    progress pr;
+    log_count lg;
+    size_t cut;
+    int n_bad = 0;
+    memset(pakbuf, 0xAB, 1000);
+    memcpy(pakbuf + 1000, mf.bytes, mf.n_bytes); /* the model at an odd offset inside the pak */
+    CHECK(ref != NULL && logits_of(ref, want));
+    memset(&p, 0, sizeof p);
+    p.bytes = pakbuf; p.model_at = 1000; p.fail_read = -1;
+    memset(&md, 0, sizeof md);
+    md.io.read = pak_read; md.io.user = &p; md.io.file_bytes = mf.n_bytes;
+    CHECK(tfm_model_open(&md, &m) == TFM_OK && m != NULL);
+    CHECK(m && logits_of(m, got) && memcmp(want, got, 40 * sizeof(float)) == 0);
+    tfm_model_close(m);
+    /* two sources at once, a failing read, a short file: refused like the other sources */
+    md.data = mf.bytes; md.data_bytes = mf.n_bytes;
+    CHECK(tfm_model_open(&md, &m) == TFM_ERR_INVALID_ARG && m == NULL);
+    md.data = NULL; md.data_bytes = 0;
+    memset(&lg, 0, sizeof lg);
+    md.logger.log = log_counter; md.logger.user = &lg;
+    p.fail_read = 0; p.n_reads = 0;
+    CHECK(tfm_model_open(&md, &m) == TFM_ERR_IO && m == NULL && lg.count == 1 && lg.last == TFM_ERR_IO);
+    p.fail_read = -1;
+    for (cut = 0; cut < mf.n_bytes; cut += 61) { /* truncations, as test_core does for memory */
+        tfm_result r;
+        md.io.file_bytes = cut;
+        r = tfm_model_open(&md, &m);
+        if (r == TFM_OK || m != NULL) n_bad++;
+        tfm_model_close(m);
+    }
+    CHECK_MSG(n_bad == 0, "%d truncated files opened through io", n_bad);
+    md.io.file_bytes = mf.n_bytes;
+    /* load progress: monotonic, ends at the total; a cancel is CANCELLED and not logged */
+    memset(&pr, 0, sizeof pr);
+    pr.cancel_at = -1; pr.monotonic = 1;
+    md.load_progress = on_load; md.progress_user = &pr;
+    CHECK(tfm_model_open(&md, &m) == TFM_OK);
+    CHECK(pr.calls >= 1 && pr.monotonic && pr.last_done == mf.n_bytes && pr.total == mf.n_bytes);
+    tfm_model_close(m);
+    memset(&pr, 0, sizeof pr);
+    pr.cancel_at = 0;
+    lg.count = 0;
+    CHECK(tfm_model_open(&md, &m) == TFM_ERR_CANCELLED && m == NULL && lg.count == 0);
+    md.io.read = NULL; /* the memory source reports once, and can be cancelled too */
+    md.data = mf.bytes; md.data_bytes = mf.n_bytes;
+    memset(&pr, 0, sizeof pr);
+    pr.cancel_at = -1;
+    CHECK(tfm_model_open(&md, &m) == TFM_OK && pr.calls == 1 && pr.last_done == mf.n_bytes);
+    tfm_model_close(m);
+    pr.calls = 0; pr.cancel_at = 0;
+    CHECK(tfm_model_open(&md, &m) == TFM_ERR_CANCELLED && m == NULL && lg.count == 0);
+    tfm_model_close(ref);
+    free(pakbuf); free(want); free(got); free(mf.bytes);
+}
+
+/* Model, session and sampler from one stack allocator, destroyed in reverse order: every free
+   is of the top block, and an allocation failing at any point unwinds in order too. */
+static void test_stack_allocator(void) {
+    model_file mf = make_model(2, 40, 32, 1, 8);
+    stack st;
+    pak p;
+    int fail, n_total = -1, path_done = 0;
+    const char *path = "build/test_embed_stack.tfm";
+    FILE *fp = fopen(DEMO, "rb");
+    int demo = fp != NULL;
+    if (fp) fclose(fp);
+    else printf("SKIP stack allocator on %s (missing: make builds it)\n", DEMO);
+    fp = fopen(path, "wb");
+    if (fp) { fwrite(mf.bytes, 1, mf.n_bytes, fp); fclose(fp); }
+    memset(&st, 0, sizeof st);
+    st.base = (unsigned char *)malloc(STACK_BYTES);
+    for (fail = 0; fail < 32; fail++) {
+        int src;
+        for (src = 0; src < 4; src++) { /* io, path read with no_mmap, borrowed memory, the demo model */
+            tfm_model_desc md;
+            tfm_session_desc sd;
+            tfm_sampler_desc pd;
+            tfm_model *m = NULL;
+            tfm_session *s = NULL;
+            tfm_sampler *smp = NULL;
+            tfm_result r;
+            int32_t tok[2] = {3, 4}, next;
+            st.used = 0; st.depth = 0; st.n_alloc = 0; st.fail_at = fail; st.bad_frees = 0;
+            memset(&md, 0, sizeof md);
+            memset(&p, 0, sizeof p);
+            p.bytes = mf.bytes; p.fail_read = -1;
+            if (src == 0) { md.io.read = pak_read; md.io.user = &p; md.io.file_bytes = mf.n_bytes; }
+            else if (src == 1) { md.path = path; md.no_mmap = true; }
+            else if (src == 3) { md.path = DEMO; md.no_mmap = true; } /* a tokenizer block too */
+            else { md.data = mf.bytes; md.data_bytes = mf.n_bytes; }
+            md.allocator = stack_allocator(&st);
+            memset(&sd, 0, sizeof sd);
+            sd.allocator = stack_allocator(&st);
+            memset(&pd, 0, sizeof pd);
+            pd.temperature = 1.0f; pd.repeat_penalty = 1.1f;
+            pd.allocator = stack_allocator(&st);
+            if (src == 3 && !demo) continue;
+            r = tfm_model_open(&md, &m);
+            if (!r) r = tfm_session_create(m, &sd, &s);
+            pd.n_vocab = tfm_model_config(m).n_vocab;
+            if (!r) r = tfm_sampler_create(&pd, &smp);
+            if (!r) {
+                CHECK(tfm_session_eval(s, tok, 2, 0, NULL) == TFM_OK);
+                CHECK(tfm_sample(smp, tfm_session_logits(s), pd.n_vocab, &next) == TFM_OK);
+                if (src == 0) n_total = st.n_alloc;
+                if (src == 1) path_done = 1;
+            } else {
+                CHECK_MSG(r == TFM_ERR_OUT_OF_MEMORY, "source %d, allocation %d failed: %s", src, fail,
+                          tfm_result_string(r));
+            }
+            tfm_sampler_destroy(smp);
+            tfm_session_destroy(s);
+            tfm_model_close(m);
+            CHECK_MSG(st.bad_frees == 0 && st.depth == 0, "source %d, failing allocation %d: %d frees out of "
+                      "order, %d blocks left", src, fail, st.bad_frees, st.depth);
+        }
+        if (n_total >= 0 && fail > n_total) break;
+    }
+    printf("stack allocator: %d allocations (io source), freed in reverse order, also when any one fails\n", n_total);
+    CHECK(n_total >= 4 && path_done);
+    free(st.base);
+    remove(path);
+    free(mf.bytes);
+}
+
+/* tfm_session_memory_bytes is what create allocates; a session in the host's block works the
+   same and allocates nothing. */
+static void test_session_memory(void) {
+    model_file mf = make_model(3, 50, 40, 0, 9);
+    tfm_model *m = open_bytes(&mf);
+    tfm_session_desc sd;
+    tfm_session *a = NULL, *b = NULL;
+    counter c;
+    size_t need = 0, need2 = 0;
+    unsigned char *raw;
+    int32_t tok[5] = {5, 6, 7, 8, 9};
+    if (!m) { CHECK(m != NULL); free(mf.bytes); return; }
+    memset(&c, 0, sizeof c);
+    memset(&sd, 0, sizeof sd);
+    sd.n_ctx = 24; sd.n_batch = 3; sd.allocator = counting(&c);
+    CHECK(tfm_session_memory_bytes(m, &sd, &need) == TFM_OK && need > 0);
+    CHECK(tfm_session_create(m, &sd, &a) == TFM_OK && c.n_alloc == 1 && c.last_bytes == need);
+    sd.n_ctx = 12;
+    CHECK(tfm_session_memory_bytes(m, &sd, &need2) == TFM_OK && need2 < need);
+    sd.n_ctx = -1;
+    CHECK(tfm_session_memory_bytes(m, &sd, &need2) == TFM_ERR_INVALID_ARG && need2 == 0);
+    CHECK(tfm_session_memory_bytes(NULL, &sd, &need2) == TFM_ERR_INVALID_ARG);
+    sd.n_ctx = 24;
+    raw = (unsigned char *)malloc(need + 128);
+    sd.memory = raw + (64 - (uintptr_t)raw % 64) % 64 + 1; /* misaligned */
+    sd.memory_bytes = need;
+    CHECK(tfm_session_create(m, &sd, &b) == TFM_ERR_INVALID_ARG && b == NULL);
+    sd.memory = raw + (64 - (uintptr_t)raw % 64) % 64;
+    sd.memory_bytes = need - 1;
+    CHECK(tfm_session_create(m, &sd, &b) == TFM_ERR_INVALID_ARG && b == NULL);
+    sd.memory_bytes = need;
+    c.n_alloc = 0;
+    CHECK(tfm_session_create(m, &sd, &b) == TFM_OK && b == (tfm_session *)sd.memory && c.n_alloc == 0);
+    if (a && b) {
+        CHECK(tfm_session_eval(a, tok, 5, 0, NULL) == TFM_OK && tfm_session_eval(b, tok, 5, 0, NULL) == TFM_OK);
+        CHECK(memcmp(tfm_session_logits(a), tfm_session_logits(b), 50 * sizeof(float)) == 0);
+    }
+    tfm_session_destroy(b); /* frees nothing: the block is the host's */
+    tfm_session_destroy(a);
+    CHECK(c.n_free == 1 && c.live == 0);
+    free(raw);
+    tfm_model_close(m);
+    free(mf.bytes);
+}
+
+int main(void) {
+    test_io();
+    test_stack_allocator();
+    test_session_memory();
+    return check_summary("test_embed");
+}
