@@ -737,11 +737,17 @@ TFM_PRIVATE void tfm__free(const tfm_allocator *a, void *ptr, size_t bytes) {
 
 /* >>io -------------------------------------------------------------------------------------------
    Get the whole .tfm file into memory as (bytes, size): borrowed from desc->data (zero-copy),
-   mapped read-only (POSIX mmap), or read through the allocator (no_mmap, TFM_NO_MMAP, a failed
-   mmap, or a platform without mmap). Everything after this section sees only those bytes.
-   Borrowed memory must be at least 4-byte aligned (malloc and mmap memory always is): tensors
-   sit at 64-byte aligned offsets and are read in place as float / uint16_t arrays. */
+   mapped read-only (POSIX mmap, Windows CreateFileMapping), or read through the allocator
+   (desc->io, no_mmap, TFM_NO_MMAP, a failed mapping, or a platform without one). Everything
+   after this section sees only those bytes. Borrowed memory must be at least 4-byte aligned
+   (malloc and mapped memory always is): tensors sit at 64-byte aligned offsets and are read in
+   place as float / uint16_t arrays. On Windows a path is UTF-8 (the ANSI code page when it is
+   not valid UTF-8); the implementation includes <windows.h> (define WIN32_LEAN_AND_MEAN and
+   NOMINMAX before it if the host wants them). */
 
+#if defined(_WIN32)
+#include <windows.h> /* CreateFileMapping; QueryPerformanceCounter for step budgets (>>step) */
+#endif
 #if !defined(TFM_NO_STDIO) && !defined(TFM_NO_MMAP) && (defined(__unix__) || defined(__APPLE__))
 #define TFM__MMAP 1
 #include <sys/types.h>
@@ -749,6 +755,8 @@ TFM_PRIVATE void tfm__free(const tfm_allocator *a, void *ptr, size_t bytes) {
 #include <sys/mman.h>
 #include <fcntl.h>
 #include <unistd.h>
+#elif !defined(TFM_NO_STDIO) && !defined(TFM_NO_MMAP) && defined(_WIN32)
+#define TFM__WIN32_MAP 1
 #endif
 
 #define TFM__DATA_ALIGN_MIN 4 /* borrowed desc->data: float reads in place need this much */
@@ -778,6 +786,9 @@ TFM_PRIVATE void tfm__file_close(tfm__file *f, const tfm_allocator *a) {
 #ifdef TFM__MMAP
     if (f->kind == TFM__FILE_MAPPED) munmap(f->owned, f->data_bytes);
 #endif
+#ifdef TFM__WIN32_MAP
+    if (f->kind == TFM__FILE_MAPPED) UnmapViewOfFile(f->owned);
+#endif
     memset(f, 0, sizeof *f);
 }
 
@@ -803,9 +814,45 @@ TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
 }
 #endif
 
+#ifdef TFM__WIN32_MAP
+/* CreateFileW on the UTF-8 path (converted in a block of the allocator, freed before
+   returning), or CreateFileA when it is not UTF-8. */
+TFM_PRIVATE HANDLE tfm__win32_open(const char *path, const tfm_allocator *a) {
+    HANDLE h = INVALID_HANDLE_VALUE;
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, NULL, 0);
+    wchar_t *wide = n > 0 ? TFM__CAST(wchar_t *, tfm__alloc(a, (size_t)n * sizeof(wchar_t))) : NULL;
+    if (wide && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, wide, n) == n)
+        h = CreateFileW(wide, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    else if (n <= 0)
+        h = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (wide) tfm__free(a, wide, (size_t)n * sizeof(wchar_t));
+    return h;
+}
+
+/* Map path read-only; false (silently: the caller falls back to reading) on any failure. The
+   view keeps the mapping alive after both handles are closed. */
+TFM_PRIVATE bool tfm__file_map_win32(const char *path, const tfm_allocator *a, tfm__file *f) {
+    LARGE_INTEGER n;
+    HANDLE map = NULL, h = tfm__win32_open(path, a);
+    void *p = NULL;
+    if (h == INVALID_HANDLE_VALUE) return false;
+    if (GetFileSizeEx(h, &n) && n.QuadPart > 0 && (uint64_t)n.QuadPart <= (uint64_t)(size_t)-1)
+        map = CreateFileMappingW(h, NULL, PAGE_READONLY, 0, 0, NULL);
+    if (map) p = MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0);
+    if (map) CloseHandle(map);
+    CloseHandle(h);
+    if (!p) return false;
+    f->data = TFM__CAST(const unsigned char *, p);
+    f->data_bytes = (size_t)n.QuadPart;
+    f->kind = TFM__FILE_MAPPED;
+    f->owned = p;
+    return true;
+}
+#endif
+
 #ifndef TFM_NO_STDIO
-#if defined(_MSC_VER)
-#define TFM__FSEEK_END(fp) _fseeki64(fp, 0, SEEK_END)
+#if defined(_WIN32)
+#define TFM__FSEEK_END(fp) _fseeki64(fp, 0, SEEK_END) /* 64-bit offsets (long is 32 bits there) */
 #define TFM__FTELL(fp) _ftelli64(fp)
 #else
 #define TFM__FSEEK_END(fp) fseek(fp, 0, SEEK_END)
@@ -918,8 +965,12 @@ TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allo
     (void)a;
     return tfm__log(lg, TFM_ERR_UNSUPPORTED, "model desc: path loading is compiled out (TFM_NO_STDIO)");
 #else
+#if defined(TFM__MMAP) || defined(TFM__WIN32_MAP)
 #ifdef TFM__MMAP
     if (!desc->no_mmap && tfm__file_map(desc->path, f)) {
+#else
+    if (!desc->no_mmap && tfm__file_map_win32(desc->path, a, f)) {
+#endif
         tfm_result r = tfm__load_progress(desc, f->data_bytes, f->data_bytes);
         if (r) tfm__file_close(f, a);
         return r;

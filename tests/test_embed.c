@@ -140,7 +140,7 @@ static tfm_allocator stack_allocator(stack *st) {
 }
 
 /* Counts allocations and their bytes (malloc underneath). */
-typedef struct counter { int n_alloc, n_free; size_t last_bytes; long live; } counter;
+typedef struct counter { int n_alloc, n_free; size_t last_bytes, max_bytes; long live; } counter;
 static void *count_alloc(void *user, size_t bytes, size_t align) {
     counter *c = (counter *)user;
     unsigned char *raw = (unsigned char *)malloc(bytes + align + sizeof(void *)), *p;
@@ -151,6 +151,7 @@ static void *count_alloc(void *user, size_t bytes, size_t align) {
     c->n_alloc++;
     c->live++;
     c->last_bytes = bytes;
+    if (bytes > c->max_bytes) c->max_bytes = bytes;
     return p;
 }
 static void count_free(void *user, void *ptr, size_t bytes) {
@@ -264,6 +265,40 @@ static void test_io(void) {
     CHECK(tfm_model_open(&md, &m) == TFM_ERR_CANCELLED && m == NULL && lg.count == 0);
     tfm_model_close(ref);
     free(pakbuf); free(want); free(got); free(mf.bytes);
+}
+
+/* A path is mapped (mmap, or CreateFileMapping on Windows): no block as large as the file comes
+   from the allocator; with no_mmap it is read into one. Both give the same logits. */
+static void test_mapped_path(void) {
+    model_file mf = make_model(2, 40, 32, 0, 11);
+    const char *path = "build/test_embed_map.tfm";
+    float want[40], got[40];
+    int no_mmap;
+    FILE *fp = fopen(path, "wb");
+    tfm_model *ref = open_bytes(&mf);
+    CHECK(fp != NULL && ref != NULL && logits_of(ref, want));
+    if (fp) { fwrite(mf.bytes, 1, mf.n_bytes, fp); fclose(fp); }
+    for (no_mmap = 0; no_mmap < 2; no_mmap++) {
+        counter c;
+        tfm_model_desc md;
+        tfm_model *m = NULL;
+        memset(&c, 0, sizeof c);
+        memset(&md, 0, sizeof md);
+        md.path = path;
+        md.no_mmap = no_mmap != 0;
+        md.allocator = counting(&c);
+        CHECK(tfm_model_open(&md, &m) == TFM_OK);
+        CHECK(m && logits_of(m, got) && memcmp(want, got, sizeof want) == 0);
+        tfm_model_close(m);
+        CHECK(c.live == 0);
+#if defined(__unix__) || defined(__APPLE__) || defined(_WIN32)
+        CHECK_MSG((c.max_bytes >= mf.n_bytes) == (no_mmap != 0), "no_mmap %d: largest block %zu, file %zu", no_mmap,
+                  c.max_bytes, mf.n_bytes);
+#endif
+    }
+    remove(path);
+    tfm_model_close(ref);
+    free(mf.bytes);
 }
 
 /* Model, session and sampler from one stack allocator, destroyed in reverse order: every free
@@ -383,6 +418,7 @@ static void test_session_memory(void) {
 
 int main(void) {
     test_io();
+    test_mapped_path();
     test_stack_allocator();
     test_session_memory();
     return check_summary("test_embed");
