@@ -94,7 +94,7 @@ check-compile: | build
 	$(CC) $(STRICT) -c build/static_main.c -o build/static_main.o
 	$(CC) build/static1.o build/static2.o build/static_main.o -o build/static_link -lm
 	$(CC) $(STRICT) -fopenmp -I. -c build/impl.c -o build/impl_omp.o
-	-command -v clang >/dev/null && clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o
+	if command -v clang >/dev/null; then clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o; fi
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
 	$(CC) $(STRICT) -I. -c tests/hygiene.c -o build/hygiene.o
 	@! nm build/impl.o | awk '$$2 ~ /^[BbDdCc]$$/ {print "mutable global: " $$3; bad=1} END {exit !bad}'

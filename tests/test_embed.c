@@ -416,10 +416,229 @@ static void test_session_memory(void) {
     free(mf.bytes);
 }
 
+/* ---- the bounded step -------------------------------------------------------------------- */
+
+static uint64_t fake_now;
+static uint64_t fake_clock(void *user) { (void)user; return ++fake_now; } /* 1 us per reading */
+
+typedef struct prog { int calls, last_done, last_total, monotonic; } prog;
+static void on_progress(void *user, int n_done, int n_total) {
+    prog *p = (prog *)user;
+    if (n_done < p->last_done || n_done > n_total) p->monotonic = 0;
+    p->calls++;
+    p->last_done = n_done;
+    p->last_total = n_total;
+}
+
+typedef struct tok_log { int32_t t[64]; int n, stop_after; } tok_log;
+static bool on_tok(void *user, int32_t token) {
+    tok_log *l = (tok_log *)user;
+    if (l->n < 64) l->t[l->n] = token;
+    l->n++;
+    return l->stop_after <= 0 || l->n < l->stop_after;
+}
+
+static int argmax(const float *v, int n) {
+    int i, b = 0;
+    for (i = 1; i < n; i++) if (v[i] > v[b]) b = i;
+    return b;
+}
+
+static void make_ids(int32_t *ids, int n, int n_vocab, int seed) {
+    int i;
+    for (i = 0; i < n; i++) ids[i] = (int32_t)((i * 7 + seed * 13 + 3) % n_vocab);
+}
+
+/* Prompt then generation, one unit per step, against eval and a greedy loop by hand: the same
+   logits bit for bit (any batch split and step size), units as documented, the last sampled
+   token not evaluated. */
+static void test_step_units(void) {
+    enum { NV = 60, PROMPT = 23, GEN = 6, LAYERS = 3, BATCH = 5 };
+    model_file mf = make_model(LAYERS, NV, 64, 0, 21);
+    tfm_model *m = open_bytes(&mf);
+    tfm_session_desc sd;
+    tfm_session *a = NULL, *b = NULL;
+    tfm_job_desc job;
+    tfm_step_info info;
+    int32_t ids[PROMPT + GEN];
+    float *all = (float *)malloc((size_t)PROMPT * NV * sizeof(float)), *ref = (float *)malloc((size_t)PROMPT * NV * sizeof(float));
+    int i, steps = 0, n_units = 0, want_units;
+    prog pr;
+    tok_log tl;
+    counter c;
+    if (!m) { CHECK(m != NULL); free(mf.bytes); return; }
+    make_ids(ids, PROMPT, NV, 1);
+    memset(&c, 0, sizeof c);
+    memset(&sd, 0, sizeof sd);
+    sd.n_batch = BATCH; sd.allocator = counting(&c);
+    memset(&pr, 0, sizeof pr);
+    pr.monotonic = 1;
+    sd.eval_progress = on_progress; sd.progress_user = &pr;
+    CHECK(tfm_session_create(m, &sd, &a) == TFM_OK);
+    sd.eval_progress = NULL;
+    sd.n_batch = 64;
+    CHECK(tfm_session_create(m, &sd, &b) == TFM_OK);
+    if (!a || !b) goto done;
+    CHECK(tfm_session_job(a).status == TFM_JOB_NONE && tfm_session_logits(a) == NULL);
+    /* reference: eval of the prompt with every logit, then greedy decode by hand */
+    CHECK(tfm_session_eval(b, ids, PROMPT, 0, ref) == TFM_OK);
+    for (i = 0; i < GEN; i++) {
+        ids[PROMPT + i] = (int32_t)argmax(tfm_session_logits(b), NV);
+        if (i + 1 < GEN) CHECK(tfm_session_decode(b, ids[PROMPT + i], PROMPT + i, NULL) == TFM_OK);
+    }
+    memset(&job, 0, sizeof job);
+    job.tokens = ids; job.n_tokens = PROMPT; job.logits_all = all; job.n_generate = GEN;
+    memset(&tl, 0, sizeof tl);
+    job.on_token = on_tok; job.token_user = &tl;
+    c.n_alloc = 0;
+    CHECK(tfm_session_start(a, &job) == TFM_OK);
+    CHECK(tfm_session_start(a, &job) == TFM_ERR_INVALID_ARG); /* busy */
+    CHECK(tfm_session_eval(a, ids, 1, 0, NULL) == TFM_ERR_INVALID_ARG);
+    do {
+        CHECK(tfm_session_step(a, 1, 0, &info) == TFM_OK);
+        CHECK(info.n_units == 1);
+        n_units += info.n_units;
+        steps++;
+    } while (info.status == TFM_JOB_RUNNING && steps < 10000);
+    CHECK(c.n_alloc == 0);
+    /* units: 5 prompt passes (23 = 4 x 5 + 3) and 5 generated-token passes of 3 layers each; the
+       last prompt pass and each generated token's pass project (logits_all: every prompt pass);
+       6 samplings. The vocabulary is one slice here (60 rows). */
+    want_units = (5 + (GEN - 1)) * LAYERS + 5 + (GEN - 1) + GEN;
+    CHECK_MSG(n_units == want_units, "%d units, expected %d", n_units, want_units);
+    CHECK(info.status == TFM_JOB_DONE && info.n_generated == GEN && info.n_done == PROMPT && info.n_tokens == PROMPT);
+    CHECK(info.token == ids[PROMPT + GEN - 1] && tl.n == GEN);
+    CHECK(memcmp(tl.t, ids + PROMPT, GEN * sizeof(int32_t)) == 0);
+    CHECK_MSG(memcmp(all, ref, (size_t)PROMPT * NV * sizeof(float)) == 0, "step-by-step logits_all differ from eval");
+    CHECK(tfm_session_n_past(a) == PROMPT + GEN - 1 && tfm_session_n_past(b) == PROMPT + GEN - 1);
+    CHECK(tfm_session_logits(a) && memcmp(tfm_session_logits(a), tfm_session_logits(b), NV * sizeof(float)) == 0);
+    CHECK(memcmp(tfm_session_tokens(a), ids, (PROMPT + GEN - 1) * sizeof(int32_t)) == 0);
+    CHECK(pr.monotonic && pr.calls == 5 && pr.last_done == PROMPT && pr.last_total == PROMPT);
+    /* two threads, three units per step: the same tokens and logits */
+    {
+        tfm_session *t2 = NULL;
+        tfm_session_desc d2;
+        memset(&d2, 0, sizeof d2);
+        d2.n_threads = 2; d2.n_batch = 7;
+        CHECK(tfm_session_create(m, &d2, &t2) == TFM_OK);
+        memset(&job, 0, sizeof job);
+        job.tokens = ids; job.n_tokens = PROMPT; job.n_generate = GEN;
+        CHECK(t2 && tfm_session_start(t2, &job) == TFM_OK);
+        for (i = 0; t2 && i < 1000 && tfm_session_job(t2).status == TFM_JOB_RUNNING; i++)
+            CHECK(tfm_session_step(t2, 3, 0, &info) == TFM_OK);
+        CHECK(t2 && tfm_session_n_past(t2) == PROMPT + GEN - 1 && info.token == ids[PROMPT + GEN - 1]);
+        CHECK(t2 && memcmp(tfm_session_logits(t2), tfm_session_logits(b), NV * sizeof(float)) == 0);
+        tfm_session_destroy(t2);
+    }
+    /* on_token false stops the job after that token; a job without a sampler is greedy */
+    CHECK(tfm_session_eval(a, ids, PROMPT, 0, NULL) == TFM_OK);
+    memset(&job, 0, sizeof job);
+    job.n_generate = 10;
+    memset(&tl, 0, sizeof tl);
+    tl.stop_after = 2;
+    job.on_token = on_tok; job.token_user = &tl;
+    CHECK(tfm_session_start(a, &job) == TFM_OK);
+    CHECK(tfm_session_step(a, 0, 0, &info) == TFM_OK); /* no budget: to the end */
+    CHECK(info.status == TFM_JOB_STOPPED && info.n_generated == 2 && tl.n == 2 && tl.t[0] == ids[PROMPT]);
+    CHECK(tfm_session_n_past(a) == PROMPT + 1);
+    /* an empty job is done at once */
+    memset(&job, 0, sizeof job);
+    CHECK(tfm_session_start(a, &job) == TFM_OK && tfm_session_job(a).status == TFM_JOB_DONE);
+done:
+    tfm_session_destroy(b);
+    tfm_session_destroy(a);
+    tfm_model_close(m);
+    free(all); free(ref); free(mf.bytes);
+}
+
+static int abort_now;
+static bool abort_flag(void *user) { (void)user; return abort_now != 0; }
+
+/* Budgets: max_us too small for two units runs one unit per step, a large one runs the job in
+   one step; cancel keeps what is done and is not logged; the context running out ends a job. */
+static void test_step_budget(void) {
+    enum { NV = 50, PROMPT = 17, LAYERS = 2 };
+    model_file mf = make_model(LAYERS, NV, 24, 1, 22);
+    tfm_model_desc md;
+    tfm_model *m = NULL;
+    tfm_session_desc sd;
+    tfm_session *s = NULL, *r = NULL;
+    tfm_job_desc job;
+    tfm_step_info info;
+    int32_t ids[PROMPT];
+    log_count lg;
+    int i, steps;
+    memset(&md, 0, sizeof md);
+    md.data = mf.bytes; md.data_bytes = mf.n_bytes;
+    memset(&lg, 0, sizeof lg);
+    md.logger.log = log_counter; md.logger.user = &lg;
+    if (tfm_model_open(&md, &m) != TFM_OK) { CHECK(0); free(mf.bytes); return; }
+    make_ids(ids, PROMPT, NV, 2);
+    memset(&sd, 0, sizeof sd);
+    sd.n_batch = 4;
+    sd.clock_us = fake_clock;
+    sd.should_abort = abort_flag;
+    CHECK(tfm_session_create(m, &sd, &s) == TFM_OK);
+    sd.clock_us = NULL;
+    CHECK(tfm_session_create(m, &sd, &r) == TFM_OK);
+    if (!s || !r) goto done;
+    CHECK(tfm_session_eval(r, ids, PROMPT, 0, NULL) == TFM_OK);
+    memset(&job, 0, sizeof job);
+    job.tokens = ids; job.n_tokens = PROMPT;
+    CHECK(tfm_session_start(s, &job) == TFM_OK);
+    for (steps = 0; steps < 6; steps++) {
+        CHECK(tfm_session_step(s, 0, 1, &info) == TFM_OK);
+        CHECK_MSG(info.n_units == 1, "step %d: %d units under a 1 us budget", steps, info.n_units);
+    }
+    /* the fake clock makes every unit cost 1 us: a probe pass of 4 rows, then 2 rows (a layer of 4
+       cost 1: 1/3 per row past the first, 0.5 us left for the next), then 1 */
+    CHECK_MSG(info.status == TFM_JOB_RUNNING && tfm_session_n_past(s) == 7, "n_past %d", tfm_session_n_past(s));
+    CHECK(tfm_session_step(s, 0, -1, &info) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_session_step(s, 0, 1000000, &info) == TFM_OK && info.status == TFM_JOB_DONE);
+    CHECK(tfm_session_logits(s) && memcmp(tfm_session_logits(s), tfm_session_logits(r), NV * sizeof(float)) == 0);
+    /* cancel between steps: the positions of finished passes stay, nothing is logged */
+    CHECK(tfm_session_eval(s, ids, 0, 0, NULL) == TFM_OK && tfm_session_n_past(s) == 0);
+    CHECK(tfm_session_start(s, &job) == TFM_OK);
+    for (i = 0; i < 3 * LAYERS; i++) CHECK(tfm_session_step(s, 1, 0, &info) == TFM_OK);
+    lg.count = 0;
+    tfm_session_cancel(s);
+    CHECK(tfm_session_job(s).status == TFM_JOB_CANCELLED && lg.count == 0);
+    i = tfm_session_n_past(s);
+    CHECK_MSG(i > 0 && i < PROMPT, "n_past %d after cancel", i);
+    CHECK(tfm_session_eval(s, ids + i, (size_t)(PROMPT - i), i, NULL) == TFM_OK); /* continue by hand */
+    CHECK(memcmp(tfm_session_logits(s), tfm_session_logits(r), NV * sizeof(float)) == 0);
+    /* should_abort during a step: CANCELLED, also not logged */
+    CHECK(tfm_session_eval(s, ids, 0, 0, NULL) == TFM_OK);
+    CHECK(tfm_session_start(s, &job) == TFM_OK);
+    CHECK(tfm_session_step(s, 2, 0, &info) == TFM_OK);
+    abort_now = 1;
+    CHECK(tfm_session_step(s, 2, 0, &info) == TFM_ERR_CANCELLED && info.status == TFM_JOB_CANCELLED);
+    abort_now = 0;
+    CHECK(lg.count == 0 && strstr(tfm_session_last_error(s), "cancel") != NULL);
+    /* generation that runs into n_ctx ends with CONTEXT_FULL; every token up to n_ctx evaluated */
+    CHECK(tfm_session_eval(s, ids, PROMPT, 0, NULL) == TFM_OK);
+    memset(&job, 0, sizeof job);
+    job.n_generate = 100;
+    CHECK(tfm_session_start(s, &job) == TFM_OK);
+    CHECK(tfm_session_step(s, 0, 0, &info) == TFM_OK);
+    CHECK_MSG(info.status == TFM_JOB_CONTEXT_FULL && tfm_session_n_past(s) == 24 && info.n_generated == 24 - PROMPT + 1,
+              "status %d, n_past %d, %d generated", (int)info.status, tfm_session_n_past(s), info.n_generated);
+    /* nothing to sample from: no tokens and no logits */
+    CHECK(tfm_session_eval(s, ids, 0, 0, NULL) == TFM_OK);
+    CHECK(tfm_session_start(s, &job) == TFM_ERR_INVALID_ARG);
+done:
+    tfm_session_destroy(r);
+    tfm_session_destroy(s);
+    tfm_model_close(m);
+    free(mf.bytes);
+}
+
 int main(void) {
     test_io();
     test_mapped_path();
     test_stack_allocator();
     test_session_memory();
+    test_step_units();
+    test_step_budget();
     return check_summary("test_embed");
 }
