@@ -141,7 +141,7 @@
          rope_freqs_long [rope_dim/2] optional, with rope_orig_ctx: replaces rope_freqs in a
                                       session whose n_ctx exceeds rope_orig_ctx (longrope)
        Vectors (rank 1: norms, biases, rope_freqs) are always f32; matrices are any tfm_dtype.
-       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k (block layouts in >>dtype).
+       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k, 7 q5_k (layouts in >>dtype).
 
        tokenizer blob (at tokenizer_offset, tokenizer_bytes long)
          0  u32 kind (tfm_tokenizer_kind)     24  i32 eos_id  (-1 none)
@@ -228,7 +228,8 @@ typedef enum tfm_dtype {
     TFM_DTYPE_Q4_0 = 4, /* 32 weights in 18 bytes: f16 scale, 32 nibbles */
     TFM_DTYPE_Q4_K = 5, /* 256 weights in 144 bytes: 4-bit, a 6-bit scale and min per 32 */
     TFM_DTYPE_Q6_K = 6, /* 256 weights in 210 bytes: 6-bit, an int8 scale per 16 */
-    TFM_DTYPE_COUNT = 7
+    TFM_DTYPE_Q5_K = 7, /* 256 weights in 176 bytes: q4_k with a fifth bit per weight */
+    TFM_DTYPE_COUNT = 8
 } tfm_dtype;
 
 /* What a dtype is: a row of n_cols elements takes n_cols / block_elems * block_bytes bytes. */
@@ -1074,6 +1075,9 @@ TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allo
            pairs, one per 32 weights, packed as in tfm__q4k_scale), u8 q[128]: the 64 weights
            of chunk c are the low (first 32) and high (next 32) nibbles of q[32c .. 32c+32);
                                                    w = d scale_j nibble - dmin min_j
+     q5_k  256 weights, 176 bytes: f16 d, f16 dmin, u8 scales[12] as q4_k, u8 qh[32], u8 q[128]
+           as q4_k's nibbles; weight 32 j + l's fifth bit is bit j of qh[l];
+                                                   w = d scale_j (nibble + 16 bit) - dmin min_j
      q6_k  256 weights, 210 bytes: u8 ql[128] (low 4 bits), u8 qh[64] (high 2 bits), int8
            scales[16] (one per 16 weights), f16 d; in each half of 128 weights (ql + 64h,
            qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
@@ -1339,6 +1343,58 @@ TFM_PRIVATE void tfm__q4_k_from_f32(const float *src, unsigned char *dst, size_t
     }
 }
 
+/* --- q5_k --- */
+/* Code (0..31) of weight i of a q5_k block. */
+TFM_PRIVATE int tfm__q5k_code(const unsigned char *blk, int i) {
+    int j = i / 32, l = i % 32, nib = j % 2 ? blk[48 + 32 * (j / 2) + l] >> 4 : blk[48 + 32 * (j / 2) + l] & 0xf;
+    return nib | (((blk[16 + l] >> j) & 1) << 4);
+}
+
+TFM_PRIVATE void tfm__q5_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+    size_t b;
+    int j, i, sc, mn;
+    for (b = 0; b < n_blocks; b++, src += 176, dst += TFM__QK_K) {
+        float d = tfm__rd_f16(src), dmin = tfm__rd_f16(src + 2);
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            tfm__q4k_scale(src + 4, j, &sc, &mn);
+            for (i = 0; i < 32; i++) dst[32 * j + i] = d * (float)sc * (float)tfm__q5k_code(src, 32 * j + i) - dmin * (float)mn;
+        }
+    }
+}
+
+/* As q4_k, with codes 0..31. */
+TFM_PRIVATE void tfm__q5_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    size_t b;
+    int j, i, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];
+    for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += 176) {
+        float scale[TFM__Q4_K_SUB], min[TFM__Q4_K_SUB], max_scale = 0.0f, max_min = 0.0f, d, dmin;
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            tfm__fit_scale_min(src + 32 * j, 32, 31, &scale[j], &min[j]);
+            max_scale = scale[j] > max_scale ? scale[j] : max_scale;
+            max_min = min[j] > max_min ? min[j] : max_min;
+        }
+        d = tfm__f16_to_f32(tfm__f32_to_f16(max_scale / (float)TFM__Q6_BITS_MAX));
+        dmin = tfm__f16_to_f32(tfm__f32_to_f16(max_min / (float)TFM__Q6_BITS_MAX));
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            sc[j] = d > 0.0f ? tfm__round_clamp(scale[j] / d, 0, TFM__Q6_BITS_MAX) : 0;
+            mn[j] = dmin > 0.0f ? tfm__round_clamp(min[j] / dmin, 0, TFM__Q6_BITS_MAX) : 0;
+        }
+        memset(dst, 0, 176);
+        tfm__wr_u16(dst, tfm__f32_to_f16(d));
+        tfm__wr_u16(dst + 2, tfm__f32_to_f16(dmin));
+        tfm__q4k_pack_scales(sc, mn, dst + 4);
+        for (j = 0; j < TFM__Q4_K_SUB; j++) {
+            float s = d * (float)sc[j], m = dmin * (float)mn[j];
+            unsigned char *qc = dst + 48 + 32 * (j / 2);
+            for (i = 0; i < 32; i++) {
+                int q = s > 0.0f ? tfm__round_clamp((src[32 * j + i] + m) / s, 0, 31) : 0;
+                qc[i] = (unsigned char)(qc[i] | (j % 2 ? (q & 0xf) << 4 : q & 0xf));
+                dst[16 + i] = (unsigned char)(dst[16 + i] | ((q >> 4) << j));
+            }
+        }
+    }
+}
+
 /* --- q6_k --- */
 #define TFM__Q6_K_SUB 16 /* sub-blocks of 16 per super-block, each with an int8 scale */
 
@@ -1439,6 +1495,7 @@ TFM_PRIVATE bool tfm__dtype(uint32_t dtype, tfm__dtype_row *out) {
     case TFM_DTYPE_Q4_0: *out = tfm__dtype_row_make("q4_0", TFM__QK, 18, TFM__ACT_Q8, tfm__q4_0_to_f32, tfm__q4_0_from_f32); break;
     case TFM_DTYPE_Q4_K: *out = tfm__dtype_row_make("q4_k", TFM__QK_K, 144, TFM__ACT_Q8_K, tfm__q4_k_to_f32, tfm__q4_k_from_f32); break;
     case TFM_DTYPE_Q6_K: *out = tfm__dtype_row_make("q6_k", TFM__QK_K, 210, TFM__ACT_Q8_K, tfm__q6_k_to_f32, tfm__q6_k_from_f32); break;
+    case TFM_DTYPE_Q5_K: *out = tfm__dtype_row_make("q5_k", TFM__QK_K, 176, TFM__ACT_Q8_K, tfm__q5_k_to_f32, tfm__q5_k_from_f32); break;
     default: return false;
     }
     return true;
@@ -1993,6 +2050,28 @@ TFM_PRIVATE float tfm__dot_q4_k_scalar(const unsigned char *w, const tfm__qacts 
     return acc;
 }
 
+/* q5_k: as q4_k with 5-bit codes. */
+TFM_PRIVATE float tfm__dot_q5_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+    int8_t x[TFM__QK_K];
+    float acc = 0.0f;
+    int j, sb, i, sc, mn;
+    for (j = 0; j < qa->n_blocks; j++, w += 176) {
+        int32_t isum = 0, imin = 0;
+        float dx = tfm__qa_scale(qa, t, j);
+        tfm__qa_codes(qa, t, j, x);
+        for (sb = 0; sb < TFM__Q4_K_SUB; sb++) {
+            int32_t dot = 0;
+            tfm__q4k_scale(w + 4, sb, &sc, &mn);
+            for (i = 0; i < 32; i++) dot += tfm__q5k_code(w, 32 * sb + i) * x[32 * sb + i];
+            isum += sc * dot;
+            imin += mn * (tfm__qa_sum(qa, t, j, 2 * sb) + tfm__qa_sum(qa, t, j, 2 * sb + 1));
+        }
+        acc = fmaf((float)isum, tfm__rd_f16(w) * dx, acc);
+        acc = fmaf(-(float)imin, tfm__rd_f16(w + 2) * dx, acc);
+    }
+    return acc;
+}
+
 /* q6_k: isum = sum_j scale_j (codes . x - 32 sum of x) over each sub-block of 16. */
 TFM_PRIVATE float tfm__dot_q6_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK_K];
@@ -2040,6 +2119,7 @@ TFM_PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     case TFM_DTYPE_Q4_0: return tfm__dot_q4_0_scalar(w, m->qa, b);
     case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(w, m->qa, b);
     case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q5_K: return tfm__dot_q5_k_scalar(w, m->qa, b);
     case TFM_DTYPE_COUNT: break;
     }
     return 0.0f;
@@ -2546,13 +2626,19 @@ TFM_PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const 
             int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(vandq_u8(q, low4)), vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), x) -
                            TFM__Q4_0_ZERO * xs[0];
             acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
-        } else if (dt == TFM_DTYPE_Q4_K) {
-            const unsigned char *b = w + 144 * (size_t)j;
+        } else if (dt == TFM_DTYPE_Q4_K || dt == TFM_DTYPE_Q5_K) {
+            bool five = dt == TFM_DTYPE_Q5_K;
+            const unsigned char *b = w + (five ? 176u : 144u) * (size_t)j, *qs = b + (five ? 48 : 16);
             int32_t isum = 0, imin = 0;
             for (c = 0; c < TFM__Q4_K_SUB / 2; c++) {
-                uint8x16_t q0 = vld1q_u8(b + 16 + 32 * c), q1 = vld1q_u8(b + 32 + 32 * c);
+                uint8x16_t q0 = vld1q_u8(qs + 32 * c), q1 = vld1q_u8(qs + 16 + 32 * c);
                 for (k = 0; k < 2; k++) { /* sub-block 2c + k: the low (k 0) or high nibbles */
                     uint8x16_t u0 = k ? vshrq_n_u8(q0, 4) : vandq_u8(q0, low4), u1 = k ? vshrq_n_u8(q1, 4) : vandq_u8(q1, low4);
+                    if (five) { /* the fifth bits: bit 2c + k of qh[l] */
+                        int8x16_t sh = vdupq_n_s8((int8_t)-(2 * c + k));
+                        u0 = vorrq_u8(u0, vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(b + 16), sh), vdupq_n_u8(1)), 4));
+                        u1 = vorrq_u8(u1, vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(b + 32), sh), vdupq_n_u8(1)), 4));
+                    }
                     tfm__q4k_scale(b + 4, 2 * c + k, &sc, &mn);
                     isum += sc * tfm__neon_dot32(vreinterpretq_s8_u8(u0), vreinterpretq_s8_u8(u1), x + 64 * c + 32 * k);
                     imin += mn * (xs[2 * (2 * c + k)] + xs[2 * (2 * c + k) + 1]);
@@ -2762,95 +2848,143 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, in
     }
 }
 
-/* --- q4_k and q6_k, AVX2 and AVX-512 ---
-   One weight row at a time against each token (activations in rows: G = 1 for Q8_K at any
-   batch size), written once for both sets (DOT: 32 u8 codes times 32 s8 codes into 8 int32
-   lanes, each lane four products; lanes 0..3 cover the first 16 codes): per super-block the
-   sub-blocks' lane sums are scaled in integers and the lanes summed, giving the exact isum of
-   the scalar twin, and the float steps are the twin's, one scalar fmaf each. */
-#define TFM__KQUANT_KERNELS(P, T, DOT)                                                                    \
+/* --- q4_k, q5_k and q6_k, AVX2 and AVX-512 ---
+   Activations in rows (G = 1 for Q8_K at any batch size); one weight row at a time, its
+   super-blocks' scales unpacked once and used for every token. Per sub-block the codes times the
+   activation codes are summed in int16 pairs (pmaddubsw), multiplied by the sub-block's scale and
+   paired into int32 (pmaddwd), all exact, and the lanes summed: the isum of the scalar twin; the
+   float steps are the twin's, one scalar fmaf each. The same code for both sets (AVX-512 only
+   brings more registers here). */
+#define TFM__KQUANT_KERNELS(P, T)                                                                         \
     T TFM_PRIVATE int32_t tfm__##P##_hsum_i32(__m256i v) {                                               \
         __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));             \
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));                                                 \
         return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));                           \
     }                                                                                                     \
-    T TFM_PRIVATE float tfm__##P##_dot_q4_k(const unsigned char *w, const tfm__qacts *qa, int t) {        \
-        const __m256i low4 = _mm256_set1_epi8(0xf);                                                       \
-        float acc = 0.0f;                                                                                 \
-        int j, c, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];                                                   \
-        for (j = 0; j < qa->n_blocks; j++, w += 144) {                                                    \
-            size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
-            const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
-            const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
-            __m256i isum = _mm256_setzero_si256();                                                        \
-            int32_t imin = 0;                                                                             \
-            float dx = qa->d[bi];                                                                         \
-            for (c = 0; c < TFM__Q4_K_SUB; c++) {                                                         \
-                tfm__q4k_scale(w + 4, c, &sc[c], &mn[c]);                                                 \
-                imin += mn[c] * (xs[2 * c] + xs[2 * c + 1]);                                              \
-            }                                                                                             \
-            for (c = 0; c < 4; c++) {                                                                     \
-                __m256i b = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 16 + 32 * c))); \
-                __m256i lo = _mm256_and_si256(b, low4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4); \
-                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(lo, x + 64 * c), _mm256_set1_epi32(sc[2 * c]))); \
-                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(hi, x + 64 * c + 32), _mm256_set1_epi32(sc[2 * c + 1]))); \
-            }                                                                                             \
-            acc = fmaf((float)tfm__##P##_hsum_i32(isum), tfm__avx2_h2f(w) * dx, acc);                     \
-            acc = fmaf(-(float)imin, tfm__avx2_h2f(w + 2) * dx, acc);                                     \
-        }                                                                                                 \
-        return acc;                                                                                       \
+    /* 32 u8 codes x 32 s8 activation codes at x, pairs summed in int16 (codes <= 63, |x| <= 127:    \
+       no saturation), times the sub-block scale sc16 and pairs summed again: 8 int32 lanes. */        \
+    T TFM_PRIVATE __m256i tfm__##P##_kdot(__m256i u, const int8_t *x, __m256i sc16) {                    \
+        __m256i xv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x)));          \
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), sc16);                                      \
     }                                                                                                     \
-    T TFM_PRIVATE float tfm__##P##_dot_q6_k(const unsigned char *w, const tfm__qacts *qa, int t) {        \
+    /* The 8 (scale, min) pairs of a q4_k / q5_k super-block, as tfm__q4k_scale reads them, at once: \
+       bytes 0..3 hold scales 0..3 (low 6 bits) and the top bits of scales 4..7, bytes 4..7 the mins \
+       likewise, bytes 8..11 the low nibbles of scales and mins 4..7. */                                \
+    T TFM_PRIVATE void tfm__##P##_q4k_scales(const unsigned char *s, unsigned char *sc, unsigned char *mn) { \
+        uint32_t u0, u1, u2, lo, hi;                                                                      \
+        memcpy(&u0, s, 4);                                                                                \
+        memcpy(&u1, s + 4, 4);                                                                            \
+        memcpy(&u2, s + 8, 4);                                                                            \
+        lo = u0 & 0x3f3f3f3fu;                                                                            \
+        hi = (u2 & 0x0f0f0f0fu) | (((u0 >> 6) & 0x03030303u) << 4);                                       \
+        memcpy(sc, &lo, 4);                                                                               \
+        memcpy(sc + 4, &hi, 4);                                                                           \
+        lo = u1 & 0x3f3f3f3fu;                                                                            \
+        hi = ((u2 >> 4) & 0x0f0f0f0fu) | (((u1 >> 6) & 0x03030303u) << 4);                                \
+        memcpy(mn, &lo, 4);                                                                               \
+        memcpy(mn + 4, &hi, 4);                                                                           \
+    }                                                                                                     \
+    /* q4_k / q5_k super-block j of one row against token b: isum and imin of the scalar twin. */      \
+    T TFM_PRIVATE void tfm__##P##_q45_sb(const unsigned char *blk, bool five, const __m256i *sc, __m128i mn16, \
+                                         const tfm__qacts *qa, size_t bi, int32_t *isum_out, int32_t *imin_out) { \
+        const __m256i low4 = _mm256_set1_epi8(0xf), one = _mm256_set1_epi8(1);                            \
+        const unsigned char *qs = blk + (five ? 48 : 16);                                                 \
+        const int8_t *x = qa->q + bi * TFM__QK_K;                                                         \
+        const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                                \
+        __m256i isum = _mm256_setzero_si256(), ps;                                                        \
+        __m128i pairs;                                                                                    \
+        int c;                                                                                            \
+        TFM__UNROLL for (c = 0; c < 4; c++) {                                                             \
+            __m256i bv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, qs + 32 * c))); \
+            __m256i lo = _mm256_and_si256(bv, low4), hi = _mm256_and_si256(_mm256_srli_epi16(bv, 4), low4); \
+            if (five) { /* the fifth bits: bits 2c and 2c + 1 of qh[l] */                                 \
+                __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 16))); \
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4)); \
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4)); \
+            }                                                                                             \
+            isum = _mm256_add_epi32(isum, tfm__##P##_kdot(lo, x + 64 * c, sc[2 * c]));                    \
+            isum = _mm256_add_epi32(isum, tfm__##P##_kdot(hi, x + 64 * c + 32, sc[2 * c + 1]));           \
+        }                                                                                                 \
+        /* the sums of 32 codes (pairs of the 16-sums) times the 8 mins, in int16 lanes */                \
+        ps = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs)));                 \
+        ps = _mm256_hadd_epi32(ps, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8)))); \
+        ps = _mm256_permute4x64_epi64(ps, 0xd8); /* sub-blocks 0..7 in order */                           \
+        pairs = _mm_packs_epi32(_mm256_castsi256_si128(ps), _mm256_extracti128_si256(ps, 1));             \
+        *isum_out = tfm__##P##_hsum_i32(isum);                                                            \
+        pairs = _mm_madd_epi16(pairs, mn16);                                                              \
+        pairs = _mm_add_epi32(pairs, _mm_shuffle_epi32(pairs, 0x4e));                                     \
+        *imin_out = _mm_cvtsi128_si32(_mm_add_epi32(pairs, _mm_shuffle_epi32(pairs, 0xb1)));               \
+    }                                                                                                     \
+    /* q6_k super-block of one row against token b: isum (zero point included). */                     \
+    T TFM_PRIVATE int32_t tfm__##P##_q6_sb(const unsigned char *blk, const __m256i *sc, __m256i scl32a,   \
+                                           __m256i scl32b, const tfm__qacts *qa, size_t bi) {             \
         const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3);                          \
-        float acc = 0.0f;                                                                                 \
-        int j, h, k, sb;                                                                                  \
-        for (j = 0; j < qa->n_blocks; j++, w += 210) {                                                    \
-            size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;                                     \
-            const int8_t *x = qa->q + bi * TFM__QK_K;                                                     \
-            const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                            \
-            const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, w + 192));   \
-            __m256i isum = _mm256_setzero_si256();                                                        \
-            int32_t zero = 0;                                                                             \
-            for (sb = 0; sb < TFM__Q6_K_SUB; sb++) zero += scl[sb] * xs[sb];                              \
-            for (h = 0; h < 2; h++) {                                                                     \
-                __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 64 * h))); \
-                __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 64 * h + 32))); \
-                __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, w + 128 + 32 * h))); \
-                for (k = 0; k < 4; k++) {                                                                 \
-                    __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4); \
-                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2);                    \
-                    __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));                         \
-                    int s0 = 8 * h + 2 * k; /* sub-blocks of 16 covered: s0 (lanes 0..3), s0 + 1 */       \
-                    __m256i scv = _mm256_setr_epi32(scl[s0], scl[s0], scl[s0], scl[s0], scl[s0 + 1],       \
-                                                    scl[s0 + 1], scl[s0 + 1], scl[s0 + 1]);               \
-                    isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(DOT(code, x + 128 * h + 32 * k), scv)); \
-                }                                                                                         \
+        const int8_t *x = qa->q + bi * TFM__QK_K;                                                         \
+        const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);                                                \
+        __m256i isum = _mm256_setzero_si256(), zero;                                                      \
+        int h, k;                                                                                         \
+        TFM__UNROLL for (h = 0; h < 2; h++) {                                                             \
+            __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h))); \
+            __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h + 32))); \
+            __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 128 + 32 * h))); \
+            TFM__UNROLL for (k = 0; k < 4; k++) {                                                         \
+                __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4); \
+                __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2), 4)); \
+                isum = _mm256_add_epi32(isum, tfm__##P##_kdot(code, x + 128 * h + 32 * k, sc[4 * h + k])); \
             }                                                                                             \
-            acc = fmaf((float)(tfm__##P##_hsum_i32(isum) - TFM__Q6_K_ZERO * zero), tfm__avx2_h2f(w + 208) * qa->d[bi], acc); \
         }                                                                                                 \
-        return acc;                                                                                       \
+        zero = _mm256_add_epi32(_mm256_mullo_epi32(scl32a, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs)))), \
+                                _mm256_mullo_epi32(scl32b, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8))))); \
+        return tfm__##P##_hsum_i32(isum) - TFM__Q6_K_ZERO * tfm__##P##_hsum_i32(zero);                    \
     }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_mm_kquant(const tfm__mm *m, int r0, int r1, bool q6) {                  \
-        int r, b;                                                                                         \
+    /* Rows [r0, r1) x every token: per row and super-block the scales are unpacked once and every    \
+       token's float chain advances one step (kept in y between super-blocks, an exact store). */     \
+    T TFM_PRIVATE void tfm__##P##_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {   \
+        tfm_dtype dt = m->w->dtype;                                                                       \
+        size_t bb = dt == TFM_DTYPE_Q6_K ? 210u : dt == TFM_DTYPE_Q5_K ? 176u : 144u;                     \
+        int r, b, j, i, nb = m->w->cols / TFM__QK_K;                                                      \
+        (void)scratch;                                                                                    \
         for (r = r0; r < r1; r++) {                                                                       \
             const unsigned char *row = tfm__tensor_at(m->w, r);                                           \
-            for (b = 0; b < m->n_b; b++) {                                                                \
-                float v = q6 ? tfm__##P##_dot_q6_k(row, m->qa, b) : tfm__##P##_dot_q4_k(row, m->qa, b);   \
-                m->y[(size_t)b * m->y_stride + (size_t)r] = m->bias ? v + m->bias[r] : v;                 \
+            for (j = 0; j < nb; j++) {                                                                    \
+                const unsigned char *blk = row + (size_t)j * bb;                                          \
+                __m256i sc[8], scl32a = _mm256_setzero_si256(), scl32b = scl32a;                          \
+                __m128i mn16 = _mm_setzero_si128();                                                       \
+                float d, dmin = 0.0f;                                                                     \
+                if (dt == TFM_DTYPE_Q6_K) {                                                               \
+                    const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, blk + 192)); \
+                    TFM__UNROLL for (i = 0; i < 8; i++) sc[i] = _mm256_setr_m128i(_mm_set1_epi16(scl[2 * i]), _mm_set1_epi16(scl[2 * i + 1])); \
+                    scl32a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl)))); \
+                    scl32b = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl + 8)))); \
+                    d = tfm__avx2_h2f(blk + 208);                                                         \
+                } else {                                                                                  \
+                    unsigned char scv[TFM__Q4_K_SUB], mnv[TFM__Q4_K_SUB];                                 \
+                    tfm__##P##_q4k_scales(blk + 4, scv, mnv);                                             \
+                    TFM__UNROLL for (i = 0; i < TFM__Q4_K_SUB; i++) sc[i] = _mm256_set1_epi16((short)scv[i]); \
+                    mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, mnv)))); \
+                    d = tfm__avx2_h2f(blk);                                                               \
+                    dmin = tfm__avx2_h2f(blk + 2);                                                        \
+                }                                                                                         \
+                for (b = 0; b < m->n_b; b++) {                                                            \
+                    size_t bi = (size_t)b * (size_t)nb + (size_t)j;                                       \
+                    float *y = m->y + (size_t)b * m->y_stride + (size_t)r, acc = j ? *y : 0.0f, dx = m->qa->d[bi]; \
+                    if (dt == TFM_DTYPE_Q6_K) {                                                           \
+                        acc = fmaf((float)tfm__##P##_q6_sb(blk, sc, scl32a, scl32b, m->qa, bi), d * dx, acc); \
+                    } else {                                                                              \
+                        int32_t isum, imin;                                                               \
+                        tfm__##P##_q45_sb(blk, dt == TFM_DTYPE_Q5_K, sc, mn16, m->qa, bi, &isum, &imin);   \
+                        acc = fmaf((float)isum, d * dx, acc);                                             \
+                        acc = fmaf(-(float)imin, dmin * dx, acc);                                         \
+                    }                                                                                     \
+                    *y = acc;                                                                             \
+                }                                                                                         \
             }                                                                                             \
+            if (m->bias)                                                                                  \
+                for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];      \
         }                                                                                                 \
-    }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_mm_q4_k(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
-        (void)scratch;                                                                                    \
-        tfm__##P##_mm_kquant(m, r0, r1, false);                                                           \
-    }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_mm_q6_k(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
-        (void)scratch;                                                                                    \
-        tfm__##P##_mm_kquant(m, r0, r1, true);                                                            \
     }
 
-#define TFM__AVX2_DOT(u, x) tfm__avx2_dot_u4(u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
-TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2, TFM__AVX2_DOT)
+TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2)
 
 TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
@@ -2910,9 +3044,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int 
     }
 }
 
-#define TFM__AVX512_DOT(u, x) \
-    _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x))))
-TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512, TFM__AVX512_DOT)
+TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512)
 
 #define TFM__AVX512_ROWS 4 /* weight rows per pass of the batched VNNI kernel */
 
@@ -3174,16 +3306,18 @@ TFM_PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt,
 /* The sets, weakest first; each is compiled in or not (tfm__isa_get says). */
 typedef enum tfm__set { TFM__SET_SCALAR, TFM__SET_AVX2, TFM__SET_AVX512, TFM__SET_AMX, TFM__SET_NEON, TFM__SET_COUNT } tfm__set;
 
+/* kquant: one kernel for q4_k, q5_k and q6_k (it reads the dtype). */
 TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tfm__mm_fn f16, tfm__mm_fn bf16,
-                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn q4_k, tfm__mm_fn q6_k) {
+                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn kquant) {
     t->name = name;
     t->mm[TFM_DTYPE_F32] = f32;
     t->mm[TFM_DTYPE_F16] = f16;
     t->mm[TFM_DTYPE_BF16] = bf16;
     t->mm[TFM_DTYPE_Q8_0] = q8_0;
     t->mm[TFM_DTYPE_Q4_0] = q4_0;
-    t->mm[TFM_DTYPE_Q4_K] = q4_k;
-    t->mm[TFM_DTYPE_Q6_K] = q6_k;
+    t->mm[TFM_DTYPE_Q4_K] = kquant;
+    t->mm[TFM_DTYPE_Q5_K] = kquant;
+    t->mm[TFM_DTYPE_Q6_K] = kquant;
     t->quant = tfm__quant_scalar_fn;
     t->dot = tfm__dot_f32_scalar;
     t->axpy = tfm__axpy_scalar;
@@ -3199,11 +3333,11 @@ TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tf
 TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
     tfm__mm_fn sc = tfm__mm_scalar;
     switch (set) {
-    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc, sc); return true;
+    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc); return true;
 #ifdef TFM__X86_AVX2
     case TFM__SET_AVX2:
         tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
-                      tfm__avx2_mm_q4_0, tfm__avx2_mm_q4_k, tfm__avx2_mm_q6_k);
+                      tfm__avx2_mm_q4_0, tfm__avx2_mm_kquant);
         out->quant = tfm__avx2_quant;
         out->dot = tfm__avx2_dot;
         out->axpy = tfm__avx2_axpy;
@@ -3215,7 +3349,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AVX512
     case TFM__SET_AVX512:
         tfm__isa_fill(out, "avx512", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__avx512_mm_q8_0,
-                      tfm__avx512_mm_q4_0, tfm__avx512_mm_q4_k, tfm__avx512_mm_q6_k);
+                      tfm__avx512_mm_q4_0, tfm__avx512_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
@@ -3227,7 +3361,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AMX
     case TFM__SET_AMX:
         tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
-                      tfm__amx_mm_q4_0, tfm__avx512_mm_q4_k, tfm__avx512_mm_q6_k);
+                      tfm__amx_mm_q4_0, tfm__avx512_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
@@ -3240,7 +3374,7 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__NEON
     case TFM__SET_NEON:
         tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, tfm__neon_mm_q,
-                      tfm__neon_mm_q, tfm__neon_mm_q, tfm__neon_mm_q);
+                      tfm__neon_mm_q, tfm__neon_mm_q);
         out->grouped = false;
         out->dot = tfm__neon_dot;
         out->axpy = tfm__neon_axpy;

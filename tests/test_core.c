@@ -947,7 +947,7 @@ static void test_corrupt(void) {
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 72, 1ull << 31); tw_put_u64(e + 80, 1ull << 31); tw_put_u64(e + 112, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "bytes * 4 wraps"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 80, 16); tw_put_u64(e + 72, 64); expect_fail(c, bytes, TFM_ERR_CORRUPT, "shape vs config (same bytes)"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u64(e + 112, tfm__rd_u64(e + 112) - 4); expect_fail(c, bytes, TFM_ERR_CORRUPT, "data_bytes vs shape"); free(c);
-    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 64, 7); expect_fail(c, bytes, TFM_ERR_UNSUPPORTED, "unknown dtype"); free(c);
+    c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 64, TFM_DTYPE_COUNT); expect_fail(c, bytes, TFM_ERR_UNSUPPORTED, "unknown dtype"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 68, 0); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 0"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 68, 5); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 5"); free(c);
     c = dup_file(f, bytes); e = entry_of(c, "blk.0.wq"); tw_put_u32(e + 68, 3); expect_fail(c, bytes, TFM_ERR_CORRUPT, "rank 3 with dim 0"); free(c);

@@ -1,7 +1,9 @@
 #!/bin/sh
 # test_demo.sh - tfm-perplexity on the demo model reproduces the float64 reference cross-entropy
-# of models/demo/reference/heldout.txt (windows of 64 tokens; models/demo/train_demo.py wrote it).
-# Run from the repository root after `make build/demo.tfm build/tfm-perplexity`.
+# of models/demo/reference/heldout.txt (windows of 64 tokens; models/demo/train_demo.py wrote it),
+# and the quantized conversions stay close to it: perplexity of tfm-convert --type q8_0 within
+# 0.5% of the f32 conversion's, q4_0 / q4_k / q4_k_m / q6_k within 3%.
+# Run from the repository root after `make build/demo.tfm build/tfm-perplexity build/tfm-convert`.
 REF=models/demo/reference
 MODEL=build/demo.tfm
 PPL=build/tfm-perplexity
@@ -31,5 +33,24 @@ else
   else
     fail "cross-entropy $ce differs from the reference $want by more than 0.5%"
   fi
+fi
+# quantized conversions of the same checkpoint: perplexity against f32's
+CONV=build/tfm-convert
+T=$(mktemp -d "${TMPDIR:-/tmp}/test_demo.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+ppl() { $PPL -m "$1" -f $REF/heldout.txt --ctx 64 2>/dev/null | sed -n 's/^perplexity: \([0-9.eE+-]*\)$/\1/p' | head -n 1; }
+if [ -x $CONV ] && [ -d models/demo ]; then
+  base=""
+  for t in f32 q8_0 q6_k q4_k_m q4_k q4_0; do
+    if ! $CONV models/demo -o "$T/$t.tfm" --type $t --quiet 2> "$T/err"; then fail "convert --type $t"; cat "$T/err"; continue; fi
+    p=$(ppl "$T/$t.tfm")
+    [ -n "$p" ] || { fail "no perplexity for $t"; continue; }
+    if [ $t = f32 ]; then base=$p; ok; echo "perplexity f32: $p"; continue; fi
+    bound=0.03; [ $t = q8_0 ] && bound=0.005
+    rel=$(awk -v a="$p" -v b="$base" 'BEGIN { printf "%.5f", (a - b) / b }')
+    echo "perplexity $t: $p ($rel relative to f32, bound +-$bound; $(wc -c < "$T/$t.tfm" | tr -d ' ') bytes)"
+    if awk -v r="$rel" -v b="$bound" 'BEGIN { if (r < 0) r = -r; exit !(r <= b) }'; then ok
+    else fail "$t perplexity $p is $rel away from f32's $base (bound $bound)"; fi
+  done
 fi
 summary

@@ -2,8 +2,10 @@
 # tests/test_gguf.sh - tfm-convert FILE.gguf (tools/convert_gguf.c) end to end:
 #  - every tests/data/models/*/model*.gguf converts (--check) and build/tfm-generate's logits on
 #    tokens.txt match the folder's float64 reference (logits.f32; logits_f16.f32 for the F16
-#    file; logits_q8.f32 for Q8_0: the dequantization is exact, so the same 1e-4 bound), and
-#    match the logits of the safetensors (Hugging Face path) conversion of the same weights;
+#    file; logits_q8.f32 for Q8_0, converted with --type f32: the dequantization is exact, so the
+#    same 1e-4 bound; converted as they are, the Q8_0 blocks are copied and run by the integer
+#    kernels, which also quantize the activations to 8 bits: bound QBOUND), and match the logits
+#    of the safetensors (Hugging Face path) conversion of the same weights;
 #  - header fields that differ from the Hugging Face path on purpose (llama: interleaved RoPE;
 #    gpt2: untied duplicate head) and the ones that must not (rope base, rotary dims, eps);
 #  - phi2 and starcoder2 GGUF files made here by tests/gen/gguf_write.py (not committed; skipped
@@ -54,6 +56,9 @@ tinfo() { o=$(at "$1" "$2"); echo $((o + ${#2})); }
 
 # --- logits -------------------------------------------------------------------------------------
 BOUND=1e-4
+QBOUND=0.25 # quantized weights run as they are: activations quantized to 8 bits per block too
+QBOUND_K=0.6 # k-quants: activations in blocks of 256 (as llama.cpp's Q8_K): ~3% of the largest
+             # logit (12.9) on the random k-quant fixture
 floats() { od -An -v -t f4 "$1" | tr -s ' ' '\n' | grep -v '^$'; }
 maxdiff() { # A.f32 B.f32 -> max |diff| or "failed" (different lengths)
   floats "$1" > "$T/a"; floats "$2" > "$T/b"
@@ -79,7 +84,9 @@ gguf_case() {
   if "$CONV" "$g" -o "$F" --quiet --check "$@" > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
   else bad "convert --check $g $*"; cat "$T/err" "$T/out"; return; fi
   dump "$F" "$d" "$T/$n.logits"
-  report "$n vs $(basename "$ref")" "$(maxdiff "$T/$n.logits" "$ref")" "$BOUND"
+  b=$BOUND
+  if [ $# -eq 0 ]; then case $g in *q8_0.gguf) b=$QBOUND; expect_eq "$n: blk.0.wq stays q8_0 (dtype 3)" "$(u32 "$F" $(($(at "$F" blk.0.wq) + 64)))" 3 ;; esac; fi
+  report "$n vs $(basename "$ref")" "$(maxdiff "$T/$n.logits" "$ref")" "$b"
   sl="$T/$(basename "$d")-st$st.logits"
   if [ ! -f "$sl" ]; then
     # shellcheck disable=SC2086
@@ -100,6 +107,7 @@ for g in $A/*/model*.gguf; do
   esac
   [ -f "$ref" ] || continue
   gguf_case "$g" "$d" "$ref"
+  case $g in *-q8_0.gguf) gguf_case "$g" "$d" "$ref" --type f32 ;; esac # decoded exactly
   n_files=$((n_files + 1))
 done
 expect_eq "GGUF files found" "$n_files" 7
@@ -113,16 +121,23 @@ else bad "llama_tied q8_0 vs logits.f32: $m, expected > 1e-3"; fi
 
 # every block type: random Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 blocks and BF16/F16 matrices against the
 # same weights decoded by an independent NumPy decoder into an all-F32 file (gguf_write.py
-# --quant-fixture): equal logits (the .tfm files are byte-identical unless the compiler fuses
-# d*q + m into an FMA)
+# --quant-fixture): decoded with --type f32, equal logits (the .tfm files are byte-identical
+# unless the compiler fuses d*q + m into an FMA); as they are (Q4_0 / Q8_0 blocks copied and run
+# natively, Q4_1 / Q5_0 / Q5_1 requantized to q8_0 with a notice each), within QBOUND
 Q=tests/data/gguf/quant
 for f in quant f32; do
-  if "$CONV" $Q/model-$f.gguf -o "$T/q-$f.tfm" --quiet --check > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
+  if "$CONV" $Q/model-$f.gguf -o "$T/q-$f.tfm" --quiet --check --type f32 > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
   else bad "convert $Q/model-$f.gguf"; cat "$T/err"; fi
   dump "$T/q-$f.tfm" $Q "$T/q-$f.logits"
 done
-report "gguf_quant blocks vs NumPy-decoded F32" "$(maxdiff "$T/q-quant.logits" "$T/q-f32.logits")" 1e-5
+report "gguf_quant blocks (--type f32) vs NumPy-decoded F32" "$(maxdiff "$T/q-quant.logits" "$T/q-f32.logits")" 1e-5
 cmp -s "$T/q-quant.tfm" "$T/q-f32.tfm" && echo "    gguf_quant: .tfm files byte-identical"
+if "$CONV" $Q/model-quant.gguf -o "$T/q-native.tfm" --quiet --check > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
+else bad "convert $Q/model-quant.gguf as it is"; cat "$T/err"; fi
+n_req=$(grep -c "requantized to q8_0" "$T/err")
+expect_eq "gguf_quant: a notice for each Q4_1 / Q5_0 / Q5_1 matrix" "$([ "$n_req" -ge 3 ] && echo yes)" yes
+dump "$T/q-native.tfm" $Q "$T/q-native.logits"
+report "gguf_quant blocks native vs NumPy-decoded F32" "$(maxdiff "$T/q-native.logits" "$T/q-f32.logits")" $QBOUND
 "$CONV" $Q/model-quant.gguf -o "$T/q-f16.tfm" --quiet --type f16 2> /dev/null; dump "$T/q-f16.tfm" $Q "$T/q-f16.logits"
 report "gguf_quant --type f16 vs F32" "$(maxdiff "$T/q-f16.logits" "$T/q-f32.logits")" 1e-2
 
@@ -154,10 +169,13 @@ if [ -x "$PY" ] && "$PY" -c "import numpy" 2> /dev/null; then
   mkdir -p "$T/kq"
   if "$PY" tests/gen/gguf_write.py --kquant-fixture "$T/kq" 2> "$T/err"; then
     for f in quant f32; do
-      "$CONV" "$T/kq/model-$f.gguf" -o "$T/k-$f.tfm" --quiet 2> "$T/err" || { bad "convert k-quant $f"; cat "$T/err"; }
+      "$CONV" "$T/kq/model-$f.gguf" -o "$T/k-$f.tfm" --quiet --type f32 2> "$T/err" || { bad "convert k-quant $f"; cat "$T/err"; }
       dump "$T/k-$f.tfm" "$T/kq" "$T/k-$f.logits"
     done
-    report "Q4_K/Q5_K/Q6_K blocks vs NumPy-decoded F32" "$(maxdiff "$T/k-quant.logits" "$T/k-f32.logits")" 1e-5
+    report "Q4_K/Q5_K/Q6_K blocks (--type f32) vs NumPy-decoded F32" "$(maxdiff "$T/k-quant.logits" "$T/k-f32.logits")" 1e-5
+    "$CONV" "$T/kq/model-quant.gguf" -o "$T/k-native.tfm" --quiet 2> "$T/err" || { bad "convert k-quant as it is"; cat "$T/err"; }
+    dump "$T/k-native.tfm" "$T/kq" "$T/k-native.logits" # Q4_K / Q5_K / Q6_K blocks copied
+    report "Q4_K/Q5_K/Q6_K blocks native vs NumPy-decoded F32" "$(maxdiff "$T/k-native.logits" "$T/k-f32.logits")" $QBOUND_K
   else bad "gguf_write.py --kquant-fixture"; cat "$T/err"; fi
   # llama2.c's stories260K + tok512 as a llama GGUF: logits of llama2.c's own run (69
   # positions, stories260K.ref) and of the llama2.c import path on the same checkpoint

@@ -185,7 +185,7 @@ typedef struct tc_tok {
 typedef struct tc_args {
     const char *src, *out;
     const char *tokenizer; /* llama2.c tokenizer.bin */
-    uint32_t dtype;
+    const char *type;      /* --type (tools/quant.h), or NULL: f32, and a GGUF's own types */
     int quiet, check, vocab_only;
 } tc_args;
 
@@ -230,10 +230,10 @@ int tc_validate_hparams(const tc_hparams *hp, const char *path);
 void tc_set_layers(tc_hparams *hp, const unsigned char *sliding, uint32_t window, int local_rope);
 /* One table entry for one layer (layer < 0: global) added to the plan. */
 int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int layer,
-                  const tc_hparams *hp, const tc_checkpoint *c, uint32_t out_dtype);
+                  const tc_hparams *hp, const tc_checkpoint *c, const char *type);
 /* The plan for a whole checkpoint; every tensor must be used. */
 int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpoint *c,
-                  uint32_t out_dtype);
+                  const char *type);
 /* The generated tensors rope_freqs / rope_freqs_long from hp (when it scales RoPE) added to the
    plan; the values are read from hp when the file is written. */
 int tc_plan_rope_freqs(tc_plan *p, const tc_hparams *hp);
@@ -260,7 +260,7 @@ int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens);
 
 /* tools/convert_llama2c.c: a llama2.c checkpoint (and tokenizer.bin). */
 int tc_l2c_sniff(const char *path);
-int tc_l2c_convert(const char *src, const char *tok_path, const char *out, uint32_t dtype,
+int tc_l2c_convert(const char *src, const char *tok_path, const char *out, const char *type,
                    int quiet, int check);
 
 /* tools/convert_gguf.c: a GGUF file (model or vocab-only). */

@@ -504,7 +504,7 @@ static unsigned gg_conditions(const gg_source *s, const tc_hparams *hp) {
 
 /* One table entry for one layer (layer < 0: global), through the shared tc_plan_entry. */
 static int gg_plan_entry(tc_plan *p, const tc_arch *view, const tc_tensor_map *m, int layer,
-                         const gg_source *s, const tc_hparams *hp, uint32_t out_dtype) {
+                         const gg_source *s, const tc_hparams *hp, const char *type) {
     char name[128];
     const tc_tensor *t;
     snprintf(name, sizeof name, m->hf, layer);
@@ -518,10 +518,10 @@ static int gg_plan_entry(tc_plan *p, const tc_arch *view, const tc_tensor_map *m
         tc_error("%s: tensor %s: a quantized (%s) vector is not supported", s->path, name, t->dtype_name);
         return 0;
     }
-    return tc_plan_entry(p, view, m, layer, hp, &s->ck, out_dtype);
+    return tc_plan_entry(p, view, m, layer, hp, &s->ck, type);
 }
 
-static int gg_plan(tc_plan *p, const gg_source *s, const tc_hparams *hp, uint32_t out_dtype) {
+static int gg_plan(tc_plan *p, const gg_source *s, const tc_hparams *hp, const char *type) {
     tc_arch view; /* the table as a tc_arch: no config reader, no skipped names, no prefixes */
     unsigned cond = gg_conditions(s, hp);
     size_t i, n_unused = 0;
@@ -534,11 +534,11 @@ static int gg_plan(tc_plan *p, const gg_source *s, const tc_hparams *hp, uint32_
         const tc_tensor_map *m = &gg_tensors[i];
         if ((m->flags & GG_IF_ALL & ~cond) != 0) continue; /* does not apply */
         if (!(m->flags & TC_LAYER)) {
-            if (!gg_plan_entry(p, &view, m, -1, s, hp, out_dtype)) return 0;
+            if (!gg_plan_entry(p, &view, m, -1, s, hp, type)) return 0;
             continue;
         }
         for (l = 0; l < (int)hp->n_layers; l++)
-            if (!gg_plan_entry(p, &view, m, l, s, hp, out_dtype)) return 0;
+            if (!gg_plan_entry(p, &view, m, l, s, hp, type)) return 0;
     }
     for (i = 0; i < s->ck.n_tensors; i++) {
         if (s->ck.tensors[i].used) continue;
@@ -837,7 +837,7 @@ static int gg_convert_model(const tc_args *a) {
         goto done;
     }
     if (!gg_hparams(&s, arch, &hp) || !tc_validate_hparams(&hp, a->src) ||
-        !gg_plan(&plan, &s, &hp, a->dtype) || !gg_tokenizer(&s, &tok, &found))
+        !gg_plan(&plan, &s, &hp, a->type) || !gg_tokenizer(&s, &tok, &found))
         goto done;
     if (!found) {
         tc_warn("%s: no tokenizer.ggml.model; the model is usable by token ids only", a->src);
@@ -852,7 +852,7 @@ static int gg_convert_model(const tc_args *a) {
     if (!a->quiet)
         fprintf(stderr, "tfm-convert: %s (GGUF): %u layers, d_model %u, %u heads, d_ff %u, vocab %u, %s\n",
                 arch->name, hp.n_layers, hp.d_model, hp.n_heads, hp.d_ff, hp.n_vocab,
-                a->dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+                a->type ? a->type : "the file's own types");
     ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &s.ck, a->quiet) &&
          (!a->check || tc_check(a->out, &hp, found ? tok.n_tokens : 0));
 done:

@@ -314,7 +314,7 @@ done:
 }
 
 /* MODEL.bin [+ tokenizer.bin] -> out. */
-int tc_l2c_convert(const char *src, const char *tok_path, const char *out, uint32_t dtype,
+int tc_l2c_convert(const char *src, const char *tok_path, const char *out, const char *type,
                    int quiet, int check) {
     tc_l2c_header h;
     tc_hparams hp;
@@ -364,7 +364,7 @@ int tc_l2c_convert(const char *src, const char *tok_path, const char *out, uint3
     }
     ck.cap_tensors = n_tensors;
     tc_l2c_layout(&ck, names, &h, &hp, &want);
-    if (!tc_checkpoint_index(&ck) || !tc_plan_model(&plan, &tc_l2c_arch, &hp, &ck, dtype))
+    if (!tc_checkpoint_index(&ck) || !tc_plan_model(&plan, &tc_l2c_arch, &hp, &ck, type))
         goto done;
     if (!tok_path) {
         tc_warn("%s: no --tokenizer tokenizer.bin; the model is usable by token ids only", src);
@@ -376,7 +376,7 @@ int tc_l2c_convert(const char *src, const char *tok_path, const char *out, uint3
         fprintf(stderr, "tfm-convert: llama2.c v%d: %u layers, dim %u, %u heads (%u kv), "
                 "hidden %u, vocab %u (%s classifier), seq_len %u, %s\n", h.version, hp.n_layers,
                 hp.d_model, hp.n_heads, hp.n_kv_heads, hp.d_ff, hp.n_vocab,
-                h.shared ? "shared" : "own", hp.n_ctx, dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+                h.shared ? "shared" : "own", hp.n_ctx, type);
     ok = tc_write_file(out, &hp, &plan, blob, blob_bytes, &ck, quiet) &&
          (!check || tc_check(out, &hp, tok_path ? tok.n_tokens : 0));
 done:

@@ -40,7 +40,7 @@ static const char USAGE[] =
     "Prompt and decode tokens/s of tfm.h, with this machine's read bandwidth and FMA peak\n"
     "measured in the same run. Defaults: pythia-410m, f32, -t 1, -p 128, -n 32, -r 3 (medians).\n"
     "  -m FILE      a .tfm file (the shape and type are the file's)\n"
-    "  --type TYPE  random weights of TYPE: f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m (tfm-convert's\n"
+    "  --type TYPE  random weights of TYPE: f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k q4_k_m (tfm-convert's\n"
     "               recipes, so the tensors get the types a converted file would)\n"
     "  -t LIST      one configuration per thread count, e.g. -t 1,2\n"
     "  --kernels S  the kernel set (scalar avx2 avx512 amx neon; default: the best this CPU runs)\n"

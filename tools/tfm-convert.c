@@ -36,7 +36,7 @@
    ERROR, so a half-understood checkpoint never turns silently into a wrong model. A present
    output head with tie_word_embeddings true is ignored with a warning, as Hugging Face does.
 
-   SECTIONS: >>util >>f16 >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check >>main
+   SECTIONS: >>util >>safetensors >>config >>arch >>plan >>tokenizer >>writer >>check >>main
    The shared types and calls are declared in tools/convert.h, which the other importers use:
    tools/convert_gguf.c (GGUF files) and tools/convert_llama2c.c (llama2.c checkpoints,
    tokenizer.bin). */
@@ -45,6 +45,7 @@
 #include "tools/convert.h"
 #include "tools/gguf.h"
 #include "tools/tfm_write.h"
+#include "tools/quant.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -226,43 +227,6 @@ static void tc_shape_str(char *buf, size_t cap, int rank, const uint64_t *shape)
     if (o < cap) snprintf(buf + o, cap - o, "]");
 }
 
-/* >>f16 ------------------------------------------------------------------------------------------
-   Exact dtype conversions. f32 -> f16 rounds to nearest even, with subnormals, overflow to
-   infinity, and NaN kept quiet with its sign and top payload bits; bf16 -> f32 is exact. */
-
-static uint16_t tc_f32_to_f16(float f) {
-    uint32_t x, sign, exp, mant, h, rem;
-    int e;
-    memcpy(&x, &f, sizeof x);
-    sign = (x >> 16) & 0x8000u;
-    exp = (x >> 23) & 0xffu;
-    mant = x & 0x7fffffu;
-    if (exp == 0xffu) /* inf or NaN */
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0u));
-    e = (int)exp - 127 + 15;
-    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) { /* f16 subnormal (or zero): mant * 2^-24 */
-        int shift = 14 - e;
-        uint32_t m = mant | 0x800000u, half;
-        if (exp == 0 || shift > 24) return (uint16_t)sign; /* f32 subnormals are far below */
-        h = m >> shift;
-        rem = m & ((1u << shift) - 1u);
-        half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1u))) h++;
-        return (uint16_t)(sign | h);
-    }
-    h = ((uint32_t)e << 10) | (mant >> 13);
-    rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry may reach inf: correct */
-    return (uint16_t)(sign | h);
-}
-
-static float tc_bf16_to_f32(uint16_t b) {
-    uint32_t x = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
 
 /* >>safetensors ----------------------------------------------------------------------------------
    A checkpoint is one model.safetensors or the shards named by model.safetensors.index.json.
@@ -1566,9 +1530,56 @@ static void tc_part(const tc_tensor_map *m, const tc_hparams *hp, int i, uint64_
     }
 }
 
+/* The tfm dtype a GGUF block type runs as: itself when tfm.h has it (copied block for block),
+   else the nearest wider type it has (requantized from the decoded values). */
+static tfm_dtype tc_native_dtype(tc_dtype src, int *exact) {
+    *exact = 1;
+    switch (src) {
+    case TC_F32: return TFM_DTYPE_F32;
+    case TC_F16: return TFM_DTYPE_F16;
+    case TC_BF16: return TFM_DTYPE_BF16;
+    case TC_Q8_0: return TFM_DTYPE_Q8_0;
+    case TC_Q4_0: return TFM_DTYPE_Q4_0;
+    case TC_Q4_K: return TFM_DTYPE_Q4_K;
+    case TC_Q6_K: return TFM_DTYPE_Q6_K;
+    case TC_Q5_K: return TFM_DTYPE_Q5_K;
+    default: *exact = 0; return TFM_DTYPE_Q8_0; /* Q4_1, Q5_0, Q5_1: blocks of 32 */
+    }
+}
+
+/* What a matrix's output name says it is, for the --type recipes. */
+static tq_role tc_role(const char *name) {
+    if (strcmp(name, "output.w") == 0) return TQ_ROLE_OUTPUT;
+    if (strstr(name, ".wv")) return TQ_ROLE_V;
+    if (strstr(name, ".w_down")) return TQ_ROLE_DOWN;
+    return TQ_ROLE_OTHER;
+}
+
+/* The dtype of output matrix `name` (cols per row) from source tensor t: with --type, the
+   recipe's (quantized sources are decoded, then converted); without (a GGUF source), the
+   source's own type, or the nearest wider one tfm.h runs (a notice says so). A notice names
+   each fallback. */
+static tfm_dtype tc_matrix_dtype(const char *type, const tc_tensor *t, const char *name, int layer,
+                                 uint32_t n_layers, uint64_t cols) {
+    int exact;
+    bool fell_back = false;
+    tfm_dtype d;
+    if (!type) {
+        d = tc_native_dtype(t->dtype, &exact);
+        if (!exact) tc_warn("%s: %s is not a type tfm.h runs: requantized to %s", name, t->dtype_name,
+                            tfm_dtype_describe(d).name);
+        return d;
+    }
+    d = tq_matrix_dtype(type, tc_role(name), layer, (int)n_layers, (int)cols, &fell_back);
+    if (fell_back)
+        tc_warn("%s: rows of %llu are not whole %s blocks: %s instead", name, (unsigned long long)cols,
+                type, tfm_dtype_describe(d).name);
+    return d;
+}
+
 /* One table entry for one layer (layer < 0: global). */
 int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int layer,
-                  const tc_hparams *hp, const tc_checkpoint *c, uint32_t out_dtype) {
+                  const tc_hparams *hp, const tc_checkpoint *c, const char *type) {
     char name[256], hf[300], want[96], got[96];
     uint64_t shape[2] = {0, 0}, total, inner;
     int rank = 0, i, conv = (m->flags & TC_CONV1D) != 0;
@@ -1623,7 +1634,9 @@ int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int laye
         o->row_elems = inner;
         o->shape[0] = o->rows;
         o->shape[1] = rank == 2 ? inner : 0;
-        o->dtype = rank == 2 && !(m->flags & TC_KEEP_F32) ? out_dtype : TFM_DTYPE_F32; /* vectors: f32 */
+        o->dtype = rank == 2 && !(m->flags & TC_KEEP_F32)
+                       ? (uint32_t)tc_matrix_dtype(type, t, o->name, layer, hp->n_layers, inner)
+                       : TFM_DTYPE_F32; /* vectors: f32 */
         o->transposed = conv && rank == 2;
         o->src_cols = shape[1];
         o->group = m->op == TC_OP_SPLIT_QKV_HEADS ? hp->d_head : o->rows;
@@ -1658,12 +1671,12 @@ int tc_plan_rope_freqs(tc_plan *p, const tc_hparams *hp) {
 /* The whole model: global entries in table order, the per-layer entries as one block per
    layer at the place of the first per-layer entry. Then every unused tensor is an error. */
 int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpoint *c,
-                  uint32_t out_dtype) {
+                  const char *type) {
     size_t i, j, n_unused = 0;
     int layers_done = 0, l;
     for (i = 0; i < a->n_tensors; i++) {
         if (!(a->tensors[i].flags & TC_LAYER)) {
-            if (!tc_plan_entry(p, a, &a->tensors[i], -1, hp, c, out_dtype)) return 0;
+            if (!tc_plan_entry(p, a, &a->tensors[i], -1, hp, c, type)) return 0;
             continue;
         }
         if (layers_done) continue;
@@ -1671,7 +1684,7 @@ int tc_plan_model(tc_plan *p, const tc_arch *a, const tc_hparams *hp, tc_checkpo
         for (l = 0; l < (int)hp->n_layers; l++)
             for (j = i; j < a->n_tensors; j++)
                 if ((a->tensors[j].flags & TC_LAYER) &&
-                    !tc_plan_entry(p, a, &a->tensors[j], l, hp, c, out_dtype))
+                    !tc_plan_entry(p, a, &a->tensors[j], l, hp, c, type))
                     return 0;
     }
     for (i = 0; i < c->n_tensors; i++) {
@@ -2468,6 +2481,8 @@ typedef struct tc_writer {
     uint64_t at;            /* bytes written */
     unsigned char *in, *out; /* chunk buffers */
     size_t in_cap, out_cap;
+    float *f32;             /* a chunk as f32 on its way to another dtype */
+    size_t f32_cap;         /* bytes */
     uint64_t total_bytes, done_bytes, next_report;
     size_t n_done, n_total;
     int quiet;
@@ -2516,32 +2531,37 @@ static uint64_t tc_src_bytes(tc_dtype d, uint64_t n) {
     return bt ? n / gguf_block_elems(bt) * gguf_block_bytes(bt) : n * tc_src_elem_bytes(d);
 }
 
-/* n elements of src dtype -> out dtype (f16 -> f16 is copied bit-exact). */
-static void tc_convert(const unsigned char *in, tc_dtype src, unsigned char *out, uint32_t dst, size_t n) {
+/* The tfm dtype whose bytes are exactly src's (a block-for-block copy), or -1. */
+static int tc_same_dtype(tc_dtype src) {
+    int exact;
+    tfm_dtype d = tc_native_dtype(src, &exact);
+    return exact ? (int)d : -1;
+}
+
+/* n elements (whole blocks of both) of src dtype -> dst: copied byte for byte when src is dst
+   (a GGUF's blocks import bit-exact), else decoded to f32 and converted or quantized with
+   tfm.h's own dtype table (tfm_dtype_from_f32). */
+static int tc_convert(tc_writer *w, const unsigned char *in, tc_dtype src, unsigned char *out, uint32_t dst, size_t n) {
     size_t i;
     uint32_t bt = tc_block_type(src);
     size_t be = bt ? gguf_block_elems(bt) : 1;
-    float block[GGUF_MAX_BLOCK];
-    for (i = 0; i < n; i++) {
-        float f;
-        if (bt) { /* quantized: n is a whole number of blocks */
-            if (i % be == 0) gguf_dequantize_block(bt, in + i / be * gguf_block_bytes(bt), block);
-            f = block[i % be];
-        } else if (src == TC_F16 && dst == TFM_DTYPE_F16) {
-            out[2 * i] = in[2 * i];
-            out[2 * i + 1] = in[2 * i + 1];
-            continue;
-        } else if (src == TC_F32) f = tfm__rd_f32(in + 4 * i);
-        else if (src == TC_F16) f = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
-        else f = tc_bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
-        if (dst == TFM_DTYPE_F32) {
-            tfmw_put_f32(out + 4 * i, f);
-        } else {
-            uint16_t h = tc_f32_to_f16(f);
-            out[2 * i] = (unsigned char)h;
-            out[2 * i + 1] = (unsigned char)(h >> 8);
-        }
+    if (tc_same_dtype(src) == (int)dst) {
+        memcpy(out, in, (size_t)tc_src_bytes(src, n));
+        return 1;
     }
+    if (!tc_grow((unsigned char **)&w->f32, &w->f32_cap, n * sizeof(float))) return 0;
+    for (i = 0; i < n; i += be) {
+        if (bt) gguf_dequantize_block(bt, in + i / be * gguf_block_bytes(bt), w->f32 + i);
+        else if (src == TC_F32) w->f32[i] = tfm__rd_f32(in + 4 * i);
+        else if (src == TC_F16) w->f32[i] = tfm__f16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
+        else w->f32[i] = tfm__bf16_to_f32((uint16_t)(in[2 * i] | (in[2 * i + 1] << 8)));
+    }
+    return tfm_dtype_from_f32((tfm_dtype)dst, w->f32, out, n) == TFM_OK;
+}
+
+/* Bytes of n_rows rows of row_elems in dtype d (whole blocks: planned so). */
+static size_t tc_out_bytes(uint32_t d, uint64_t n_rows, uint64_t row_elems) {
+    return (size_t)(n_rows * tfm_dtype_row_bytes((tfm_dtype)d, (size_t)row_elems));
 }
 
 static void tc_progress(tc_writer *w) {
@@ -2557,7 +2577,7 @@ static void tc_progress(tc_writer *w) {
 static int tc_write_transposed(tc_writer *w, const tc_out *o, const tc_checkpoint *ck) {
     const tc_tensor *t = o->src;
     const tc_shard *s = &ck->shards[t->shard];
-    size_t es = tc_src_elem_bytes(t->dtype), out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
+    size_t es = tc_src_elem_bytes(t->dtype), out_row = tc_out_bytes(o->dtype, 1, o->row_elems);
     size_t k_n = (size_t)o->row_elems, row_bytes = k_n * es;
     uint64_t r, k;
     if (t->bytes > (uint64_t)(SIZE_MAX / 2)) {
@@ -2565,15 +2585,14 @@ static int tc_write_transposed(tc_writer *w, const tc_out *o, const tc_checkpoin
         return 0;
     }
     if (!tc_grow(&w->in, &w->in_cap, (size_t)t->bytes + row_bytes) ||
-        !tc_grow(&w->out, &w->out_cap, k_n * out_es) ||
+        !tc_grow(&w->out, &w->out_cap, out_row) ||
         !tc_read_at(s->file, s->path, t->offset, w->in, (size_t)t->bytes))
         return 0;
     for (r = 0; r < o->rows; r++) {
         unsigned char *row = w->in + t->bytes; /* scratch after the source */
         for (k = 0; k < o->row_elems; k++)
             memcpy(row + k * es, w->in + (k * o->src_cols + o->offset + r) * es, es);
-        tc_convert(row, t->dtype, w->out, o->dtype, k_n);
-        if (!tc_w(w, w->out, k_n * out_es)) return 0;
+        if (!tc_convert(w, row, t->dtype, w->out, o->dtype, k_n) || !tc_w(w, w->out, out_row)) return 0;
     }
     w->done_bytes += o->data_bytes;
     return 1;
@@ -2601,7 +2620,6 @@ static void tc_add_one(unsigned char *out, size_t n) {
 static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *ck) {
     const tc_tensor *t = o->src;
     const tc_shard *s;
-    size_t out_es = o->dtype == TFM_DTYPE_F32 ? 4 : 2;
     uint64_t chunk_rows = TC_CHUNK_BYTES / (o->row_elems * 4), r = 0, row_bytes;
     if (!tc_w_zeros_to(w, o->data_offset)) return 0;
     if (o->gen) return tc_write_generated(w, o);
@@ -2619,14 +2637,14 @@ static int tc_write_tensor(tc_writer *w, const tc_out *o, const tc_checkpoint *c
         src_row = (r / o->group) * o->stride + o->offset + g;
         n = run * o->row_elems;
         if (!tc_grow(&w->in, &w->in_cap, (size_t)(run * row_bytes)) ||
-            !tc_grow(&w->out, &w->out_cap, (size_t)(n * out_es)) ||
+            !tc_grow(&w->out, &w->out_cap, tc_out_bytes(o->dtype, run, o->row_elems)) ||
             !tc_read_at(s->file, s->path, t->offset + src_row * row_bytes, w->in,
-                        (size_t)(run * row_bytes)))
+                        (size_t)(run * row_bytes)) ||
+            !tc_convert(w, w->in, t->dtype, w->out, o->dtype, (size_t)n))
             return 0;
-        tc_convert(w->in, t->dtype, w->out, o->dtype, (size_t)n);
         if (o->add_one && o->dtype == TFM_DTYPE_F32) tc_add_one(w->out, (size_t)n);
-        if (!tc_w(w, w->out, (size_t)(n * out_es))) return 0;
-        w->done_bytes += n * out_es;
+        if (!tc_w(w, w->out, tc_out_bytes(o->dtype, run, o->row_elems))) return 0;
+        w->done_bytes += tc_out_bytes(o->dtype, run, o->row_elems);
         r += run;
     }
     w->n_done++;
@@ -2644,7 +2662,7 @@ static uint64_t tc_layout(tc_plan *p, const tc_hparams *hp, size_t blob_bytes, u
     *blob_at = blob_bytes ? tfmw_place(&at, blob_bytes) : 0;
     for (i = 0; i < p->n_outs; i++) {
         tc_out *o = &p->outs[i];
-        o->data_bytes = o->rows * o->row_elems * (o->dtype == TFM_DTYPE_F32 ? 4u : 2u);
+        o->data_bytes = tc_out_bytes(o->dtype, o->rows, o->row_elems);
         o->data_offset = tfmw_place(&at, o->data_bytes);
     }
     return at;
@@ -2767,6 +2785,7 @@ done:
                 (unsigned long)p->n_outs, (unsigned long long)file_bytes);
     free(w.in);
     free(w.out);
+    free(w.f32);
     free(tmp);
     return ok;
 }
@@ -2852,7 +2871,7 @@ int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
                (double)c.attn_softcap, (double)c.logit_softcap, (double)c.embed_scale, c.sliding_window,
                (double)c.rope_theta_local, (int)c.rope_scaled, (int)c.qk_norm, (int)c.post_norms);
     printf("  dtype %s, tied_output %d, n_tokens %d, bos %d, eos %d\n",
-           c.dtype == TFM_DTYPE_F32 ? "f32" : "f16", (int)c.tied_output, c.n_tokens, (int)c.bos_id,
+           tfm_dtype_describe(c.dtype).name, (int)c.tied_output, c.n_tokens, (int)c.bos_id,
            (int)c.eos_id);
     if (hp && ((uint32_t)c.n_layers != hp->n_layers || (uint32_t)c.d_model != hp->d_model ||
                (uint32_t)c.n_heads != hp->n_heads || (uint32_t)c.d_ff != hp->d_ff ||
@@ -2877,10 +2896,10 @@ int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens) {
 
 static void tc_usage(FILE *f) {
     fprintf(f,
-        "usage: tfm-convert MODEL_DIR -o out.tfm [--type f32|f16] [--quiet] [--check]\n"
+        "usage: tfm-convert MODEL_DIR -o out.tfm [--type TYPE] [--quiet] [--check]\n"
         "       tfm-convert --vocab-only SRC -o vocab.tfm\n"
-        "       tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type f32|f16] ...\n"
-        "       tfm-convert FILE.gguf -o out.tfm [--type f32|f16] [--quiet] [--check]\n"
+        "       tfm-convert MODEL.bin [--tokenizer tokenizer.bin] -o out.tfm [--type TYPE] ...\n"
+        "       tfm-convert FILE.gguf -o out.tfm [--type TYPE] [--quiet] [--check]\n"
         "       tfm-convert --vocab-only FILE.gguf -o vocab.tfm\n"
         "       tfm-convert --help\n"
         "\n"
@@ -2892,24 +2911,27 @@ static void tc_usage(FILE *f) {
         "MODEL.bin  a llama2.c float32 checkpoint (version 0, or 1 with the \"ak42\" magic)\n"
         "--tokenizer FILE  its llama2.c tokenizer.bin (optional: without it, token ids only)\n"
         "FILE.gguf  a llama.cpp GGUF v2/v3 file (or any file starting with \"GGUF\"):\n"
-        "           general.architecture gptneox, gpt2, llama, phi2, starcoder2; tensor types F32, F16,\n"
-        "           BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (quantized ones are\n"
-        "           dequantized to --type);\n"
+        "           general.architecture gptneox, gpt2, llama, phi2, starcoder2, qwen2, qwen3,\n"
+        "           gemma2, gemma3, phi3; tensor types F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,\n"
+        "           Q4_K, Q5_K, Q6_K. Without --type every tensor keeps its type, its blocks copied\n"
+        "           byte for byte (Q4_1, Q5_0, Q5_1, which tfm.h does not run, are requantized to\n"
+        "           q8_0 with a notice); with --type, tensors are decoded and converted to it;\n"
         "           tokenizer.ggml.model gpt2 (pre gpt-2, phi-2, starcoder, llama-bpe, qwen2; absent or\n"
         "           default: gpt-2, with a warning) or llama; without one, token ids only\n"
-        "--type     dtype of the matrices (default f32); vectors are always f32\n"
+        "--type     the matrices' type (default f32; a GGUF: its own): f32 f16 bf16 q8_0 q4_0 q4_k\n"
+        "           q5_k q6_k q4_k_m.\n"
+        "%s"
         "--quiet    no progress or summary (warnings and errors still print)\n"
         "--check    open the written file with tfm.h, print its configuration, compare it with\n"
         "           what was written and round-trip a sample text through the tokenizer\n"
         "--vocab-only SRC  only the tokenizer (n_layers 0, no tensors); SRC is a tokenizer.json\n"
         "           or a directory with tokenizer.json or vocab.json + merges.txt, or a .gguf\n"
-        "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n");
+        "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n", tq_recipes_help);
 }
 
 static int tc_parse_args(int argc, char **argv, tc_args *a) {
     int i;
     memset(a, 0, sizeof *a);
-    a->dtype = TFM_DTYPE_F32;
     for (i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
@@ -2918,9 +2940,8 @@ static int tc_parse_args(int argc, char **argv, tc_args *a) {
         } else if (strcmp(s, "-o") == 0 || strcmp(s, "--type") == 0) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
             if (s[1] == 'o') a->out = argv[++i];
-            else if (strcmp(argv[++i], "f32") == 0) a->dtype = TFM_DTYPE_F32;
-            else if (strcmp(argv[i], "f16") == 0) a->dtype = TFM_DTYPE_F16;
-            else { tc_error("--type %s: expected f32 or f16", argv[i]); return 0; }
+            else if (tq_type_valid(argv[++i])) a->type = argv[i];
+            else { tc_error("--type %s: expected f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k or q4_k_m", argv[i]); return 0; }
         } else if (strcmp(s, "--tokenizer") == 0) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
             a->tokenizer = argv[++i];
@@ -3025,7 +3046,7 @@ static int tc_convert_model(const tc_args *a) {
         goto done;
     }
     if (!arch->read_config(&cfg, &hp) || !tc_validate_hparams(&hp, cfg_path) ||
-        !tc_checkpoint_load(&ck, a->src) || !tc_plan_model(&plan, arch, &hp, &ck, a->dtype) ||
+        !tc_checkpoint_load(&ck, a->src) || !tc_plan_model(&plan, arch, &hp, &ck, a->type ? a->type : "f32") ||
         !tc_tok_load(&tok, a->src, &cfg, &found))
         goto done;
     if (!found) {
@@ -3040,8 +3061,7 @@ static int tc_convert_model(const tc_args *a) {
     }
     if (!a->quiet)
         fprintf(stderr, "tfm-convert: %s: %u layers, d_model %u, %u heads, d_ff %u, vocab %u, %s\n",
-                model_type, hp.n_layers, hp.d_model, hp.n_heads, hp.d_ff, hp.n_vocab,
-                a->dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+                model_type, hp.n_layers, hp.d_model, hp.n_heads, hp.d_ff, hp.n_vocab, a->type ? a->type : "f32");
     ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet) &&
          (!a->check || tc_check(a->out, &hp, found ? tok.n_tokens : 0));
 done:
@@ -3063,7 +3083,7 @@ int main(int argc, char **argv) {
     if (!tc_parse_args(argc, argv, &a)) return 1;
     if (gg_is_gguf(a.src)) return !gg_convert(&a); /* FILE.gguf or GGUF magic */
     if (!a.vocab_only && tc_l2c_sniff(a.src)) /* a file, not a directory: llama2.c */
-        return !tc_l2c_convert(a.src, a.tokenizer, a.out, a.dtype, a.quiet, a.check);
+        return !tc_l2c_convert(a.src, a.tokenizer, a.out, a.type ? a.type : "f32", a.quiet, a.check);
     if (a.tokenizer) {
         tc_error("--tokenizer is for llama2.c checkpoints (MODEL.bin); %s is not one", a.src);
         return 1;
