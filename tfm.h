@@ -551,6 +551,11 @@ TFM_API tfm_result tfm_session_eval(tfm_session *session, const int32_t *tokens,
 /* Decode one token at pos and point *logits at the session's [n_vocab] logits. */
 TFM_API tfm_result tfm_session_decode(tfm_session *session, int32_t token, int pos,
                                       const float **logits);
+/* Decode tokens[i] at sessions[i]'s n_past for every i in one pass over the weights (decode is
+   bound by memory bandwidth: N sessions cost little more than one); each session's logits then
+   hold its next-token logits. sessions[0] leads (see tfm_session_step_batch); all on one model,
+   none twice, none running a job. The same logits, bit for bit, as tfm_session_decode on each. */
+TFM_API tfm_result tfm_session_decode_batch(tfm_session *const *sessions, const int32_t *tokens, int n_sessions);
 /* --- the resumable bounded step ---
    A job (tfm_job_desc) runs in units, each small and bounded: one layer for one batch of
    tokens, one slice of the vocabulary projection, one sampling. tfm_session_step runs units
@@ -562,8 +567,17 @@ TFM_API tfm_result tfm_session_decode(tfm_session *session, int32_t token, int p
    evaluate or change its cache (INVALID_ARG). */
 TFM_API tfm_result tfm_session_start(tfm_session *session, const tfm_job_desc *job);
 TFM_API tfm_result tfm_session_step(tfm_session *session, int max_units, int max_us, tfm_step_info *info);
+/* Several sessions (on one model) in one call: each pass takes rows from every running job,
+   one token of each first and then prompt tokens while rows are left, so N sessions generating
+   side by side read the weights once per token for all of them. sessions[0] leads: its scratch,
+   threads, clock and should_abort are used, and n_sessions is at most its n_batch. A pass the
+   lead began must be stepped to its end with the lead (its rows' sessions stay busy until
+   then). infos [n_sessions] or NULL. Results are bit for bit those of each session alone. */
+TFM_API tfm_result tfm_session_step_batch(tfm_session *const *sessions, int n_sessions, int max_units, int max_us,
+                                          tfm_step_info *infos);
 /* End the job now: positions evaluated stay (n_past), the rest is dropped; status CANCELLED.
-   Not an error: nothing is logged. */
+   Not an error: nothing is logged. A session whose rows are in a pass with other sessions' stays
+   busy until that pass ends (step its batch); do not destroy it before. */
 TFM_API void tfm_session_cancel(tfm_session *session);
 TFM_API tfm_step_info tfm_session_job(const tfm_session *session); /* the current or last job */
 
@@ -6959,16 +6973,30 @@ TFM_PRIVATE void tfm__orow_for(tfm_session *s, int q, tfm__orow *o) {
     }
 }
 
-/* A segment for s at n_past of at most n_max rows: which of its positions need the projection. */
-TFM_PRIVATE void tfm__seg_for(tfm_session *s, int row0, int n_max, tfm__seg *seg) {
-    const tfm__job *j = &s->job;
-    int n = tfm__batch_size(s, s->n_past, j->end - s->n_past < n_max ? j->end - s->n_past : n_max);
-    seg->s = s;
-    seg->pos = s->n_past;
-    seg->n = n;
-    seg->row0 = row0;
-    if (j->desc.logits_all || j->desc.log_probs) seg->out_from = seg->pos;
-    else seg->out_from = seg->pos + n == j->end ? j->end - 1 : seg->pos + n;
+/* The end of a job whose last token was sampled or whose tokens are all evaluated. */
+TFM_PRIVATE void tfm__job_end(tfm_session *s, tfm_job_status status) {
+    s->job.info.status = status;
+}
+
+/* Move the pass's sampling cursor to the next segment whose job wants a token; false at the end. */
+TFM_PRIVATE bool tfm__pass_next_sample(tfm__pass *p) {
+    for (; p->sample_seg < p->n_segs; p->sample_seg++)
+        if (tfm__job_wants_sample(p->segs[p->sample_seg].s)) return true;
+    return false;
+}
+
+/* The pass is over: its sessions are free, and jobs whose tokens are all in (and that sample
+   nothing more) are done. */
+TFM_PRIVATE void tfm__pass_finish(tfm_session *lead) {
+    tfm__pass *p = &lead->pass;
+    int k;
+    for (k = 0; k < p->n_segs; k++) {
+        tfm_session *s = p->segs[k].s;
+        s->job.lead = NULL;
+        if (s->job.info.status == TFM_JOB_RUNNING && s->n_past == s->job.end && !tfm__job_wants_sample(s))
+            tfm__job_end(s, TFM_JOB_DONE);
+    }
+    p->active = false;
 }
 
 /* Rows the next pass may take: all n_batch without a time budget; with one, as many as make a
@@ -6982,28 +7010,44 @@ TFM_PRIVATE int tfm__rows_for_budget(const tfm_session *lead, int max_us) {
     return n < 1.0 ? 1 : n > (double)lead->n_batch ? lead->n_batch : (int)n;
 }
 
-/* Build the lead's next pass from the sessions' jobs, in order; false when none has work. A
-   session that only needs a token sampled joins with no rows. */
+/* Build the lead's next pass from the sessions' jobs; false when none has work. Every job with
+   tokens to evaluate gets one row first (so sessions generating side by side decode together),
+   then prompts take what rows are left, in order; a job that only needs a token sampled joins
+   with no rows. */
 TFM_PRIVATE bool tfm__pass_build(tfm_session *lead, tfm_session *const *sessions, int n_sessions, int max_us) {
     tfm__pass *p = &lead->pass;
-    int cap = tfm__rows_for_budget(lead, max_us), i, k;
+    int cap = tfm__rows_for_budget(lead, max_us), i, k, q;
     p->n_segs = p->n_rows = p->n_out = 0;
     for (i = 0; i < n_sessions; i++) {
         tfm_session *s = sessions[i];
         tfm__seg *seg = &p->segs[p->n_segs];
+        bool pending;
         if (s->job.info.status != TFM_JOB_RUNNING || s->job.lead) continue;
-        if (s->n_past < s->job.end) {
-            if (p->n_rows >= cap) continue;
-            tfm__seg_for(s, p->n_rows, cap - p->n_rows, seg);
-        } else if (tfm__job_wants_sample(s)) {
-            seg->s = s; seg->pos = s->n_past; seg->n = 0; seg->row0 = p->n_rows; seg->out_from = s->n_past;
-        } else {
-            continue;
-        }
-        for (k = seg->out_from; k < seg->pos + seg->n; k++) tfm__orow_for(s, k, &p->orows[p->n_out++]);
+        pending = s->n_past < s->job.end;
+        if ((pending && p->n_rows >= cap) || (!pending && !tfm__job_wants_sample(s))) continue;
+        seg->s = s;
+        seg->pos = s->n_past;
+        seg->n = pending ? 1 : 0;
         p->n_rows += seg->n;
         p->n_segs++;
         s->job.lead = lead;
+    }
+    for (k = 0; k < p->n_segs && p->n_rows < cap; k++) { /* prompts take the rows left */
+        tfm__seg *seg = &p->segs[k];
+        int left = seg->s->job.end - seg->pos, more = seg->n + cap - p->n_rows;
+        if (seg->n == 0) continue;
+        more = tfm__batch_size(seg->s, seg->pos, left < more ? left : more);
+        p->n_rows += more - seg->n;
+        seg->n = more;
+    }
+    for (k = 0, p->n_rows = 0; k < p->n_segs; k++) { /* rows, and which positions are projected */
+        tfm__seg *seg = &p->segs[k];
+        const tfm__job *j = &seg->s->job;
+        seg->row0 = p->n_rows;
+        p->n_rows += seg->n;
+        if (seg->n == 0 || j->desc.logits_all || j->desc.log_probs) seg->out_from = seg->pos;
+        else seg->out_from = seg->pos + seg->n == j->end ? j->end - 1 : seg->pos + seg->n;
+        for (q = seg->out_from; q < seg->pos + seg->n; q++) tfm__orow_for(seg->s, q, &p->orows[p->n_out++]);
     }
     p->direct = p->n_segs == 1 && p->n_out > 0;
     for (k = 0; k < p->n_out; k++)
@@ -7012,6 +7056,7 @@ TFM_PRIVATE bool tfm__pass_build(tfm_session *lead, tfm_session *const *sessions
     p->vocab_row = p->n_out > 0 ? 0 : lead->model->config.n_vocab;
     p->sample_seg = 0;
     p->active = p->n_segs > 0;
+    if (p->active && p->n_rows == 0) tfm__pass_next_sample(p);
     return p->active;
 }
 
@@ -7051,11 +7096,6 @@ TFM_PRIVATE void tfm__pass_outputs(tfm_session *lead) {
     }
 }
 
-/* The end of a job whose last token was sampled or whose tokens are all evaluated. */
-TFM_PRIVATE void tfm__job_end(tfm_session *s, tfm_job_status status) {
-    s->job.info.status = status;
-}
-
 /* Tokens a job samples from: the tokenizer's (not the padding rows of a padded vocabulary), at
    most the sampler's n_vocab. */
 TFM_PRIVATE int tfm__job_n_sample(const tfm_session *s) {
@@ -7085,27 +7125,6 @@ TFM_PRIVATE void tfm__job_sample(tfm_session *s) {
     else if (j->info.n_generated >= j->desc.n_generate) tfm__job_end(s, TFM_JOB_DONE);
     else if (j->end >= s->n_ctx) tfm__job_end(s, TFM_JOB_CONTEXT_FULL);
     else j->end++;
-}
-
-/* Move the pass's sampling cursor to the next segment whose job wants a token; false at the end. */
-TFM_PRIVATE bool tfm__pass_next_sample(tfm__pass *p) {
-    for (; p->sample_seg < p->n_segs; p->sample_seg++)
-        if (tfm__job_wants_sample(p->segs[p->sample_seg].s)) return true;
-    return false;
-}
-
-/* The pass is over: its sessions are free, and jobs whose tokens are all in (and that sample
-   nothing more) are done. */
-TFM_PRIVATE void tfm__pass_finish(tfm_session *lead) {
-    tfm__pass *p = &lead->pass;
-    int k;
-    for (k = 0; k < p->n_segs; k++) {
-        tfm_session *s = p->segs[k].s;
-        s->job.lead = NULL;
-        if (s->job.info.status == TFM_JOB_RUNNING && s->n_past == s->job.end && !tfm__job_wants_sample(s))
-            tfm__job_end(s, TFM_JOB_DONE);
-    }
-    p->active = false;
 }
 
 /* Run the next unit of the lead's pass and return its kind; the pass finishes after its last.
@@ -7663,6 +7682,88 @@ TFM_API tfm_result tfm_session_step(tfm_session *session, int max_units, int max
     session->job.info.n_units = g.n_units;
     if (r == TFM_ERR_CANCELLED) tfm__session_note(session, "step: cancelled at position %d", session->n_past);
     if (info) *info = session->job.info;
+    return r;
+}
+
+/* A batch the lead can step: on one model, none twice, at most its n_batch, none in a pass of
+   another session. */
+TFM_PRIVATE tfm_result tfm__check_batch(tfm_session *const *sessions, int n, const char *what) {
+    tfm_session *lead;
+    int i, k;
+    if (!sessions || n < 1 || !sessions[0]) return TFM_ERR_INVALID_ARG;
+    lead = sessions[0];
+    if (n > lead->n_batch)
+        return tfm__session_fail(lead, TFM_ERR_INVALID_ARG, "%s: %d sessions, but the lead's n_batch is %d", what, n,
+                                 lead->n_batch);
+    for (i = 0; i < n; i++) {
+        if (!sessions[i] || sessions[i]->model != lead->model)
+            return tfm__session_fail(lead, TFM_ERR_INVALID_ARG, "%s: session %d is NULL or on another model", what, i);
+        if (sessions[i]->job.lead && sessions[i]->job.lead != lead)
+            return tfm__session_fail(lead, TFM_ERR_INVALID_ARG, "%s: session %d is in a pass led by another session "
+                                     "(step that one to the pass's end)", what, i);
+        for (k = 0; k < i; k++)
+            if (sessions[k] == sessions[i])
+                return tfm__session_fail(lead, TFM_ERR_INVALID_ARG, "%s: session %d is also session %d", what, i, k);
+    }
+    return TFM_OK;
+}
+
+TFM_API tfm_result tfm_session_step_batch(tfm_session *const *sessions, int n_sessions, int max_units, int max_us,
+                                          tfm_step_info *infos) {
+    tfm__group g;
+    tfm_result r;
+    int i;
+    if (infos && n_sessions > 0) memset(infos, 0, (size_t)n_sessions * sizeof *infos);
+    if ((r = tfm__check_batch(sessions, n_sessions, "step_batch")) != TFM_OK) return r;
+    if (max_units < 0 || max_us < 0)
+        return tfm__session_fail(sessions[0], TFM_ERR_INVALID_ARG, "step_batch: max_units %d, max_us %d", max_units,
+                                 max_us);
+#ifndef TFM__HAS_CLOCK
+    if (max_us > 0 && !sessions[0]->clock_us)
+        return tfm__session_fail(sessions[0], TFM_ERR_UNSUPPORTED, "step_batch: no clock on this platform: set clock_us");
+#endif
+    g.sessions = sessions;
+    g.n_sessions = n_sessions;
+    g.max_units = max_units;
+    g.max_us = max_us;
+    g.n_units = 0;
+    r = tfm__steps_team(sessions[0], &g);
+    for (i = 0; i < n_sessions; i++) {
+        sessions[i]->job.info.n_units = g.n_units;
+        if (r == TFM_ERR_CANCELLED) tfm__session_note(sessions[i], "step_batch: cancelled at position %d",
+                                                      sessions[i]->n_past);
+        if (infos) infos[i] = sessions[i]->job.info;
+    }
+    return r;
+}
+
+TFM_API tfm_result tfm_session_decode_batch(tfm_session *const *sessions, const int32_t *tokens, int n_sessions) {
+    tfm_job_desc job;
+    tfm__group g;
+    tfm_result r;
+    int i;
+    if ((r = tfm__check_batch(sessions, n_sessions, "decode_batch")) != TFM_OK) return r;
+    if (!tokens) return tfm__session_fail(sessions[0], TFM_ERR_INVALID_ARG, "decode_batch: no tokens");
+    for (i = 0; i < n_sessions; i++) { /* everything checked before anything starts */
+        tfm_session *s = sessions[i];
+        if (tfm__session_busy(s))
+            return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "decode_batch: session %d is running a job", i);
+        if ((r = tfm__check_tokens(s, "decode_batch", tokens + i, 1)) != TFM_OK) return r;
+    }
+    memset(&job, 0, sizeof job);
+    job.n_tokens = 1;
+    for (i = 0; i < n_sessions; i++) {
+        job.tokens = tokens + i;
+        tfm__job_begin(sessions[i], &job);
+    }
+    g.sessions = sessions;
+    g.n_sessions = n_sessions;
+    g.max_units = 0;
+    g.max_us = 0;
+    r = tfm__steps_team(sessions[0], &g);
+    if (r == TFM_ERR_CANCELLED)
+        for (i = 0; i < n_sessions; i++)
+            tfm__session_note(sessions[i], "decode_batch: cancelled at position %d", sessions[i]->n_past);
     return r;
 }
 

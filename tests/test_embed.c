@@ -633,6 +633,145 @@ done:
     free(mf.bytes);
 }
 
+/* ---- batched decode across sessions --------------------------------------------------------- */
+
+/* Four sessions (one with an f16 cache, one with a smaller n_ctx) decode side by side in one
+   pass per token; each gets exactly the logits it gets alone. */
+static void test_decode_batch(void) {
+    enum { NV = 70, N = 4, STEPS = 5 };
+    model_file mf = make_model(2, NV, 48, 0, 31), other = make_model(2, NV, 48, 0, 32);
+    tfm_model *m = open_bytes(&mf), *m2 = open_bytes(&other);
+    tfm_session *bs[N] = {0}, *solo[N] = {0}, *x = NULL, *dup[2];
+    tfm_session_desc sd;
+    int32_t prompt[12], tok[N];
+    counter c;
+    int i, k, same = 1;
+    if (!m || !m2) { CHECK(0); goto done; }
+    memset(&c, 0, sizeof c);
+    for (i = 0; i < N; i++) {
+        memset(&sd, 0, sizeof sd);
+        sd.n_batch = 8;
+        sd.kv_dtype = i == 1 ? TFM_DTYPE_F16 : TFM_DTYPE_F32;
+        sd.n_ctx = i == 2 ? 20 : 0;
+        sd.allocator = counting(&c);
+        CHECK(tfm_session_create(m, &sd, &bs[i]) == TFM_OK && tfm_session_create(m, &sd, &solo[i]) == TFM_OK);
+        if (!bs[i] || !solo[i]) goto done;
+        make_ids(prompt, 3 + 3 * i, NV, i);
+        CHECK(tfm_session_eval(bs[i], prompt, (size_t)(3 + 3 * i), 0, NULL) == TFM_OK);
+        CHECK(tfm_session_eval(solo[i], prompt, (size_t)(3 + 3 * i), 0, NULL) == TFM_OK);
+        tok[i] = (int32_t)argmax(tfm_session_logits(bs[i]), NV);
+    }
+    c.n_alloc = 0;
+    for (k = 0; k < STEPS; k++) {
+        CHECK(tfm_session_decode_batch(bs, tok, N) == TFM_OK);
+        for (i = 0; i < N; i++) {
+            const float *lg = NULL;
+            CHECK(tfm_session_decode(solo[i], tok[i], tfm_session_n_past(solo[i]), &lg) == TFM_OK);
+            if (!lg || !tfm_session_logits(bs[i]) || memcmp(lg, tfm_session_logits(bs[i]), NV * sizeof(float)) != 0) same = 0;
+            CHECK(tfm_session_n_past(bs[i]) == 3 + 3 * i + k + 1);
+            tok[i] = (int32_t)argmax(lg ? lg : tfm_session_logits(bs[i]), NV);
+        }
+    }
+    CHECK_MSG(same, "batched decode differs from decoding each session alone");
+    CHECK(c.n_alloc == 0);
+    /* refused: a session twice, another model, more than the lead's n_batch, a token outside the
+       vocabulary, a full context; nothing decoded then */
+    dup[0] = bs[0]; dup[1] = bs[0];
+    CHECK(tfm_session_decode_batch(dup, tok, 2) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_session_create(m2, NULL, &x) == TFM_OK);
+    dup[1] = x;
+    CHECK(tfm_session_decode_batch(dup, tok, 2) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_session_decode_batch(bs, tok, 0) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_session_decode_batch(bs, tok, 9) == TFM_ERR_INVALID_ARG);
+    tok[3] = NV;
+    CHECK(tfm_session_decode_batch(bs, tok, N) == TFM_ERR_INVALID_ARG);
+    tok[3] = 0;
+    for (i = tfm_session_n_past(bs[2]); i < 20; i++) CHECK(tfm_session_decode(bs[2], 1, i, NULL) == TFM_OK);
+    CHECK(tfm_session_decode_batch(bs, tok, N) == TFM_ERR_CONTEXT_FULL);
+    CHECK(tfm_session_n_past(bs[0]) == 3 + STEPS && tfm_session_n_past(bs[2]) == 20);
+done:
+    tfm_session_destroy(x);
+    for (i = 0; i < N; i++) { tfm_session_destroy(bs[i]); tfm_session_destroy(solo[i]); }
+    tfm_model_close(m2); tfm_model_close(m);
+    free(mf.bytes); free(other.bytes);
+}
+
+/* Three jobs stepped as a batch, one unit at a time (prompts of different lengths, then
+   generation side by side): each session's tokens and logits are those of its job alone; a
+   session cancelled in the middle stays busy until its pass ends, the others go on. */
+static void test_step_batch(void) {
+    enum { NV = 64, N = 3, GEN = 5 };
+    model_file mf = make_model(2, NV, 64, 1, 33);
+    tfm_model *m = open_bytes(&mf);
+    tfm_session *bs[N] = {0}, *solo = NULL;
+    tfm_session_desc sd;
+    tfm_job_desc job[N];
+    tfm_step_info infos[N], info;
+    int32_t prompt[N][20];
+    int i, k, n_prompt[N] = {20, 3, 11}, rounds = 0;
+    if (!m) { CHECK(0); free(mf.bytes); return; }
+    memset(&sd, 0, sizeof sd);
+    sd.n_batch = 6;
+    for (i = 0; i < N; i++) CHECK(tfm_session_create(m, &sd, &bs[i]) == TFM_OK);
+    CHECK(tfm_session_create(m, &sd, &solo) == TFM_OK);
+    if (!bs[0] || !bs[1] || !bs[2] || !solo) goto done;
+    for (i = 0; i < N; i++) {
+        make_ids(prompt[i], n_prompt[i], NV, 10 + i);
+        memset(&job[i], 0, sizeof job[i]);
+        job[i].tokens = prompt[i]; job[i].n_tokens = (size_t)n_prompt[i]; job[i].n_generate = GEN;
+        CHECK(tfm_session_start(bs[i], &job[i]) == TFM_OK);
+    }
+    do {
+        CHECK(tfm_session_step_batch(bs, N, 1, 0, infos) == TFM_OK);
+        rounds++;
+    } while ((infos[0].status == TFM_JOB_RUNNING || infos[1].status == TFM_JOB_RUNNING ||
+              infos[2].status == TFM_JOB_RUNNING) && rounds < 10000);
+    for (i = 0; i < N; i++) {
+        CHECK(infos[i].status == TFM_JOB_DONE && infos[i].n_generated == GEN);
+        CHECK(tfm_session_eval(solo, NULL, 0, 0, NULL) == TFM_OK);
+        CHECK(tfm_session_start(solo, &job[i]) == TFM_OK);
+        CHECK(tfm_session_step(solo, 0, 0, &info) == TFM_OK && info.status == TFM_JOB_DONE);
+        CHECK_MSG(info.token == infos[i].token && tfm_session_n_past(solo) == tfm_session_n_past(bs[i]) &&
+                  memcmp(tfm_session_tokens(solo), tfm_session_tokens(bs[i]),
+                         (size_t)tfm_session_n_past(solo) * sizeof(int32_t)) == 0 &&
+                  memcmp(tfm_session_logits(solo), tfm_session_logits(bs[i]), NV * sizeof(float)) == 0,
+                  "session %d of the batch differs from its job alone", i);
+    }
+    /* cancel the second session in the middle of a pass the first one leads */
+    for (i = 0; i < N; i++) {
+        CHECK(tfm_session_eval(bs[i], NULL, 0, 0, NULL) == TFM_OK);
+        CHECK(tfm_session_start(bs[i], &job[i]) == TFM_OK);
+    }
+    CHECK(tfm_session_step_batch(bs, N, 1, 0, infos) == TFM_OK); /* layer 0 of the first pass */
+    tfm_session_cancel(bs[1]);
+    CHECK(tfm_session_job(bs[1]).status == TFM_JOB_CANCELLED);
+    CHECK(tfm_session_eval(bs[1], prompt[1], 1, 0, NULL) == TFM_ERR_INVALID_ARG); /* its rows are in the pass */
+    CHECK(tfm_session_step(bs[1], 0, 0, &info) == TFM_OK && info.n_units == 0);
+    k = 0;
+    do {
+        CHECK(tfm_session_step_batch(bs, N, 2, 0, infos) == TFM_OK);
+    } while ((infos[0].status == TFM_JOB_RUNNING || infos[2].status == TFM_JOB_RUNNING) && ++k < 10000);
+    CHECK(infos[1].status == TFM_JOB_CANCELLED && tfm_session_n_past(bs[1]) == 0);
+    CHECK(infos[0].status == TFM_JOB_DONE && infos[2].status == TFM_JOB_DONE);
+    CHECK(tfm_session_eval(bs[1], prompt[1], 1, 0, NULL) == TFM_OK); /* free again */
+    for (i = 0; i < N; i += 2) {
+        CHECK(tfm_session_eval(solo, NULL, 0, 0, NULL) == TFM_OK);
+        CHECK(tfm_session_start(solo, &job[i]) == TFM_OK && tfm_session_step(solo, 0, 0, &info) == TFM_OK);
+        CHECK(memcmp(tfm_session_logits(solo), tfm_session_logits(bs[i]), NV * sizeof(float)) == 0);
+    }
+    /* a session in the pass of another lead cannot lead its own batch */
+    for (i = 0; i < N; i++) CHECK(tfm_session_start(bs[i], &job[i]) == TFM_OK || i == 1);
+    CHECK(tfm_session_step_batch(bs, N, 1, 0, infos) == TFM_OK);
+    CHECK(tfm_session_step_batch(bs + 1, 2, 1, 0, infos) == TFM_ERR_INVALID_ARG);
+    for (i = 0; i < N; i++) tfm_session_cancel(bs[i]);
+    CHECK(tfm_session_step_batch(bs, N, 0, 0, infos) == TFM_OK && infos[0].n_units == 0);
+done:
+    for (i = 0; i < N; i++) tfm_session_destroy(bs[i]);
+    tfm_session_destroy(solo);
+    tfm_model_close(m);
+    free(mf.bytes);
+}
+
 int main(void) {
     test_io();
     test_mapped_path();
@@ -640,5 +779,7 @@ int main(void) {
     test_session_memory();
     test_step_units();
     test_step_budget();
+    test_decode_batch();
+    test_step_batch();
     return check_summary("test_embed");
 }
