@@ -58,6 +58,8 @@
        TFM_MAX_VOCAB         limit for hostile files (default 1<<22)
        TFM_MAX_CTX           limit for hostile files (default 1<<20)
        TFM_MAX_DIM           limit on d_model, d_ff, heads*d_head (default 1<<16)
+       TFM_SLICE_BYTES       weights of W_out per unit of a bounded step's vocabulary projection
+                             (default 2 MiB: about 0.15 ms of memory bandwidth)
 
    THREAD SAFETY
        A tfm_model is immutable after open: share it between any number of threads.
@@ -3879,7 +3881,10 @@ struct tfm_session {
     char last_error[TFM__ERROR_BYTES];
 };
 
-#define TFM__SLICE_BYTES ((size_t)2 << 20) /* weights of W_out per unit of the vocabulary projection */
+#ifndef TFM_SLICE_BYTES
+#define TFM_SLICE_BYTES ((size_t)2 << 20) /* weights of W_out per unit of the vocabulary projection */
+#endif
+#define TFM__SLICE_BYTES ((size_t)(TFM_SLICE_BYTES))
 #define TFM__TILE_ROWS 16                  /* the matrix kernels' row tiles */
 
 /* Output rows of one slice of the vocabulary projection: about TFM__SLICE_BYTES of W_out, in
@@ -7138,7 +7143,8 @@ TFM_PRIVATE int tfm__pass_unit(tfm_session *lead, bool sliced) {
         if (p->layer == n_layers) tfm__pass_commit(lead);
         kind = TFM__UNIT_LAYER;
     } else if (p->vocab_row < n_vocab) {
-        int n = sliced && n_vocab - p->vocab_row > lead->slice_rows ? lead->slice_rows : n_vocab - p->vocab_row;
+        int n = n_vocab - p->vocab_row; /* all at once only when written in place without a budget */
+        if ((sliced || !p->direct) && n > lead->slice_rows) n = lead->slice_rows;
         tfm__pass_vocab_slice(lead, p->vocab_row, n);
         p->vocab_row += n;
         if (p->vocab_row == n_vocab) tfm__pass_outputs(lead);

@@ -2,6 +2,7 @@
    callbacks with progress and cancel, frees in reverse allocation order (a stack allocator),
    sessions sized before they are created and placed in the host's memory. Random-weight models
    written by the tests' own writer (tests/tfm_writer.h); needs nothing from ../shared. */
+#define TFM_SLICE_BYTES 2048 /* slices of 16 output rows (d_model 32, f32): every projection is sliced */
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "check.h"
@@ -501,10 +502,10 @@ static void test_step_units(void) {
         steps++;
     } while (info.status == TFM_JOB_RUNNING && steps < 10000);
     CHECK(c.n_alloc == 0);
-    /* units: 5 prompt passes (23 = 4 x 5 + 3) and 5 generated-token passes of 3 layers each; the
-       last prompt pass and each generated token's pass project (logits_all: every prompt pass);
-       6 samplings. The vocabulary is one slice here (60 rows). */
-    want_units = (5 + (GEN - 1)) * LAYERS + 5 + (GEN - 1) + GEN;
+    /* units: 5 prompt passes (23 = 4 x 5 + 3) and 5 generated-token passes of 3 layers each;
+       every one of them projects (logits_all: every prompt pass) in 4 slices (60 rows, 16 per
+       slice); 6 samplings */
+    want_units = (5 + (GEN - 1)) * LAYERS + (5 + (GEN - 1)) * 4 + GEN;
     CHECK_MSG(n_units == want_units, "%d units, expected %d", n_units, want_units);
     CHECK(info.status == TFM_JOB_DONE && info.n_generated == GEN && info.n_done == PROMPT && info.n_tokens == PROMPT);
     CHECK(info.token == ids[PROMPT + GEN - 1] && tl.n == GEN);
