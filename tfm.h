@@ -41,6 +41,7 @@
        >>tokenizer  byte-level BPE and SentencePiece encode/decode
        >>sampler    temperature, top-k, top-p, min-p, repetition penalty
        >>step       jobs in bounded units: passes over one or many sessions, budgets
+       >>state      truncate, copy a prefix between sessions, save / load a session's state
        >>public     API entry points
 
    CONFIGURATION MACROS (define before including the implementation)
@@ -558,6 +559,26 @@ TFM_API tfm_result tfm_session_decode(tfm_session *session, int32_t token, int p
    hold its next-token logits. sessions[0] leads (see tfm_session_step_batch); all on one model,
    none twice, none running a job. The same logits, bit for bit, as tfm_session_decode on each. */
 TFM_API tfm_result tfm_session_decode_batch(tfm_session *const *sessions, const int32_t *tokens, int n_sessions);
+/* --- conversation state --- */
+/* Forget positions n_past.. (n_past at most the positions evaluated): the next eval or job
+   continues at n_past. The logits are gone until the next evaluation (tfm_session_logits NULL).
+   INVALID_ARG when a sliding-window layer no longer holds the window before n_past. */
+TFM_API tfm_result tfm_session_truncate(tfm_session *session, int n_past);
+/* dst holds src's first n_positions positions afterwards (cache rows, tokens; the logits when
+   n_positions is all of src's): a prefix computed once, shared by many sessions. Same model;
+   the cache types may differ (converted). Costs a copy of the rows, no evaluation. */
+TFM_API tfm_result tfm_session_copy(tfm_session *dst, const tfm_session *src, int n_positions);
+/* The state (tokens, the cache rows of the positions evaluated, the last logits) as bytes:
+   writes *n_bytes bytes into out, or with out NULL only reports *n_bytes; INVALID_ARG when
+   out_cap is smaller (and still the size). The format is in >>state; it names the model and the
+   cache type, and holds only the used positions (a sliding-window layer: the rows it keeps). */
+TFM_API tfm_result tfm_session_save(const tfm_session *session, void *out, size_t out_cap, size_t *n_bytes);
+/* Replace the session's state by a saved one: BAD_MAGIC / BAD_VERSION / CORRUPT for bad bytes,
+   INVALID_ARG for a state of another model or cache type, CONTEXT_FULL when it has more positions
+   than the session holds. Nothing changes on failure. The session's own n_ctx and n_batch may
+   differ from the saver's. */
+TFM_API tfm_result tfm_session_load(tfm_session *session, const void *data, size_t n_bytes);
+
 /* --- the resumable bounded step ---
    A job (tfm_job_desc) runs in units, each small and bounded: one layer for one batch of
    tokens, one slice of the vocabulary projection, one sampling. tfm_session_step runs units
@@ -608,6 +629,12 @@ TFM_API void tfm_sampler_destroy(tfm_sampler *sampler);          /* NULL is fine
 TFM_API tfm_result tfm_sample(tfm_sampler *sampler, const float *logits, int n, int32_t *out_token);
 /* Remember a token (e.g. a prompt token) for the repetition penalty without sampling. */
 TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
+/* The sampler's state (its RNG and the repetition window) as bytes, so a reloaded conversation
+   samples what the saved one would have: the two-call pattern of tfm_session_save (out NULL:
+   *n_bytes only). Load refuses (INVALID_ARG) a state of a sampler with another repeat_last_n;
+   BAD_MAGIC / BAD_VERSION / CORRUPT for bad bytes. */
+TFM_API tfm_result tfm_sampler_save(const tfm_sampler *sampler, void *out, size_t out_cap, size_t *n_bytes);
+TFM_API tfm_result tfm_sampler_load(tfm_sampler *sampler, const void *data, size_t n_bytes);
 
 #ifdef __cplusplus
 }
@@ -736,6 +763,18 @@ TFM_PRIVATE uint32_t tfm__rd_u32(const unsigned char *p) {
 
 TFM_PRIVATE uint64_t tfm__rd_u64(const unsigned char *p) {
     return (uint64_t)tfm__rd_u32(p) | ((uint64_t)tfm__rd_u32(p + 4) << 32);
+}
+
+TFM_PRIVATE void tfm__wr_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+}
+
+TFM_PRIVATE void tfm__wr_u64(unsigned char *p, uint64_t v) {
+    tfm__wr_u32(p, (uint32_t)v);
+    tfm__wr_u32(p + 4, (uint32_t)(v >> 32));
 }
 
 TFM_PRIVATE float tfm__rd_f32(const unsigned char *p) {
@@ -3546,6 +3585,7 @@ struct tfm_model {
     tfm__tokenizer *tokenizer; /* NULL when the file has none */
     tfm__isa isa;          /* the kernels, chosen at open (>>dispatch) */
     unsigned act_formats;  /* bit f set: some matrix reads activations in tfm__act format f */
+    uint64_t id;           /* identifies the file in saved session states (tfm__model_id) */
 };
 
 /* The model's tokenizer, or NULL when the file carries none. */
@@ -3744,6 +3784,33 @@ TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
         if ((size_t)t->rows * (size_t)t->cols > (size_t)best->rows * (size_t)best->cols) best = t;
     }
     return best->data ? best->dtype : TFM_DTYPE_F32;
+}
+
+#define TFM__FNV_OFFSET 0xcbf29ce484222325ull /* FNV-1a, 64 bits */
+#define TFM__FNV_PRIME 0x100000001b3ull
+#define TFM__ID_SAMPLE_BYTES 64                /* bytes hashed at each end of every tensor */
+
+TFM_PRIVATE uint64_t tfm__fnv(uint64_t h, const unsigned char *p, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ p[i]) * TFM__FNV_PRIME;
+    return h;
+}
+
+/* What a saved session state names its model by: a hash of the header, the tensor directory,
+   the layer table and the first and last bytes of every tensor (validated file, dir_end the end
+   of the directory). Two files differ in it unless their shapes and those bytes all agree. */
+TFM_PRIVATE uint64_t tfm__model_id(const unsigned char *file, const tfm__header *h, uint64_t dir_end) {
+    uint64_t id = tfm__fnv(TFM__FNV_OFFSET, file, (size_t)dir_end);
+    uint32_t i;
+    if (h->layer_table_offset)
+        id = tfm__fnv(id, file + (size_t)h->layer_table_offset, (size_t)h->n_layers * TFM__LAYER_ENTRY_BYTES);
+    for (i = 0; i < h->n_tensors; i++) {
+        const unsigned char *e = file + TFM__HEADER_BYTES + (size_t)i * TFM__ENTRY_BYTES;
+        size_t at = (size_t)tfm__rd_u64(e + 104), n = (size_t)tfm__rd_u64(e + 112);
+        size_t k = n < TFM__ID_SAMPLE_BYTES ? n : TFM__ID_SAMPLE_BYTES;
+        id = tfm__fnv(tfm__fnv(id, file + at, k), file + at + n - k, k);
+    }
+    return id;
 }
 
 /* Bit f for each activation format (tfm__act) some matrix of the model reads. */
@@ -6948,6 +7015,9 @@ TFM_PRIVATE void tfm__session_note(tfm_session *s, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Does the session hold the logits after its last position? */
+TFM_PRIVATE bool tfm__logits_valid(const tfm_session *s) { return s->n_past > 0 && s->logits_pos == s->n_past - 1; }
+
 /* A session busy with a job, or whose rows are in a pass still running. */
 TFM_PRIVATE bool tfm__session_busy(const tfm_session *s) {
     return s->job.info.status == TFM_JOB_RUNNING || s->job.lead != NULL;
@@ -7294,6 +7364,232 @@ TFM_PRIVATE void tfm__job_begin(tfm_session *s, const tfm_job_desc *desc) {
     if (j->end == s->n_past && !tfm__job_wants_sample(s)) j->info.status = TFM_JOB_DONE; /* nothing to do */
 }
 
+/* >>state ----------------------------------------------------------------------------------------
+   A conversation's state beyond the weights: the KV cache rows of the positions evaluated, the
+   tokens at them and the last logits. Truncated, copied between sessions (a shared prefix
+   computed once), and saved to bytes (only the used positions) and loaded, refused for another
+   model or cache type.
+
+   Saved state (little-endian; every field read with memcpy and checked before use):
+      0  u8[8] magic "TFMSTATE"            36  u32 n_vocab
+      8  u32 version = 1                   40  u32 n_past
+     12  u32 header_bytes = 64             44  u32 flags (1: logits follow)
+     16  u64 model id (tfm__model_id)      48  u64 total bytes
+     24  u32 kv dtype (0 f32, 1 f16)       56  u8[8] reserved, zero
+     28  u32 n_layers
+     32  u32 kv_dim (n_kv_heads * d_head)
+     64  i32 tokens[n_past]
+         u32 first[n_layers]     the first position saved of each layer (a window's ring holds
+                                 the last rows only)
+         f32 logits[n_vocab]     flag 1: the logits after position n_past - 1
+         per layer l, for positions first[l] .. n_past-1: kv_dim keys, then kv_dim values, in
+         the cache's dtype, head by head (kv head g's d_head values at g * d_head) */
+
+#define TFM__STATE_MAGIC "TFMSTATE"
+#define TFM__STATE_VERSION 1u
+#define TFM__STATE_HEADER_BYTES 64
+#define TFM__STATE_LOGITS 1u
+
+/* One cached element as a float (f32, or f16 widened exactly). */
+TFM_PRIVATE float tfm__kv_get(const tfm_session *s, const unsigned char *p) {
+    float v;
+    if (s->kv_bytes == 2) return tfm__rd_f16(p);
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Addresses of element (g, d) of position p's key and value in layer l of s. */
+TFM_PRIVATE unsigned char *tfm__k_at(const tfm_session *s, int l, int p, int g, int d) {
+    size_t rows = (size_t)s->kv[l].rows;
+    return tfm__kcache(s, l, g) + ((size_t)d * rows + (size_t)p % rows) * s->kv_bytes;
+}
+TFM_PRIVATE unsigned char *tfm__v_at(const tfm_session *s, int l, int p, int g, int d) {
+    size_t kv_dim = (size_t)s->model->config.n_kv_heads * (size_t)s->model->config.d_head;
+    return tfm__vcache(s, l, g) + (((size_t)p % (size_t)s->kv[l].rows) * kv_dim + (size_t)d) * s->kv_bytes;
+}
+
+/* Position p of layer l from src into dst (same model; the dtypes may differ). */
+TFM_PRIVATE void tfm__kv_copy_pos(tfm_session *dst, const tfm_session *src, int l, int p) {
+    const tfm_config *c = &dst->model->config;
+    int g, d;
+    for (g = 0; g < c->n_kv_heads; g++)
+        for (d = 0; d < c->d_head; d++) {
+            if (dst->kv_bytes == src->kv_bytes) {
+                memcpy(tfm__k_at(dst, l, p, g, d), tfm__k_at(src, l, p, g, d), dst->kv_bytes);
+                memcpy(tfm__v_at(dst, l, p, g, d), tfm__v_at(src, l, p, g, d), dst->kv_bytes);
+            } else {
+                tfm__kv_put(dst, tfm__k_at(dst, l, p, g, d), tfm__kv_get(src, tfm__k_at(src, l, p, g, d)));
+                tfm__kv_put(dst, tfm__v_at(dst, l, p, g, d), tfm__kv_get(src, tfm__v_at(src, l, p, g, d)));
+            }
+        }
+}
+
+/* Position p of layer l as bytes: kv_dim keys, then kv_dim values. */
+TFM_PRIVATE void tfm__kv_pos_save(const tfm_session *s, int l, int p, unsigned char *bytes) {
+    const tfm_config *c = &s->model->config;
+    size_t e = s->kv_bytes, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, at;
+    int g, d;
+    for (g = 0; g < c->n_kv_heads; g++)
+        for (d = 0; d < c->d_head; d++) {
+            at = ((size_t)g * (size_t)c->d_head + (size_t)d) * e;
+            memcpy(bytes + at, tfm__k_at(s, l, p, g, d), e);
+            memcpy(bytes + kv_dim * e + at, tfm__v_at(s, l, p, g, d), e);
+        }
+}
+
+/* The same bytes back into position p of layer l. */
+TFM_PRIVATE void tfm__kv_pos_load(const tfm_session *s, int l, int p, const unsigned char *bytes) {
+    const tfm_config *c = &s->model->config;
+    size_t e = s->kv_bytes, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, at;
+    int g, d;
+    for (g = 0; g < c->n_kv_heads; g++)
+        for (d = 0; d < c->d_head; d++) {
+            at = ((size_t)g * (size_t)c->d_head + (size_t)d) * e;
+            memcpy(tfm__k_at(s, l, p, g, d), bytes + at, e);
+            memcpy(tfm__v_at(s, l, p, g, d), bytes + kv_dim * e + at, e);
+        }
+}
+
+/* The first position layer l of s holds, of those before n (its ring keeps the last rows). */
+TFM_PRIVATE int tfm__kv_first_held(const tfm_session *s, int l, int n) {
+    int first = n - s->kv[l].rows;
+    if (first < s->kv[l].low) first = s->kv[l].low;
+    return first < 0 ? 0 : first;
+}
+
+/* Bytes of the saved state of s; false on overflow. */
+TFM_PRIVATE bool tfm__state_bytes(const tfm_session *s, size_t *out) {
+    const tfm_config *c = &s->model->config;
+    size_t row = 2 * (size_t)c->n_kv_heads * (size_t)c->d_head * s->kv_bytes, n = TFM__STATE_HEADER_BYTES, k;
+    int l;
+    n += 4 * (size_t)s->n_past + 4 * (size_t)c->n_layers; /* n_past <= 2^20, n_layers <= 512 */
+    if (tfm__logits_valid(s)) n += 4 * (size_t)c->n_vocab;
+    for (l = 0; l < c->n_layers; l++)
+        if (!tfm__mul_size(row, (size_t)(s->n_past - tfm__kv_first_held(s, l, s->n_past)), &k) || !tfm__add_size(n, k, &n))
+            return false;
+    *out = n;
+    return true;
+}
+
+/* Write the saved state of s into out (n bytes, from tfm__state_bytes). */
+TFM_PRIVATE void tfm__state_write(const tfm_session *s, unsigned char *out, size_t n) {
+    const tfm_config *c = &s->model->config;
+    size_t row = 2 * (size_t)c->n_kv_heads * (size_t)c->d_head * s->kv_bytes, at = TFM__STATE_HEADER_BYTES;
+    bool logits = tfm__logits_valid(s);
+    int l, p;
+    memset(out, 0, TFM__STATE_HEADER_BYTES);
+    memcpy(out, TFM__STATE_MAGIC, 8);
+    tfm__wr_u32(out + 8, TFM__STATE_VERSION);
+    tfm__wr_u32(out + 12, TFM__STATE_HEADER_BYTES);
+    tfm__wr_u64(out + 16, s->model->id);
+    tfm__wr_u32(out + 24, s->kv_bytes == 2 ? (uint32_t)TFM_DTYPE_F16 : (uint32_t)TFM_DTYPE_F32);
+    tfm__wr_u32(out + 28, (uint32_t)c->n_layers);
+    tfm__wr_u32(out + 32, (uint32_t)(c->n_kv_heads * c->d_head));
+    tfm__wr_u32(out + 36, (uint32_t)c->n_vocab);
+    tfm__wr_u32(out + 40, (uint32_t)s->n_past);
+    tfm__wr_u32(out + 44, logits ? TFM__STATE_LOGITS : 0u);
+    tfm__wr_u64(out + 48, (uint64_t)n);
+    for (p = 0; p < s->n_past; p++, at += 4) tfm__wr_u32(out + at, (uint32_t)s->tokens[p]);
+    for (l = 0; l < c->n_layers; l++, at += 4) tfm__wr_u32(out + at, (uint32_t)tfm__kv_first_held(s, l, s->n_past));
+    if (logits) {
+        memcpy(out + at, s->logits, 4 * (size_t)c->n_vocab); /* the host is little-endian (checked at open) */
+        at += 4 * (size_t)c->n_vocab;
+    }
+    for (l = 0; l < c->n_layers; l++)
+        for (p = tfm__kv_first_held(s, l, s->n_past); p < s->n_past; p++, at += row) tfm__kv_pos_save(s, l, p, out + at);
+}
+
+/* Check a saved state against s before anything of s changes; *first_at: where first[] starts. */
+TFM_PRIVATE tfm_result tfm__state_check(tfm_session *s, const unsigned char *b, size_t n_bytes) {
+    const tfm_config *c = &s->model->config;
+    uint32_t n_past, flags, l, p, first, kv_dtype = s->kv_bytes == 2 ? (uint32_t)TFM_DTYPE_F16 : (uint32_t)TFM_DTYPE_F32;
+    size_t at = TFM__STATE_HEADER_BYTES, need = 0, k;
+    if (n_bytes < TFM__STATE_HEADER_BYTES || memcmp(b, TFM__STATE_MAGIC, 8) != 0)
+        return tfm__session_fail(s, TFM_ERR_BAD_MAGIC, "load: not a saved session state");
+    if (tfm__rd_u32(b + 8) != TFM__STATE_VERSION || tfm__rd_u32(b + 12) != TFM__STATE_HEADER_BYTES)
+        return tfm__session_fail(s, TFM_ERR_BAD_VERSION, "load: state version %u, this build reads %u",
+                                 (unsigned)tfm__rd_u32(b + 8), TFM__STATE_VERSION);
+    if (tfm__rd_u64(b + 16) != s->model->id || tfm__rd_u32(b + 28) != (uint32_t)c->n_layers ||
+        tfm__rd_u32(b + 32) != (uint32_t)(c->n_kv_heads * c->d_head) || tfm__rd_u32(b + 36) != (uint32_t)c->n_vocab)
+        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "load: the state is of another model");
+    if (tfm__rd_u32(b + 24) != kv_dtype)
+        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "load: the state's cache is %s, the session's %s",
+                                 tfm__rd_u32(b + 24) == TFM_DTYPE_F16 ? "f16" : "f32", kv_dtype == TFM_DTYPE_F16 ? "f16" : "f32");
+    n_past = tfm__rd_u32(b + 40);
+    flags = tfm__rd_u32(b + 44);
+    if (n_past > (uint32_t)s->n_ctx)
+        return tfm__session_fail(s, TFM_ERR_CONTEXT_FULL, "load: %u positions, the session holds %d", (unsigned)n_past,
+                                 s->n_ctx);
+    if ((flags & ~TFM__STATE_LOGITS) != 0 || ((flags & TFM__STATE_LOGITS) && n_past == 0) ||
+        tfm__rd_u64(b + 56) != 0 || tfm__rd_u64(b + 48) != (uint64_t)n_bytes)
+        return tfm__session_fail(s, TFM_ERR_CORRUPT, "load: flags, reserved bytes or size do not add up");
+    /* sizes: n_past <= n_ctx <= 2^20 and n_layers <= 512, so these sums cannot overflow */
+    need = at + 4 * (size_t)n_past + 4 * (size_t)c->n_layers + ((flags & TFM__STATE_LOGITS) ? 4 * (size_t)c->n_vocab : 0);
+    if (need > n_bytes) return tfm__session_fail(s, TFM_ERR_CORRUPT, "load: truncated state");
+    for (p = 0; p < n_past; p++, at += 4)
+        if (tfm__rd_u32(b + at) >= (uint32_t)c->n_vocab)
+            return tfm__session_fail(s, TFM_ERR_CORRUPT, "load: token %u at position %u", (unsigned)tfm__rd_u32(b + at),
+                                     (unsigned)p);
+    for (l = 0; l < (uint32_t)c->n_layers; l++, at += 4) {
+        int w = s->model->layers[l].window;
+        uint32_t needed = w > 0 && n_past >= (uint32_t)w ? n_past - (uint32_t)w + 1 : 0; /* the window before n_past */
+        first = tfm__rd_u32(b + at);
+        if (first > n_past || first > needed)
+            return tfm__session_fail(s, TFM_ERR_CORRUPT, "load: layer %u starts at position %u (of %u)", (unsigned)l,
+                                     (unsigned)first, (unsigned)n_past);
+        if (!tfm__mul_size(2 * (size_t)c->n_kv_heads * (size_t)c->d_head * s->kv_bytes, n_past - first, &k) ||
+            !tfm__add_size(need, k, &need))
+            return tfm__session_fail(s, TFM_ERR_CORRUPT, "load: size overflows");
+    }
+    if (need != n_bytes) return tfm__session_fail(s, TFM_ERR_CORRUPT, "load: %zu bytes, the fields need %zu", n_bytes, need);
+    return TFM_OK;
+}
+
+/* Load a checked state into s: every layer keeps the last positions its ring holds. */
+TFM_PRIVATE void tfm__state_read(tfm_session *s, const unsigned char *b) {
+    const tfm_config *c = &s->model->config;
+    size_t row = 2 * (size_t)c->n_kv_heads * (size_t)c->d_head * s->kv_bytes, at = TFM__STATE_HEADER_BYTES, first_at;
+    int n_past = (int)tfm__rd_u32(b + 40), l, p;
+    bool logits = (tfm__rd_u32(b + 44) & TFM__STATE_LOGITS) != 0;
+    for (p = 0; p < n_past; p++, at += 4) s->tokens[p] = (int32_t)tfm__rd_u32(b + at);
+    first_at = at;
+    at += 4 * (size_t)c->n_layers;
+    if (logits) {
+        memcpy(s->logits, b + at, 4 * (size_t)c->n_vocab);
+        at += 4 * (size_t)c->n_vocab;
+    }
+    for (l = 0; l < c->n_layers; l++) {
+        int first = (int)tfm__rd_u32(b + first_at + 4 * (size_t)l), keep = n_past - s->kv[l].rows;
+        if (keep < first) keep = first;
+        for (p = first; p < n_past; p++, at += row)
+            if (p >= keep) tfm__kv_pos_load(s, l, p, b + at);
+        s->kv[l].low = keep;
+    }
+    s->n_past = n_past;
+    s->logits_pos = logits ? n_past - 1 : -1;
+    memset(&s->job, 0, sizeof s->job);
+}
+
+/* The first n positions of src into dst (checked: same model, not busy, held by src). */
+TFM_PRIVATE void tfm__state_copy(tfm_session *dst, const tfm_session *src, int n) {
+    const tfm_config *c = &dst->model->config;
+    int l, p;
+    for (l = 0; l < c->n_layers; l++) {
+        int first = tfm__kv_first_held(src, l, n), keep = n - dst->kv[l].rows;
+        if (keep < first) keep = first;
+        for (p = keep; p < n; p++) tfm__kv_copy_pos(dst, src, l, p);
+        dst->kv[l].low = keep;
+    }
+    if (n > 0) memcpy(dst->tokens, src->tokens, (size_t)n * sizeof(int32_t));
+    dst->n_past = n;
+    dst->logits_pos = -1;
+    if (n == src->n_past && tfm__logits_valid(src)) {
+        memcpy(dst->logits, src->logits, (size_t)c->n_vocab * sizeof(float));
+        dst->logits_pos = n - 1;
+    }
+    memset(&dst->job, 0, sizeof dst->job);
+}
+
 /* >>public ---------------------------------------------------------------------------------------
    API entry points: argument checks, then the sections above. */
 
@@ -7451,6 +7747,7 @@ TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc
         if (!r) r = tfm__read_layer_table(f->data, &h, lg, m);
         if (!r) m->config.dtype = tfm__largest_dtype(m);
         if (!r) m->act_formats = tfm__act_formats(m);
+        if (!r) m->id = tfm__model_id(f->data, &h, dir_end);
     }
     tfm__free(&desc->allocator, slots, slots_bytes);
     if (!r && h.tokenizer_bytes > 0)
@@ -7834,7 +8131,62 @@ TFM_API tfm_result tfm_session_decode(tfm_session *session, int32_t token, int p
 }
 
 TFM_API const float *tfm_session_logits(const tfm_session *session) {
-    return session && session->n_past > 0 && session->logits_pos == session->n_past - 1 ? session->logits : NULL;
+    return session && tfm__logits_valid(session) ? session->logits : NULL;
+}
+
+TFM_API tfm_result tfm_session_truncate(tfm_session *s, int n_past) {
+    if (!s) return TFM_ERR_INVALID_ARG;
+    if (tfm__session_busy(s)) return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "truncate: a job is running");
+    if (n_past < 0 || n_past > s->n_past)
+        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "truncate: to %d, but %d positions are evaluated", n_past,
+                                 s->n_past);
+    if (n_past < s->n_past && !tfm__kv_can_resume(s, n_past))
+        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "truncate: to %d: a sliding-window layer's cache no longer "
+                                 "holds the window before it", n_past);
+    if (n_past < s->n_past) s->logits_pos = -1;
+    s->n_past = n_past;
+    return TFM_OK;
+}
+
+TFM_API tfm_result tfm_session_copy(tfm_session *dst, const tfm_session *src, int n_positions) {
+    if (!dst || !src) return TFM_ERR_INVALID_ARG;
+    if (dst == src || src->model->id != dst->model->id)
+        return tfm__session_fail(dst, TFM_ERR_INVALID_ARG, "copy: the source is the session itself, or of another model");
+    if (tfm__session_busy(dst)) return tfm__session_fail(dst, TFM_ERR_INVALID_ARG, "copy: a job is running");
+    if (n_positions < 0 || n_positions > src->n_past)
+        return tfm__session_fail(dst, TFM_ERR_INVALID_ARG, "copy: %d positions, the source has %d", n_positions,
+                                 src->n_past);
+    if (n_positions > dst->n_ctx)
+        return tfm__session_fail(dst, TFM_ERR_CONTEXT_FULL, "copy: %d positions, the session holds %d", n_positions,
+                                 dst->n_ctx);
+    if (!tfm__kv_can_resume(src, n_positions))
+        return tfm__session_fail(dst, TFM_ERR_INVALID_ARG, "copy: the source's sliding-window cache no longer holds "
+                                 "the window before position %d", n_positions);
+    tfm__state_copy(dst, src, n_positions);
+    return TFM_OK;
+}
+
+TFM_API tfm_result tfm_session_save(const tfm_session *s, void *out, size_t out_cap, size_t *n_bytes) {
+    size_t n;
+    if (n_bytes) *n_bytes = 0;
+    if (!s || !n_bytes || tfm__session_busy(s)) return TFM_ERR_INVALID_ARG;
+    if (!tfm__state_bytes(s, &n)) return TFM_ERR_OUT_OF_MEMORY;
+    *n_bytes = n;
+    if (!out) return TFM_OK;
+    if (out_cap < n) return TFM_ERR_INVALID_ARG;
+    tfm__state_write(s, TFM__CAST(unsigned char *, out), n);
+    return TFM_OK;
+}
+
+TFM_API tfm_result tfm_session_load(tfm_session *s, const void *data, size_t n_bytes) {
+    tfm_result r;
+    if (!s) return TFM_ERR_INVALID_ARG;
+    if (!data) return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "load: no data");
+    if (tfm__session_busy(s)) return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "load: a job is running");
+    if ((r = tfm__state_check(s, TFM__CAST(const unsigned char *, data), n_bytes)) != TFM_OK) return r;
+    tfm__state_read(s, TFM__CAST(const unsigned char *, data));
+    s->last_error[0] = '\0';
+    return TFM_OK;
 }
 TFM_API int tfm_session_n_past(const tfm_session *session) { return session ? session->n_past : 0; }
 TFM_API const int32_t *tfm_session_tokens(const tfm_session *session) { return session ? session->tokens : NULL; }
@@ -7929,6 +8281,47 @@ TFM_API void tfm_sampler_destroy(tfm_sampler *sampler) {
 
 TFM_API void tfm_sampler_accept(tfm_sampler *s, int32_t token) {
     if (s) tfm__sampler_accept(s, token);
+}
+
+#define TFM__SAMPLER_MAGIC "TFMSAMPL"
+#define TFM__SAMPLER_VERSION 1u
+#define TFM__SAMPLER_HEADER_BYTES 32 /* magic, version, repeat_last_n, rng, n_recent, recent_next */
+
+TFM_API tfm_result tfm_sampler_save(const tfm_sampler *s, void *out, size_t out_cap, size_t *n_bytes) {
+    unsigned char *b = TFM__CAST(unsigned char *, out);
+    size_t n;
+    int i;
+    if (n_bytes) *n_bytes = 0;
+    if (!s || !n_bytes) return TFM_ERR_INVALID_ARG;
+    n = TFM__SAMPLER_HEADER_BYTES + 4 * (size_t)s->repeat_last_n; /* repeat_last_n <= TFM_MAX_CTX */
+    *n_bytes = n;
+    if (!out) return TFM_OK;
+    if (out_cap < n) return TFM_ERR_INVALID_ARG;
+    memcpy(b, TFM__SAMPLER_MAGIC, 8);
+    tfm__wr_u32(b + 8, TFM__SAMPLER_VERSION);
+    tfm__wr_u32(b + 12, (uint32_t)s->repeat_last_n);
+    tfm__wr_u64(b + 16, s->rng);
+    tfm__wr_u32(b + 24, (uint32_t)s->n_recent);
+    tfm__wr_u32(b + 28, (uint32_t)s->recent_next);
+    for (i = 0; i < s->repeat_last_n; i++) tfm__wr_u32(b + TFM__SAMPLER_HEADER_BYTES + 4 * (size_t)i, (uint32_t)s->recent[i]);
+    return TFM_OK;
+}
+
+TFM_API tfm_result tfm_sampler_load(tfm_sampler *s, const void *data, size_t n_bytes) {
+    const unsigned char *b = TFM__CAST(const unsigned char *, data);
+    int i;
+    if (!s || !data) return TFM_ERR_INVALID_ARG;
+    if (n_bytes < TFM__SAMPLER_HEADER_BYTES || memcmp(b, TFM__SAMPLER_MAGIC, 8) != 0) return TFM_ERR_BAD_MAGIC;
+    if (tfm__rd_u32(b + 8) != TFM__SAMPLER_VERSION) return TFM_ERR_BAD_VERSION;
+    if (tfm__rd_u32(b + 12) != (uint32_t)s->repeat_last_n) return TFM_ERR_INVALID_ARG;
+    if (n_bytes != TFM__SAMPLER_HEADER_BYTES + 4 * (size_t)s->repeat_last_n || tfm__rd_u64(b + 16) == 0 ||
+        tfm__rd_u32(b + 24) > (uint32_t)s->repeat_last_n || tfm__rd_u32(b + 28) >= (uint32_t)s->repeat_last_n)
+        return TFM_ERR_CORRUPT;
+    s->rng = tfm__rd_u64(b + 16);
+    s->n_recent = (int)tfm__rd_u32(b + 24);
+    s->recent_next = (int)tfm__rd_u32(b + 28);
+    for (i = 0; i < s->repeat_last_n; i++) s->recent[i] = (int32_t)tfm__rd_u32(b + TFM__SAMPLER_HEADER_BYTES + 4 * (size_t)i);
+    return TFM_OK;
 }
 
 TFM_API tfm_result tfm_sample(tfm_sampler *s, const float *logits, int n, int32_t *out_token) {

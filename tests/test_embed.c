@@ -773,6 +773,248 @@ done:
     free(mf.bytes);
 }
 
+/* ---- conversation state ----------------------------------------------------------------- */
+
+/* Continue s with tokens and return the final logits' copy in out (n_vocab floats). */
+static int continue_with(tfm_session *s, const int32_t *tokens, int n, float *out, int n_vocab) {
+    const float *lg;
+    if (tfm_session_eval(s, tokens, (size_t)n, tfm_session_n_past(s), NULL) != TFM_OK) return 0;
+    lg = tfm_session_logits(s);
+    if (!lg) return 0;
+    memcpy(out, lg, (size_t)n_vocab * sizeof(float));
+    return 1;
+}
+
+/* Save / load between sessions of other sizes; the size holds only the used positions; the
+   state of another model or cache type, and damaged bytes, are refused with the session left
+   as it was; truncate; sampler state. */
+static void test_state_save_load(void) {
+    enum { NV = 40, CTX = 48 };
+    model_file mf = make_model(3, NV, CTX, 0, 41), other = make_model(3, NV, CTX, 0, 42);
+    tfm_model *m = open_bytes(&mf), *m2 = open_bytes(&other);
+    tfm_session_desc sd;
+    tfm_session *a = NULL, *b = NULL, *h = NULL, *x = NULL;
+    int32_t ids[30];
+    float want[NV], got[NV];
+    unsigned char *buf = NULL, *bad = NULL;
+    size_t n10 = 0, n20 = 0, n = 0, cut;
+    counter c;
+    int bad_loads = 0, i;
+    if (!m || !m2) { CHECK(0); goto done; }
+    make_ids(ids, 30, NV, 5);
+    memset(&c, 0, sizeof c);
+    memset(&sd, 0, sizeof sd);
+    sd.allocator = counting(&c);
+    CHECK(tfm_session_create(m, &sd, &a) == TFM_OK);
+    sd.n_ctx = 32; sd.n_batch = 3;
+    CHECK(tfm_session_create(m, &sd, &b) == TFM_OK);
+    sd.kv_dtype = TFM_DTYPE_F16;
+    CHECK(tfm_session_create(m, &sd, &h) == TFM_OK);
+    CHECK(tfm_session_create(m2, NULL, &x) == TFM_OK);
+    if (!a || !b || !h || !x) goto done;
+    c.n_alloc = 0;
+    CHECK(tfm_session_eval(a, ids, 10, 0, NULL) == TFM_OK && tfm_session_save(a, NULL, 0, &n10) == TFM_OK);
+    CHECK(tfm_session_eval(a, ids + 10, 10, 10, NULL) == TFM_OK && tfm_session_save(a, NULL, 0, &n20) == TFM_OK);
+    /* 10 more positions: 10 tokens and 3 layers x 10 x (32 keys + 32 values) floats */
+    CHECK_MSG(n20 - n10 == 10 * 4 + 3 * 10 * 2 * 32 * 4, "state grows by %zu bytes for 10 positions", n20 - n10);
+    buf = (unsigned char *)malloc(n20);
+    bad = (unsigned char *)malloc(n20);
+    CHECK(tfm_session_save(a, buf, n20 - 1, &n) == TFM_ERR_INVALID_ARG && n == n20);
+    CHECK(tfm_session_save(a, buf, n20, &n) == TFM_OK && n == n20);
+    /* load into a smaller session with another n_batch: the same continuation, bit for bit */
+    CHECK(tfm_session_load(b, buf, n20) == TFM_OK && tfm_session_n_past(b) == 20);
+    CHECK(tfm_session_logits(b) && memcmp(tfm_session_logits(b), tfm_session_logits(a), NV * sizeof(float)) == 0);
+    CHECK(memcmp(tfm_session_tokens(b), ids, 20 * sizeof(int32_t)) == 0);
+    CHECK(continue_with(a, ids + 20, 5, want, NV) && continue_with(b, ids + 20, 5, got, NV));
+    CHECK_MSG(memcmp(want, got, sizeof want) == 0, "a loaded state continues differently");
+    /* refused: another model, another cache type, more positions than the session holds */
+    CHECK(tfm_session_load(x, buf, n20) == TFM_ERR_INVALID_ARG && tfm_session_n_past(x) == 0);
+    CHECK(tfm_session_load(h, buf, n20) == TFM_ERR_INVALID_ARG && strstr(tfm_session_last_error(h), "f16"));
+    CHECK(tfm_session_eval(a, ids, 30, 0, NULL) == TFM_OK && tfm_session_eval(a, ids, 4, 30, NULL) == TFM_OK);
+    {
+        size_t big = 0;
+        unsigned char *bb;
+        CHECK(tfm_session_save(a, NULL, 0, &big) == TFM_OK);
+        bb = (unsigned char *)malloc(big);
+        CHECK(bb && tfm_session_save(a, bb, big, &big) == TFM_OK);
+        CHECK(bb && tfm_session_load(b, bb, big) == TFM_ERR_CONTEXT_FULL && tfm_session_n_past(b) == 25);
+        free(bb);
+    }
+    /* every truncation and a byte flipped anywhere in the header: an error or a clean load, never
+       a crash, and after an error the session is unchanged */
+    for (cut = 0; cut < n20; cut++) {
+        tfm_result r = tfm_session_load(b, buf, cut);
+        if (r == TFM_OK || tfm_session_n_past(b) != 25) bad_loads++;
+    }
+    for (i = 0; i < 64 * 8; i++) {
+        tfm_result r;
+        memcpy(bad, buf, n20);
+        bad[i / 8] ^= (unsigned char)(1u << (i % 8));
+        r = tfm_session_load(b, bad, n20);
+        if (r != TFM_OK && tfm_session_n_past(b) != 25) bad_loads++;
+        if (r == TFM_OK) CHECK(tfm_session_eval(b, ids, 2, 0, NULL) == TFM_OK); /* still usable */
+        CHECK(tfm_session_load(b, buf, n20) == TFM_OK && continue_with(b, ids + 20, 5, got, NV));
+        CHECK(tfm_session_truncate(b, 20) == TFM_OK);
+        if (r == TFM_OK) continue;
+        CHECK(tfm_session_eval(b, ids, 25, 0, NULL) == TFM_OK); /* back to 25 for the next round */
+    }
+    CHECK_MSG(bad_loads == 0, "%d damaged states loaded or changed the session", bad_loads);
+    CHECK(memcmp(got, want, sizeof want) == 0);
+    /* truncate: the logits are gone until the next eval, which gives them back exactly */
+    CHECK(tfm_session_eval(b, ids, 12, 0, NULL) == TFM_OK);
+    memcpy(want, tfm_session_logits(b), sizeof want);
+    CHECK(tfm_session_truncate(b, 13) == TFM_ERR_INVALID_ARG && tfm_session_truncate(b, -1) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_session_truncate(b, 12) == TFM_OK && tfm_session_logits(b) != NULL); /* no change */
+    CHECK(tfm_session_truncate(b, 7) == TFM_OK && tfm_session_n_past(b) == 7 && tfm_session_logits(b) == NULL);
+    CHECK(continue_with(b, ids + 7, 5, got, NV) && memcmp(got, want, sizeof want) == 0);
+    CHECK(c.n_alloc == 0);
+done:
+    tfm_session_destroy(x); tfm_session_destroy(h); tfm_session_destroy(b); tfm_session_destroy(a);
+    tfm_model_close(m2); tfm_model_close(m);
+    free(buf); free(bad); free(mf.bytes); free(other.bytes);
+}
+
+/* A shared prefix computed once and copied into three sessions (one with an f16 cache, one
+   smaller): each continues exactly as if it had evaluated the prefix itself. */
+static void test_state_copy(void) {
+    enum { NV = 45, SYS = 14 };
+    model_file mf = make_model(2, NV, 40, 1, 43);
+    tfm_model *m = open_bytes(&mf);
+    tfm_session_desc sd;
+    tfm_session *sys = NULL, *npc[3] = {0}, *ref = NULL;
+    int32_t ids[SYS + 12];
+    float want[NV], got[NV];
+    int i;
+    if (!m) { CHECK(0); free(mf.bytes); return; }
+    make_ids(ids, SYS + 12, NV, 6);
+    CHECK(tfm_session_create(m, NULL, &sys) == TFM_OK && tfm_session_create(m, NULL, &ref) == TFM_OK);
+    for (i = 0; i < 3; i++) {
+        memset(&sd, 0, sizeof sd);
+        sd.kv_dtype = i == 1 ? TFM_DTYPE_F16 : TFM_DTYPE_F32;
+        sd.n_ctx = i == 2 ? 24 : 0;
+        CHECK(tfm_session_create(m, &sd, &npc[i]) == TFM_OK);
+    }
+    if (!sys || !ref || !npc[0] || !npc[1] || !npc[2]) goto done;
+    CHECK(tfm_session_eval(sys, ids, SYS, 0, NULL) == TFM_OK);
+    for (i = 0; i < 3; i++) {
+        int32_t reply[3];
+        reply[0] = (int32_t)i; reply[1] = (int32_t)(i + 7); reply[2] = (int32_t)(i + 20);
+        CHECK(tfm_session_copy(npc[i], sys, SYS) == TFM_OK && tfm_session_n_past(npc[i]) == SYS);
+        CHECK(tfm_session_logits(npc[i]) && memcmp(tfm_session_logits(npc[i]), tfm_session_logits(sys), NV * sizeof(float)) == 0);
+        CHECK(continue_with(npc[i], reply, 3, got, NV));
+        if (i == 1) { /* f32 rows rounded into an f16 cache: within f16 rounding of the f32 result */
+            double md = 0.0, top = 0.0;
+            int k;
+            CHECK(tfm_session_eval(ref, ids, SYS, 0, NULL) == TFM_OK && continue_with(ref, reply, 3, want, NV));
+            for (k = 0; k < NV; k++) {
+                md = fabs((double)got[k] - want[k]) > md ? fabs((double)got[k] - want[k]) : md;
+                top = fabs((double)want[k]) > top ? fabs((double)want[k]) : top;
+            }
+            CHECK_MSG(md <= 2e-3 * top && md > 0.0, "f32 prefix copied into an f16 cache: maxdiff %g (top %g)", md, top);
+            continue;
+        } else {
+            CHECK(tfm_session_eval(ref, ids, SYS, 0, NULL) == TFM_OK && continue_with(ref, reply, 3, want, NV));
+        }
+        CHECK_MSG(memcmp(got, want, sizeof want) == 0, "npc %d: a copied prefix continues differently", i);
+    }
+    /* a shorter prefix: no logits until evaluated; refusals */
+    CHECK(tfm_session_copy(npc[0], sys, 5) == TFM_OK && tfm_session_n_past(npc[0]) == 5 && tfm_session_logits(npc[0]) == NULL);
+    CHECK(tfm_session_copy(npc[0], sys, SYS + 1) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_session_copy(npc[0], npc[0], 1) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_session_eval(sys, ids, SYS + 8, 0, NULL) == TFM_OK);
+    CHECK(tfm_session_copy(npc[2], sys, SYS + 8) == TFM_OK); /* 22 of npc 2's 24 */
+    CHECK(tfm_session_eval(sys, ids, 0, 0, NULL) == TFM_OK && tfm_session_eval(sys, ids, 25, 0, NULL) == TFM_OK);
+    CHECK(tfm_session_copy(npc[2], sys, 25) == TFM_ERR_CONTEXT_FULL);
+done:
+    for (i = 0; i < 3; i++) tfm_session_destroy(npc[i]);
+    tfm_session_destroy(ref); tfm_session_destroy(sys);
+    tfm_model_close(m);
+    free(mf.bytes);
+}
+
+/* Sliding-window models (built from tests/data/modern): rings that have wrapped are saved with
+   the rows they hold, loaded into sessions with other ring sizes, copied, and continue exactly. */
+static void test_state_windows(void) {
+    static const char *const paths[] = {"build/modern/gemma3.tfm", "build/modern/mistral.tfm"};
+    int k;
+    for (k = 0; k < 2; k++) {
+        tfm_model_desc md;
+        tfm_model *m = NULL;
+        tfm_session_desc sd;
+        tfm_session *a = NULL, *b = NULL, *cpy = NULL;
+        int32_t ids[40];
+        float *want = NULL, *got = NULL;
+        unsigned char *buf = NULL;
+        size_t n = 0, n_full = 0;
+        int nv, i;
+        memset(&md, 0, sizeof md);
+        md.path = paths[k];
+        if (tfm_model_open(&md, &m) != TFM_OK) { printf("SKIP windows: %s missing (make builds it)\n", paths[k]); continue; }
+        nv = tfm_model_config(m).n_vocab;
+        want = (float *)malloc((size_t)nv * sizeof(float));
+        got = (float *)malloc((size_t)nv * sizeof(float));
+        make_ids(ids, 40, tfm_model_config(m).n_tokens > 0 ? tfm_model_config(m).n_tokens : nv, 7 + k);
+        memset(&sd, 0, sizeof sd);
+        sd.n_ctx = 40; sd.n_batch = 2; /* rings of window + 1 rows */
+        CHECK(tfm_session_create(m, &sd, &a) == TFM_OK);
+        sd.n_batch = 5;
+        CHECK(tfm_session_create(m, &sd, &b) == TFM_OK && tfm_session_create(m, &sd, &cpy) == TFM_OK);
+        if (!a || !b || !cpy) goto next;
+        CHECK(tfm_session_eval(a, ids, 30, 0, NULL) == TFM_OK && tfm_session_save(a, NULL, 0, &n) == TFM_OK);
+        CHECK(tfm_session_eval(b, ids, 30, 0, NULL) == TFM_OK && tfm_session_save(b, NULL, 0, &n_full) == TFM_OK);
+        buf = (unsigned char *)malloc(n > n_full ? n : n_full);
+        CHECK(tfm_session_save(a, buf, n, &n) == TFM_OK);
+        CHECK(tfm_session_truncate(a, 2) == TFM_ERR_INVALID_ARG); /* the ring moved past it */
+        CHECK(tfm_session_load(b, buf, n) == TFM_OK && tfm_session_n_past(b) == 30);
+        CHECK(tfm_session_copy(cpy, a, 30) == TFM_OK);
+        CHECK(continue_with(a, ids + 30, 6, want, nv));
+        CHECK(continue_with(b, ids + 30, 6, got, nv) && memcmp(got, want, (size_t)nv * sizeof(float)) == 0);
+        CHECK(continue_with(cpy, ids + 30, 6, got, nv) && memcmp(got, want, (size_t)nv * sizeof(float)) == 0);
+        printf("windows %s: a state of 30 positions takes %zu bytes (%zu with rings of window + 4)\n", paths[k], n, n_full);
+        for (i = 0; i < 1; i++) CHECK(n < n_full); /* the smaller rings hold fewer rows */
+    next:
+        tfm_session_destroy(cpy); tfm_session_destroy(b); tfm_session_destroy(a);
+        tfm_model_close(m);
+        free(buf); free(want); free(got);
+    }
+}
+
+/* A sampler saved and loaded samples on as the original would. */
+static void test_sampler_state(void) {
+    enum { NV = 30 };
+    tfm_sampler_desc pd;
+    tfm_sampler *a = NULL, *b = NULL, *c = NULL;
+    float logits[NV];
+    int32_t ta[12], tb[12];
+    unsigned char buf[4096];
+    size_t n = 0;
+    int i;
+    for (i = 0; i < NV; i++) logits[i] = (float)((i * 7) % 11) * 0.3f;
+    memset(&pd, 0, sizeof pd);
+    pd.n_vocab = NV; pd.temperature = 1.0f; pd.repeat_penalty = 1.5f; pd.repeat_last_n = 8; pd.seed = 99;
+    CHECK(tfm_sampler_create(&pd, &a) == TFM_OK && tfm_sampler_create(&pd, &b) == TFM_OK);
+    pd.repeat_last_n = 9;
+    CHECK(tfm_sampler_create(&pd, &c) == TFM_OK);
+    if (!a || !b || !c) goto done;
+    for (i = 0; i < 5; i++) CHECK(tfm_sample(a, logits, NV, &ta[0]) == TFM_OK);
+    CHECK(tfm_sampler_save(a, NULL, 0, &n) == TFM_OK && n == 32 + 4 * 8);
+    CHECK(tfm_sampler_save(a, buf, n - 1, &n) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_sampler_save(a, buf, sizeof buf, &n) == TFM_OK);
+    for (i = 0; i < 12; i++) CHECK(tfm_sample(a, logits, NV, &ta[i]) == TFM_OK);
+    CHECK(tfm_sampler_load(b, buf, n) == TFM_OK);
+    for (i = 0; i < 12; i++) CHECK(tfm_sample(b, logits, NV, &tb[i]) == TFM_OK);
+    CHECK_MSG(memcmp(ta, tb, sizeof ta) == 0, "a loaded sampler samples differently");
+    CHECK(tfm_sampler_load(c, buf, n) == TFM_ERR_INVALID_ARG); /* another repeat_last_n */
+    CHECK(tfm_sampler_load(b, buf, n - 1) == TFM_ERR_CORRUPT);
+    buf[0] ^= 1;
+    CHECK(tfm_sampler_load(b, buf, n) == TFM_ERR_BAD_MAGIC);
+    buf[0] ^= 1;
+    buf[8] = 7;
+    CHECK(tfm_sampler_load(b, buf, n) == TFM_ERR_BAD_VERSION);
+done:
+    tfm_sampler_destroy(c); tfm_sampler_destroy(b); tfm_sampler_destroy(a);
+}
+
 int main(void) {
     test_io();
     test_mapped_path();
@@ -782,5 +1024,9 @@ int main(void) {
     test_step_budget();
     test_decode_batch();
     test_step_batch();
+    test_state_save_load();
+    test_state_copy();
+    test_state_windows();
+    test_sampler_state();
     return check_summary("test_embed");
 }
