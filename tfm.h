@@ -415,6 +415,12 @@ typedef struct tfm_session_desc {
     size_t memory_bytes;
 } tfm_session_desc;
 
+/* Added to a token's logit before sampling; -INFINITY bans the token. */
+typedef struct tfm_logit_bias {
+    int32_t token;
+    float bias;
+} tfm_logit_bias;
+
 /* All-zero means greedy. */
 typedef struct tfm_sampler_desc {
     int n_vocab;            /* length of the logits passed to tfm_sample (required) */
@@ -425,6 +431,8 @@ typedef struct tfm_sampler_desc {
     float repeat_penalty;   /* 0 or 1: off; > 1 penalizes the last repeat_last_n tokens */
     int repeat_last_n;      /* 0: 64 */
     uint64_t seed;          /* 0: a fixed default seed */
+    const tfm_logit_bias *logit_bias; /* optional, copied: biases applied to every sample (before */
+    int n_logit_bias;                 /* the repetition penalty); tokens < n_vocab, no NaN or +inf */
     tfm_allocator allocator;
 } tfm_sampler_desc;
 
@@ -474,6 +482,22 @@ typedef struct tfm_step_info {
     int32_t token;    /* the last token sampled, -1 before the first */
     int choice;       /* with choices: the index chosen once DONE, else -1 */
 } tfm_step_info;
+
+/* Text given as bytes (borrowed; no NUL needed). */
+typedef struct tfm_text {
+    const char *text;
+    size_t n_bytes;
+} tfm_text;
+
+#define TFM_STOP_MAX_BYTES 64 /* the longest stop string tfm_stop_stream_feed takes */
+
+/* Stop-string matching across token boundaries (all-zero to start): holds back decoded text
+   that may still turn out to begin a stop string. */
+typedef struct tfm_stop_stream {
+    char held[TFM_STOP_MAX_BYTES];
+    size_t n_held;
+    int stopped;      /* 0 while no stop string was seen; else 1 + the index of the one seen */
+} tfm_stop_stream;
 
 /* Streaming decoder state: holds back an incomplete UTF-8 sequence between tokens. */
 typedef struct tfm_utf8_stream {
@@ -559,6 +583,23 @@ TFM_API tfm_result tfm_session_decode(tfm_session *session, int32_t token, int p
    hold its next-token logits. sessions[0] leads (see tfm_session_step_batch); all on one model,
    none twice, none running a job. The same logits, bit for bit, as tfm_session_decode on each. */
 TFM_API tfm_result tfm_session_decode_batch(tfm_session *const *sessions, const int32_t *tokens, int n_sessions);
+/* Log-probabilities of tokens at positions pos.. (pos at most n_past; a smaller one rewinds):
+   log_probs[i] = log P(tokens[i] | everything before it), natural log, for ranking candidate
+   replies. log_probs[0] comes from the logits before pos (position pos - 1 is evaluated again
+   when the session no longer holds them; NAN at pos 0). No [n_tokens, n_vocab] buffer: each
+   row's log-sum-exp is accumulated over the slices of the vocabulary projection. The tokens are
+   in the cache afterwards, as after eval. */
+TFM_API tfm_result tfm_session_score(tfm_session *session, const int32_t *tokens, size_t n_tokens, int pos,
+                                     float *log_probs);
+/* Generate exactly one of the choices (token sequences) after the last position, walking their
+   prefix tree: each step samples (sampler; NULL: argmax) among the tokens that continue a choice
+   still possible, and stops as soon as one choice is left or one is complete (a choice that is
+   a prefix of another wins when complete: end them with a common terminator to avoid that).
+   *choice: its index. Each sampled token but the last is evaluated (tfm_session_tokens); as a
+   job: tfm_job_desc.choices. */
+TFM_API tfm_result tfm_session_choose(tfm_session *session, tfm_sampler *sampler, const tfm_tokens *choices,
+                                      int n_choices, int *choice);
+
 /* --- conversation state --- */
 /* Forget positions n_past.. (n_past at most the positions evaluated): the next eval or job
    continues at n_past. The logits are gone until the next evaluation (tfm_session_logits NULL).
@@ -614,6 +655,19 @@ TFM_API const int32_t *tfm_session_tokens(const tfm_session *session);
 TFM_API int tfm_session_n_ctx(const tfm_session *session);
 TFM_API const char *tfm_session_last_error(const tfm_session *session); /* "" if none */
 
+/* --- stop strings --- */
+/* Feed decoded text (e.g. tfm_model_detokenize's output) past stop strings: writes into out the
+   text that can no longer be part of a stop string and holds back a tail that may still become
+   one; when a stop string completes, writes the text before it, sets stream->stopped and drops
+   the rest (later feeds write nothing). out needs stream->n_held + text_bytes bytes
+   (INVALID_ARG, nothing consumed, when out_cap is less); each stop string 1..TFM_STOP_MAX_BYTES
+   bytes. Never allocates. */
+TFM_API tfm_result tfm_stop_stream_feed(tfm_stop_stream *stream, const tfm_text *stops, int n_stops, const char *text,
+                                        size_t text_bytes, char *out, size_t out_cap, size_t *n_out);
+/* At the end of the text: the held-back tail (no stop string came), at most TFM_STOP_MAX_BYTES;
+   returns the bytes written (0 when out_cap is too small: the tail stays held). */
+TFM_API size_t tfm_stop_stream_flush(tfm_stop_stream *stream, char *out, size_t out_cap);
+
 /* --- math on logits (numerically stable: max-subtracted, log-sum-exp) --- */
 TFM_API void tfm_softmax(const float *logits, float *probs, int n);
 TFM_API void tfm_log_softmax(const float *logits, float *log_probs, int n);
@@ -627,6 +681,10 @@ TFM_API void tfm_sampler_destroy(tfm_sampler *sampler);          /* NULL is fine
 /* Pick the next token from logits[0..n) (n <= desc n_vocab) and remember it for the
    repetition penalty. */
 TFM_API tfm_result tfm_sample(tfm_sampler *sampler, const float *logits, int n, int32_t *out_token);
+/* tfm_sample among the tokens with allowed[i] nonzero (allowed [n]; NULL: all; INVALID_ARG when
+   none is): the others count as -inf (when every allowed logit is -inf, the lowest allowed id). */
+TFM_API tfm_result tfm_sample_masked(tfm_sampler *sampler, const float *logits, int n, const unsigned char *allowed,
+                                     int32_t *out_token);
 /* Remember a token (e.g. a prompt token) for the repetition penalty without sampling. */
 TFM_API void tfm_sampler_accept(tfm_sampler *sampler, int32_t token);
 /* The sampler's state (its RNG and the repetition window) as bytes, so a reloaded conversation
@@ -3890,7 +3948,7 @@ typedef struct tfm__job {
     tfm_step_info info;
     int start;         /* position of the job's first token */
     int end;           /* tokens[start..end) are the job's, evaluated up to n_past */
-    int n_choices_live; /* choices still matching what was generated */
+    int gen_at;        /* position of the first generated token */
     struct tfm_session *lead; /* whose pass holds this session's rows, else NULL */
     bool rescore;      /* log_probs[0] comes from re-evaluating position start - 1 */
 } tfm__job;
@@ -6799,6 +6857,7 @@ TFM_API size_t tfm_utf8_stream_flush(tfm_utf8_stream *stream, char *out, size_t 
 
 /* >>sampler --------------------------------------------------------------------------------------
    Picks the next token from logits. Order of the steps (each optional except the last):
+     0. the allowed-token mask (others are -inf) and the logit biases added
      1. repetition penalty on tokens in the last repeat_last_n accepted (CTRL / llama.cpp style:
         a positive logit is divided by the penalty, a negative one multiplied, once per token)
      2. temperature 0: argmax (lowest id on ties), done; else logits / temperature (in step 4)
@@ -6825,6 +6884,8 @@ struct tfm_sampler {
     float *val;          /* [n_vocab] working logits, then probabilities */
     int32_t *idx;        /* [n_vocab] candidate token ids */
     unsigned char *mark; /* [n_vocab] "already penalized" flags, all zero between calls */
+    tfm_logit_bias *bias; /* [n_bias] the desc's logit biases */
+    int n_bias;
 };
 
 TFM_PRIVATE uint64_t tfm__rng_next(uint64_t *state) {
@@ -6969,6 +7030,8 @@ TFM_PRIVATE tfm_result tfm__sample(tfm_sampler *s, const float *logits, int n, c
         if (ok && best < 0) best = (int32_t)i;
     }
     if (best < 0) return TFM_ERR_INVALID_ARG; /* nothing allowed */
+    for (i = 0; i < s->n_bias; i++)
+        if (s->bias[i].token < n) s->val[s->bias[i].token] += s->bias[i].bias;
     tfm__apply_penalty(s, n);
     if (s->temperature == 0.0f || !(1.0f / s->temperature < INFINITY)) { /* greedy, or T so small it is */
         for (i = best + 1; i < n; i++)
@@ -6981,6 +7044,42 @@ TFM_PRIVATE tfm_result tfm__sample(tfm_sampler *s, const float *logits, int n, c
     tfm__sampler_accept(s, best);
     *out_token = best;
     return TFM_OK;
+}
+
+/* Stop strings over the text held ++ text (tfm_stop_stream_feed): byte k of it. */
+typedef struct tfm__joined {
+    const char *a, *b;
+    size_t n_a, n;
+} tfm__joined;
+
+TFM_PRIVATE char tfm__joined_at(const tfm__joined *v, size_t k) { return k < v->n_a ? v->a[k] : v->b[k - v->n_a]; }
+
+/* Does stop string s match v from position p: fully (2), up to the end of v (1), or not (0)? */
+TFM_PRIVATE int tfm__stop_match(const tfm__joined *v, size_t p, const tfm_text *s) {
+    size_t k;
+    for (k = 0; k < s->n_bytes && p + k < v->n; k++)
+        if (tfm__joined_at(v, p + k) != s->text[k]) return 0;
+    return k == s->n_bytes ? 2 : 1;
+}
+
+/* The first position of v where a stop string matches in full (*which: its index), else v->n;
+   *hold: the first position where one matches up to the end, after which nothing may be
+   written yet (v->n when none does). */
+TFM_PRIVATE size_t tfm__stop_scan(const tfm__joined *v, const tfm_text *stops, int n_stops, int *which, size_t *hold) {
+    size_t p;
+    int i;
+    *hold = v->n;
+    *which = -1;
+    for (p = 0; p < v->n; p++)
+        for (i = 0; i < n_stops; i++) {
+            int m = tfm__stop_match(v, p, &stops[i]);
+            if (m == 2) {
+                *which = i;
+                return p;
+            }
+            if (m == 1 && *hold == v->n) *hold = p;
+        }
+    return v->n;
 }
 
 /* >>step -----------------------------------------------------------------------------------------
@@ -7199,10 +7298,53 @@ TFM_PRIVATE void tfm__pass_outputs(tfm_session *lead) {
 
 /* Tokens a job samples from: the tokenizer's (not the padding rows of a padded vocabulary), at
    most the sampler's n_vocab. */
-TFM_PRIVATE int tfm__job_n_sample(const tfm_session *s) {
-    const tfm_config *c = &s->model->config;
+TFM_PRIVATE int tfm__n_pick(const tfm_model *m, const tfm_sampler *sampler) {
+    const tfm_config *c = &m->config;
     int n = c->n_tokens > 0 && c->n_tokens < c->n_vocab ? c->n_tokens : c->n_vocab;
-    return s->job.desc.sampler && s->job.desc.sampler->n_vocab < n ? s->job.desc.sampler->n_vocab : n;
+    return sampler && sampler->n_vocab < n ? sampler->n_vocab : n;
+}
+
+/* Does choice i begin with the g tokens generated so far? The live choices are the leaves below
+   the current node of the choices' prefix tree. */
+TFM_PRIVATE bool tfm__choice_live(const tfm_session *s, int i, int g) {
+    const tfm_tokens *c = &s->job.desc.choices[i];
+    return c->n_ids >= (size_t)g && memcmp(c->ids, s->tokens + s->job.gen_at, (size_t)g * sizeof(int32_t)) == 0;
+}
+
+/* The choice the generated tokens decide: the first live one they complete, or the only live
+   one (the rest of it need not be generated); -1 while several remain. */
+TFM_PRIVATE int tfm__choice_decided(const tfm_session *s) {
+    int g = s->job.info.n_generated, i, live = 0, last = -1;
+    for (i = 0; i < s->job.desc.n_choices; i++) {
+        if (!tfm__choice_live(s, i, g)) continue;
+        if (s->job.desc.choices[i].n_ids == (size_t)g) return i;
+        live++;
+        last = i;
+    }
+    return live == 1 ? last : -1;
+}
+
+/* Pick the next token: sampled (or argmax without a sampler) from the tokens the live choices
+   continue with, when choosing. */
+TFM_PRIVATE int32_t tfm__job_pick(tfm_session *s) {
+    const tfm__job *j = &s->job;
+    int32_t token = -1;
+    int i, n = tfm__n_pick(s->model, j->desc.sampler), g = j->info.n_generated;
+    const unsigned char *allowed = NULL;
+    if (j->desc.n_choices > 0) { /* the children of the prefix tree's current node */
+        for (i = 0; i < j->desc.n_choices; i++)
+            if (tfm__choice_live(s, i, g)) s->mask[j->desc.choices[i].ids[g]] = 1;
+        allowed = s->mask;
+    }
+    if (j->desc.sampler) {
+        if (tfm__sample(j->desc.sampler, s->logits, n, allowed, &token) != TFM_OK) token = -1;
+    } else {
+        for (i = 0; i < n; i++)
+            if ((!allowed || allowed[i]) && (token < 0 || s->logits[i] > s->logits[token])) token = (int32_t)i;
+    }
+    for (i = 0; allowed && i < j->desc.n_choices; i++) /* the mask is all zero between picks */
+        if (tfm__choice_live(s, i, g)) s->mask[j->desc.choices[i].ids[g]] = 0;
+    return token < 0 ? 0 : token;
 }
 
 /* Sample the next token of s's job from its logits, and decide whether the job goes on (the
@@ -7210,20 +7352,23 @@ TFM_PRIVATE int tfm__job_n_sample(const tfm_session *s) {
 TFM_PRIVATE void tfm__job_sample(tfm_session *s) {
     tfm__job *j = &s->job;
     const tfm_config *c = &s->model->config;
-    int32_t token = 0;
-    int i, n = tfm__job_n_sample(s);
-    if (j->desc.sampler) {
-        if (tfm__sample(j->desc.sampler, s->logits, n, NULL, &token) != TFM_OK) token = 0;
-    } else {
-        for (i = 1; i < n; i++)
-            if (s->logits[i] > s->logits[token]) token = (int32_t)i;
+    int32_t token;
+    int chosen = j->desc.n_choices > 0 ? tfm__choice_decided(s) : -1;
+    if (chosen >= 0) { /* decided without sampling more (a single choice, or one complete) */
+        j->info.choice = chosen;
+        tfm__job_end(s, TFM_JOB_DONE);
+        return;
     }
+    token = tfm__job_pick(s);
     s->tokens[j->end] = token;
     j->info.token = token;
     j->info.n_generated++;
+    if (j->desc.n_choices > 0) chosen = tfm__choice_decided(s);
+    if (chosen >= 0) j->info.choice = chosen;
     if (j->desc.on_token && !(j->desc.on_token)(j->desc.token_user, token)) tfm__job_end(s, TFM_JOB_STOPPED);
-    else if (!j->desc.no_stop_at_eos && token == c->eos_id) tfm__job_end(s, TFM_JOB_EOS);
-    else if (j->info.n_generated >= j->desc.n_generate) tfm__job_end(s, TFM_JOB_DONE);
+    else if (chosen >= 0) tfm__job_end(s, TFM_JOB_DONE);
+    else if (j->desc.n_choices == 0 && !j->desc.no_stop_at_eos && token == c->eos_id) tfm__job_end(s, TFM_JOB_EOS);
+    else if (j->desc.n_choices == 0 && j->info.n_generated >= j->desc.n_generate) tfm__job_end(s, TFM_JOB_DONE);
     else if (j->end >= s->n_ctx) tfm__job_end(s, TFM_JOB_CONTEXT_FULL);
     else j->end++;
 }
@@ -7368,6 +7513,7 @@ TFM_PRIVATE void tfm__job_begin(tfm_session *s, const tfm_job_desc *desc) {
     j->desc = *desc;
     j->start = s->n_past;
     j->end = s->n_past + n;
+    j->gen_at = j->end;
     j->info.status = TFM_JOB_RUNNING;
     j->info.n_tokens = n;
     j->info.token = -1;
@@ -7942,7 +8088,7 @@ TFM_PRIVATE tfm_result tfm__check_tokens(tfm_session *s, const char *what, const
 /* Check a job desc against the session and begin it. */
 TFM_PRIVATE tfm_result tfm__job_start(tfm_session *s, const char *what, const tfm_job_desc *job) {
     tfm_result r;
-    int i;
+    int i, n_pick = tfm__n_pick(s->model, job->sampler);
     size_t k;
     if (tfm__session_busy(s))
         return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "%s: a job is running on the session (step it to its end, "
@@ -7955,7 +8101,7 @@ TFM_PRIVATE tfm_result tfm__job_start(tfm_session *s, const char *what, const tf
         if (job->choices[i].n_ids == 0 || !job->choices[i].ids)
             return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "%s: choice %d is empty", what, i);
         for (k = 0; k < job->choices[i].n_ids; k++)
-            if (job->choices[i].ids[k] < 0 || job->choices[i].ids[k] >= s->model->config.n_vocab)
+            if (job->choices[i].ids[k] < 0 || job->choices[i].ids[k] >= n_pick)
                 return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "%s: choice %d token %zu is %d", what, i, k,
                                          (int)job->choices[i].ids[k]);
     }
@@ -8150,6 +8296,43 @@ TFM_API tfm_result tfm_session_eval(tfm_session *s, const int32_t *tokens, size_
     return tfm__job_run(s, "eval");
 }
 
+TFM_API tfm_result tfm_session_score(tfm_session *s, const int32_t *tokens, size_t n_tokens, int pos,
+                                     float *log_probs) {
+    tfm_job_desc job;
+    tfm_result r;
+    if (!s) return TFM_ERR_INVALID_ARG;
+    if (!log_probs && n_tokens > 0) return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "score: no log_probs");
+    if (pos < 0 || pos > s->n_past)
+        return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "score: pos %d, but only %d positions are evaluated", pos,
+                                 s->n_past);
+    if ((r = tfm_session_truncate(s, pos)) != TFM_OK) return r;
+    memset(&job, 0, sizeof job);
+    job.tokens = tokens;
+    job.n_tokens = n_tokens;
+    job.log_probs = log_probs;
+    if ((r = tfm__job_start(s, "score", &job)) != TFM_OK) return r;
+    return tfm__job_run(s, "score");
+}
+
+TFM_API tfm_result tfm_session_choose(tfm_session *s, tfm_sampler *sampler, const tfm_tokens *choices, int n_choices,
+                                      int *choice) {
+    tfm_job_desc job;
+    tfm_result r;
+    if (choice) *choice = -1;
+    if (!s || !choice) return TFM_ERR_INVALID_ARG;
+    memset(&job, 0, sizeof job);
+    job.sampler = sampler;
+    job.choices = choices;
+    job.n_choices = n_choices;
+    if (n_choices <= 0) return tfm__session_fail(s, TFM_ERR_INVALID_ARG, "choose: %d choices", n_choices);
+    if ((r = tfm__job_start(s, "choose", &job)) != TFM_OK) return r;
+    if ((r = tfm__job_run(s, "choose")) != TFM_OK) return r;
+    if (s->job.info.status == TFM_JOB_CONTEXT_FULL)
+        return tfm__session_fail(s, TFM_ERR_CONTEXT_FULL, "choose: the context filled before a choice was made");
+    *choice = s->job.info.choice;
+    return TFM_OK;
+}
+
 TFM_API tfm_result tfm_session_decode(tfm_session *session, int32_t token, int pos, const float **logits) {
     tfm_result r = tfm_session_eval(session, &token, 1, pos, NULL);
     if (logits) *logits = r == TFM_OK ? session->logits : NULL;
@@ -8249,13 +8432,19 @@ TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target) {
 
 /* Zeros resolved to defaults, ranges checked. */
 TFM_PRIVATE tfm_result tfm__sampler_desc_defaults(const tfm_sampler_desc *desc, tfm_sampler_desc *d) {
+    int i;
     *d = *desc;
     if (!tfm__allocator_valid(&d->allocator) || d->n_vocab <= 0 || d->n_vocab > TFM_MAX_VOCAB ||
         !(d->temperature >= 0.0f && d->temperature < INFINITY) || d->top_k < 0 ||
         !(d->top_p >= 0.0f && d->top_p <= 1.0f) || !(d->min_p >= 0.0f && d->min_p <= 1.0f) ||
         !(d->repeat_penalty >= 0.0f && d->repeat_penalty < INFINITY) || d->repeat_last_n < 0 ||
-        d->repeat_last_n > TFM_MAX_CTX)
+        d->repeat_last_n > TFM_MAX_CTX || d->n_logit_bias < 0 || d->n_logit_bias > TFM_MAX_VOCAB ||
+        (d->n_logit_bias > 0 && !d->logit_bias))
         return TFM_ERR_INVALID_ARG;
+    for (i = 0; i < d->n_logit_bias; i++)
+        if (d->logit_bias[i].token < 0 || d->logit_bias[i].token >= d->n_vocab ||
+            !(d->logit_bias[i].bias < INFINITY)) /* NaN and +inf fail */
+            return TFM_ERR_INVALID_ARG;
     if (d->top_p == 0.0f) d->top_p = 1.0f;
     if (d->repeat_penalty == 0.0f) d->repeat_penalty = 1.0f;
     if (d->repeat_last_n == 0) d->repeat_last_n = TFM__DEFAULT_REPEAT_LAST_N;
@@ -8266,7 +8455,7 @@ TFM_PRIVATE tfm_result tfm__sampler_desc_defaults(const tfm_sampler_desc *desc, 
 TFM_API tfm_result tfm_sampler_create(const tfm_sampler_desc *desc, tfm_sampler **out_sampler) {
     tfm_sampler_desc d;
     tfm_sampler *s;
-    size_t n = 0, at_recent, at_val, at_idx, at_mark, bytes;
+    size_t n = 0, at_recent, at_val, at_idx, at_mark, at_bias, bytes;
     bool ok;
     if (out_sampler) *out_sampler = NULL;
     if (!desc || !out_sampler || tfm__sampler_desc_defaults(desc, &d) != TFM_OK) return TFM_ERR_INVALID_ARG;
@@ -8275,7 +8464,8 @@ TFM_API tfm_result tfm_sampler_create(const tfm_sampler_desc *desc, tfm_sampler 
          tfm__align_size(n, TFM__ALIGN, &at_val) &&
          tfm__add_size(at_val, (size_t)d.n_vocab * sizeof(float), &n) && tfm__align_size(n, TFM__ALIGN, &at_idx) &&
          tfm__add_size(at_idx, (size_t)d.n_vocab * sizeof(int32_t), &at_mark) &&
-         tfm__add_size(at_mark, (size_t)d.n_vocab, &bytes);
+         tfm__add_size(at_mark, (size_t)d.n_vocab, &n) && tfm__align_size(n, TFM__ALIGN, &at_bias) &&
+         tfm__add_size(at_bias, (size_t)d.n_logit_bias * sizeof(tfm_logit_bias), &bytes);
     if (!ok) return TFM_ERR_OUT_OF_MEMORY;
     s = TFM__CAST(tfm_sampler *, tfm__alloc(&d.allocator, bytes));
     if (!s) return TFM_ERR_OUT_OF_MEMORY;
@@ -8294,6 +8484,9 @@ TFM_API tfm_result tfm_sampler_create(const tfm_sampler_desc *desc, tfm_sampler 
     s->val = TFM__CAST(float *, tfm__at(s, at_val));
     s->idx = TFM__CAST(int32_t *, tfm__at(s, at_idx));
     s->mark = TFM__CAST(unsigned char *, tfm__at(s, at_mark));
+    s->bias = TFM__CAST(tfm_logit_bias *, tfm__at(s, at_bias));
+    s->n_bias = d.n_logit_bias;
+    if (d.n_logit_bias > 0) memcpy(s->bias, d.logit_bias, (size_t)d.n_logit_bias * sizeof(tfm_logit_bias));
     *out_sampler = s;
     return TFM_OK;
 }
@@ -8348,6 +8541,53 @@ TFM_API tfm_result tfm_sampler_load(tfm_sampler *s, const void *data, size_t n_b
     s->recent_next = (int)tfm__rd_u32(b + 28);
     for (i = 0; i < s->repeat_last_n; i++) s->recent[i] = (int32_t)tfm__rd_u32(b + TFM__SAMPLER_HEADER_BYTES + 4 * (size_t)i);
     return TFM_OK;
+}
+
+TFM_API tfm_result tfm_stop_stream_feed(tfm_stop_stream *st, const tfm_text *stops, int n_stops, const char *text,
+                                        size_t text_bytes, char *out, size_t out_cap, size_t *n_out) {
+    tfm__joined v;
+    char tail[TFM_STOP_MAX_BYTES];
+    size_t end, hold, n_tail = 0, k;
+    int i, which;
+    if (n_out) *n_out = 0;
+    if (!st || !n_out || (!text && text_bytes) || n_stops < 0 || (n_stops > 0 && !stops) ||
+        st->n_held > TFM_STOP_MAX_BYTES)
+        return TFM_ERR_INVALID_ARG;
+    for (i = 0; i < n_stops; i++)
+        if (!stops[i].text || stops[i].n_bytes == 0 || stops[i].n_bytes > TFM_STOP_MAX_BYTES) return TFM_ERR_INVALID_ARG;
+    if (st->stopped) return TFM_OK;
+    if (!tfm__add_size(st->n_held, text_bytes, &v.n) || (v.n > 0 && (!out || out_cap < v.n))) return TFM_ERR_INVALID_ARG;
+    v.a = st->held;
+    v.n_a = st->n_held;
+    v.b = text;
+    end = tfm__stop_scan(&v, stops, n_stops, &which, &hold);
+    if (which < 0) { /* keep the tail that may still begin a stop string (shorter than that string) */
+        end = hold;
+        n_tail = v.n - hold;
+        for (k = 0; k < n_tail; k++) tail[k] = tfm__joined_at(&v, hold + k);
+    }
+    for (k = 0; k < end; k++) out[k] = tfm__joined_at(&v, k);
+    *n_out = end;
+    memcpy(st->held, tail, n_tail);
+    st->n_held = n_tail;
+    if (which >= 0) st->stopped = which + 1;
+    return TFM_OK;
+}
+
+TFM_API size_t tfm_stop_stream_flush(tfm_stop_stream *st, char *out, size_t out_cap) {
+    size_t n;
+    if (!st || st->n_held > TFM_STOP_MAX_BYTES || (st->n_held > 0 && (!out || out_cap < st->n_held))) return 0;
+    n = st->n_held;
+    if (n > 0) memcpy(out, st->held, n);
+    st->n_held = 0;
+    return n;
+}
+
+TFM_API tfm_result tfm_sample_masked(tfm_sampler *s, const float *logits, int n, const unsigned char *allowed,
+                                     int32_t *out_token) {
+    if (out_token) *out_token = -1;
+    if (!s || !logits || !out_token || n <= 0 || n > s->n_vocab) return TFM_ERR_INVALID_ARG;
+    return tfm__sample(s, logits, n, allowed, out_token);
 }
 
 TFM_API tfm_result tfm_sample(tfm_sampler *s, const float *logits, int n, int32_t *out_token) {

@@ -1015,6 +1015,349 @@ done:
     tfm_sampler_destroy(c); tfm_sampler_destroy(b); tfm_sampler_destroy(a);
 }
 
+/* ---- sampling and generation helpers ------------------------------------------------------- */
+
+/* Logit biases and the allowed-token mask. */
+static void test_bias_mask(void) {
+    enum { NV = 20 };
+    tfm_sampler_desc pd;
+    tfm_sampler *g = NULL, *t = NULL;
+    tfm_logit_bias lb[2];
+    unsigned char allowed[NV];
+    float logits[NV];
+    int32_t tok;
+    int i, banned = 0, outside = 0;
+    for (i = 0; i < NV; i++) logits[i] = (float)i * 0.1f; /* 19 is the argmax */
+    memset(&pd, 0, sizeof pd);
+    pd.n_vocab = NV;
+    lb[0].token = 19; lb[0].bias = -INFINITY; /* banned */
+    lb[1].token = 3; lb[1].bias = 5.0f;      /* boosted past everything */
+    pd.logit_bias = lb; pd.n_logit_bias = 2;
+    CHECK(tfm_sampler_create(&pd, &g) == TFM_OK);
+    pd.temperature = 1.0f; pd.n_logit_bias = 1;
+    CHECK(tfm_sampler_create(&pd, &t) == TFM_OK);
+    if (!g || !t) goto done;
+    CHECK(tfm_sample(g, logits, NV, &tok) == TFM_OK && tok == 3);
+    for (i = 0; i < 300; i++) { CHECK(tfm_sample(t, logits, NV, &tok) == TFM_OK); banned += tok == 19; }
+    CHECK_MSG(banned == 0, "a banned token was sampled %d times", banned);
+    memset(allowed, 0, sizeof allowed);
+    allowed[7] = allowed[11] = 1;
+    CHECK(tfm_sample_masked(g, logits, NV, allowed, &tok) == TFM_OK && tok == 11);
+    for (i = 0; i < 300; i++) {
+        CHECK(tfm_sample_masked(t, logits, NV, allowed, &tok) == TFM_OK);
+        outside += tok != 7 && tok != 11;
+    }
+    CHECK_MSG(outside == 0, "%d samples outside the mask", outside);
+    allowed[11] = 0; allowed[19] = 1; /* 19 is banned: the mask's other token */
+    CHECK(tfm_sample_masked(t, logits, NV, allowed, &tok) == TFM_OK && tok == 7);
+    allowed[7] = 0; /* only the banned one: every allowed logit is -inf, the lowest allowed id */
+    CHECK(tfm_sample_masked(t, logits, NV, allowed, &tok) == TFM_OK && tok == 19);
+    allowed[19] = 0;
+    CHECK(tfm_sample_masked(t, logits, NV, allowed, &tok) == TFM_ERR_INVALID_ARG && tok == -1);
+    /* refused biases */
+    tfm_sampler_destroy(g);
+    lb[0].token = NV;
+    CHECK(tfm_sampler_create(&pd, &g) == TFM_ERR_INVALID_ARG || (tfm_sampler_destroy(g), 0));
+    lb[0].token = 1; lb[0].bias = INFINITY;
+    CHECK(tfm_sampler_create(&pd, &g) == TFM_ERR_INVALID_ARG || (tfm_sampler_destroy(g), 0));
+    lb[0].bias = NAN;
+    CHECK(tfm_sampler_create(&pd, &g) == TFM_ERR_INVALID_ARG || (tfm_sampler_destroy(g), 0));
+    g = NULL;
+done:
+    tfm_sampler_destroy(g); tfm_sampler_destroy(t);
+}
+
+/* Per-token log-probs without an [n, n_vocab] buffer, against log-softmax of eval's logits_all
+   in double precision: from the session's logits, re-evaluating the position before, at
+   position 0, across slices and passes. */
+static void test_score(void) {
+    enum { NV = 57, N = 13 };
+    model_file mf = make_model(2, NV, 40, 0, 51);
+    tfm_model *m = open_bytes(&mf);
+    tfm_session_desc sd;
+    tfm_session *s = NULL, *r = NULL;
+    int32_t ids[N + 6];
+    float *all = (float *)malloc((size_t)(N + 6) * NV * sizeof(float)), lp[N + 6];
+    double md = 0.0, ref[N + 6];
+    int i, k;
+    if (!m) { CHECK(0); free(all); free(mf.bytes); return; }
+    make_ids(ids, N + 6, NV, 8);
+    memset(&sd, 0, sizeof sd);
+    sd.n_batch = 4;
+    CHECK(tfm_session_create(m, &sd, &s) == TFM_OK && tfm_session_create(m, NULL, &r) == TFM_OK);
+    if (!s || !r) goto done;
+    CHECK(tfm_session_eval(r, ids, N + 6, 0, all) == TFM_OK);
+    for (i = 1; i < N + 6; i++) { /* log P(ids[i]) from the logits after ids[i - 1] */
+        const float *row = all + (size_t)(i - 1) * NV;
+        double mx = row[0], sum = 0.0;
+        for (k = 1; k < NV; k++) mx = row[k] > mx ? row[k] : mx;
+        for (k = 0; k < NV; k++) sum += exp((double)row[k] - mx);
+        ref[i] = (double)row[ids[i]] - mx - log(sum);
+    }
+    /* the whole sequence from position 0 */
+    CHECK(tfm_session_score(s, ids, N + 6, 0, lp) == TFM_OK && isnan(lp[0]));
+    for (i = 1; i < N + 6; i++) md = fabs(lp[i] - ref[i]) > md ? fabs(lp[i] - ref[i]) : md;
+    CHECK_MSG(md < 1e-5, "score from 0: maxdiff %g", md);
+    CHECK(tfm_session_n_past(s) == N + 6 && tfm_session_logits(s) &&
+          memcmp(tfm_session_logits(s), all + (size_t)(N + 5) * NV, NV * sizeof(float)) == 0);
+    /* a candidate after a prompt: the first from the held logits; another candidate at the same
+       position rewinds, so position pos - 1 is evaluated again */
+    md = 0.0;
+    for (k = 0; k < 2; k++) {
+        CHECK(tfm_session_eval(s, ids, N, 0, NULL) == TFM_OK);
+        if (k == 1) CHECK(tfm_session_eval(s, ids + N, 3, N, NULL) == TFM_OK); /* held logits are elsewhere */
+        CHECK(tfm_session_score(s, ids + N, 6, N, lp) == TFM_OK);
+        for (i = 0; i < 6; i++) md = fabs(lp[i] - ref[N + i]) > md ? fabs(lp[i] - ref[N + i]) : md;
+    }
+    CHECK_MSG(md < 1e-5, "score after a prompt: maxdiff %g", md);
+    /* as a stepped job, one unit at a time */
+    {
+        tfm_job_desc job;
+        tfm_step_info info;
+        CHECK(tfm_session_eval(s, ids, 2, 0, NULL) == TFM_OK);
+        memset(&job, 0, sizeof job);
+        job.tokens = ids + 2; job.n_tokens = N + 4; job.log_probs = lp;
+        CHECK(tfm_session_start(s, &job) == TFM_OK);
+        for (i = 0; i < 1000 && tfm_session_job(s).status == TFM_JOB_RUNNING; i++) CHECK(tfm_session_step(s, 1, 0, &info) == TFM_OK);
+        md = 0.0;
+        for (i = 0; i < N + 4; i++) md = fabs(lp[i] - ref[2 + i]) > md ? fabs(lp[i] - ref[2 + i]) : md;
+        CHECK_MSG(md < 1e-5, "stepped score: maxdiff %g", md);
+    }
+done:
+    tfm_session_destroy(r); tfm_session_destroy(s);
+    tfm_model_close(m);
+    free(all); free(mf.bytes);
+}
+
+/* "One of these strings" over the prefix tree: the same choice as constrained greedy decoding
+   worked out by hand; decided as soon as one choice is left or one is complete. */
+static void test_choose(void) {
+    enum { NV = 50 };
+    model_file mf = make_model(2, NV, 40, 0, 52);
+    tfm_model *m = open_bytes(&mf);
+    tfm_session *s = NULL, *r = NULL;
+    int32_t prompt[6], a[3] = {5, 6, 7}, b[2] = {5, 8}, c[1] = {9}, d[4] = {5, 6, 30, 31}, tok;
+    tfm_tokens ch[4];
+    tfm_sampler_desc pd;
+    tfm_sampler *smp = NULL;
+    tok_log tl;
+    int choice = -2, want, i, n0;
+    if (!m) { CHECK(0); free(mf.bytes); return; }
+    make_ids(prompt, 6, NV, 9);
+    ch[0].ids = a; ch[0].n_ids = 3; ch[1].ids = b; ch[1].n_ids = 2; ch[2].ids = c; ch[2].n_ids = 1;
+    ch[3].ids = d; ch[3].n_ids = 4;
+    CHECK(tfm_session_create(m, NULL, &s) == TFM_OK && tfm_session_create(m, NULL, &r) == TFM_OK);
+    if (!s || !r) goto done;
+    /* by hand: first token 5 or 9; after 5, 6 or 8; after 5 6, 7 or 30 (then d is the only one) */
+    CHECK(tfm_session_eval(r, prompt, 6, 0, NULL) == TFM_OK);
+    {
+        const float *lg = tfm_session_logits(r);
+        if (lg[9] > lg[5]) want = 2;
+        else {
+            CHECK(tfm_session_decode(r, 5, 6, &lg) == TFM_OK);
+            if (lg[8] > lg[6]) want = 1;
+            else {
+                CHECK(tfm_session_decode(r, 6, 7, &lg) == TFM_OK);
+                want = lg[30] > lg[7] ? 3 : 0;
+            }
+        }
+    }
+    CHECK(tfm_session_eval(s, prompt, 6, 0, NULL) == TFM_OK);
+    CHECK(tfm_session_choose(s, NULL, ch, 4, &choice) == TFM_OK);
+    CHECK_MSG(choice == want, "chose %d, constrained greedy by hand %d", choice, want);
+    printf("choose: choice %d after %d evaluated tokens\n", choice, tfm_session_n_past(s) - 6);
+    /* without [9]: the walk goes down the tree (5 is forced, then 6 or 8, then 7 or 30) */
+    {
+        tfm_tokens deep[3];
+        const float *lg;
+        int want2;
+        deep[0] = ch[0]; deep[1] = ch[1]; deep[2] = ch[3];
+        CHECK(tfm_session_eval(r, prompt, 6, 0, NULL) == TFM_OK && tfm_session_decode(r, 5, 6, &lg) == TFM_OK);
+        if (lg[8] > lg[6]) want2 = 1;
+        else {
+            CHECK(tfm_session_decode(r, 6, 7, &lg) == TFM_OK);
+            want2 = lg[30] > lg[7] ? 2 : 0;
+        }
+        CHECK(tfm_session_truncate(s, 6) == TFM_OK);
+        CHECK(tfm_session_choose(s, NULL, deep, 3, &choice) == TFM_OK);
+        CHECK_MSG(choice == want2, "chose %d of the deep tree, by hand %d", choice, want2);
+        CHECK(tfm_session_n_past(s) == 6 + (want2 == 1 ? 1 : 2)); /* the deciding token is not evaluated */
+    }
+    /* one choice: decided without sampling, nothing evaluated */
+    CHECK(tfm_session_truncate(s, 6) == TFM_OK && tfm_session_eval(s, prompt + 5, 1, 5, NULL) == TFM_OK);
+    n0 = tfm_session_n_past(s);
+    CHECK(tfm_session_choose(s, NULL, ch + 3, 1, &choice) == TFM_OK && choice == 0 && tfm_session_n_past(s) == n0);
+    /* a choice that is a prefix of another wins once complete: [5] against [5 6 7] */
+    {
+        int32_t five = 5;
+        tfm_tokens pre[2];
+        pre[0].ids = a; pre[0].n_ids = 3; pre[1].ids = &five; pre[1].n_ids = 1;
+        CHECK(tfm_session_choose(s, NULL, pre, 2, &choice) == TFM_OK && choice == 1);
+    }
+    /* with a sampler: whatever is drawn, the tokens are one choice's prefix */
+    memset(&pd, 0, sizeof pd);
+    pd.n_vocab = NV; pd.temperature = 1.5f; pd.seed = 3;
+    CHECK(tfm_sampler_create(&pd, &smp) == TFM_OK);
+    for (i = 0; smp && i < 20; i++) {
+        tfm_job_desc job;
+        tfm_step_info info;
+        CHECK(tfm_session_truncate(s, 6) == TFM_OK && tfm_session_eval(s, prompt + 5, 1, 5, NULL) == TFM_OK);
+        memset(&job, 0, sizeof job);
+        memset(&tl, 0, sizeof tl);
+        job.sampler = smp; job.choices = ch; job.n_choices = 4; job.on_token = on_tok; job.token_user = &tl;
+        CHECK(tfm_session_start(s, &job) == TFM_OK && tfm_session_step(s, 0, 0, &info) == TFM_OK);
+        CHECK(info.status == TFM_JOB_DONE && info.choice >= 0 && info.choice < 4);
+        if (info.choice >= 0 && info.choice < 4) {
+            CHECK((size_t)tl.n <= ch[info.choice].n_ids && memcmp(tl.t, ch[info.choice].ids, (size_t)tl.n * 4) == 0);
+            CHECK(tfm_session_n_past(s) == 6 + (tl.n > 0 ? tl.n - 1 : 0));
+        }
+    }
+    /* refused: an empty choice, a token outside the vocabulary, choices with n_generate */
+    c[0] = NV;
+    CHECK(tfm_session_choose(s, NULL, ch, 3, &choice) == TFM_ERR_INVALID_ARG && choice == -1);
+    c[0] = 9;
+    ch[2].n_ids = 0;
+    CHECK(tfm_session_choose(s, NULL, ch, 3, &choice) == TFM_ERR_INVALID_ARG);
+    (void)tok;
+done:
+    tfm_sampler_destroy(smp);
+    tfm_session_destroy(r); tfm_session_destroy(s);
+    tfm_model_close(m);
+    free(mf.bytes);
+}
+
+/* Stop strings across token boundaries: held-back text, released when it does not become a stop
+   string, and the text before the stop string, nothing after it. */
+static void test_stop_strings(void) {
+    static const char *const pieces[] = {"Hello", " Us", "ual", " day.", "\nUs", "er", ": hi", " more"};
+    tfm_text stops[2];
+    tfm_stop_stream st;
+    char out[256], all[256];
+    size_t n, used = 0;
+    int i;
+    stops[0].text = "User:"; stops[0].n_bytes = 5;
+    stops[1].text = "###"; stops[1].n_bytes = 3;
+    memset(&st, 0, sizeof st);
+    for (i = 0; i < 8; i++) {
+        CHECK(tfm_stop_stream_feed(&st, stops, 2, pieces[i], strlen(pieces[i]), out, sizeof out, &n) == TFM_OK);
+        memcpy(all + used, out, n);
+        used += n;
+        if (i == 1) CHECK(n == 1 && st.n_held == 2); /* " " out; "Us" may begin "User:" */
+        if (i == 2) CHECK(n == 5 && st.n_held == 0); /* "Usual" cannot */
+    }
+    all[used] = '\0';
+    CHECK_MSG(strcmp(all, "Hello Usual day.\n") == 0, "got \"%s\"", all);
+    CHECK(st.stopped == 1 && st.n_held == 0);
+    CHECK(tfm_stop_stream_feed(&st, stops, 2, "x", 1, out, sizeof out, &n) == TFM_OK && n == 0);
+    /* a tail that never completes comes out at the flush; a small out is refused */
+    memset(&st, 0, sizeof st);
+    CHECK(tfm_stop_stream_feed(&st, stops, 2, "ab#", 3, out, sizeof out, &n) == TFM_OK && n == 2 && st.n_held == 1);
+    CHECK(tfm_stop_stream_feed(&st, stops, 2, "##", 2, out, 2, &n) == TFM_ERR_INVALID_ARG && st.n_held == 1);
+    CHECK(tfm_stop_stream_feed(&st, stops, 2, "#", 1, out, sizeof out, &n) == TFM_OK && n == 0 && st.n_held == 2);
+    CHECK(tfm_stop_stream_flush(&st, out, 1) == 0 && tfm_stop_stream_flush(&st, out, sizeof out) == 2 && !memcmp(out, "##", 2));
+    stops[1].n_bytes = TFM_STOP_MAX_BYTES + 1;
+    CHECK(tfm_stop_stream_feed(&st, stops, 2, "a", 1, out, sizeof out, &n) == TFM_ERR_INVALID_ARG);
+}
+
+/* The demo model (a real tokenizer): a job stops at eos (forced by a logit bias) without
+   evaluating it; the same job with no_stop_at_eos goes on. */
+static void test_eos(void) {
+    tfm_model_desc md;
+    tfm_model *m = NULL;
+    tfm_session *s = NULL;
+    tfm_sampler_desc pd;
+    tfm_sampler *smp = NULL;
+    tfm_logit_bias lb;
+    tfm_job_desc job;
+    tfm_step_info info;
+    int32_t ids[64];
+    size_t n = 0;
+    memset(&md, 0, sizeof md);
+    md.path = DEMO;
+    if (tfm_model_open(&md, &m) != TFM_OK) { printf("SKIP eos: %s missing\n", DEMO); return; }
+    CHECK(tfm_model_tokenize(m, "And God said", 12, ids, 64, &n) == TFM_OK && n > 0);
+    memset(&pd, 0, sizeof pd);
+    pd.n_vocab = tfm_model_config(m).n_vocab;
+    lb.token = tfm_model_config(m).eos_id; lb.bias = 1000.0f;
+    pd.logit_bias = &lb; pd.n_logit_bias = 1;
+    CHECK(lb.token >= 0 && tfm_sampler_create(&pd, &smp) == TFM_OK && tfm_session_create(m, NULL, &s) == TFM_OK);
+    if (!smp || !s) goto done;
+    memset(&job, 0, sizeof job);
+    job.tokens = ids; job.n_tokens = n; job.n_generate = 8; job.sampler = smp;
+    CHECK(tfm_session_start(s, &job) == TFM_OK && tfm_session_step(s, 0, 0, &info) == TFM_OK);
+    CHECK(info.status == TFM_JOB_EOS && info.token == lb.token && info.n_generated == 1 && tfm_session_n_past(s) == (int)n);
+    job.tokens = NULL; job.n_tokens = 0; job.no_stop_at_eos = true;
+    CHECK(tfm_session_start(s, &job) == TFM_OK && tfm_session_step(s, 0, 0, &info) == TFM_OK);
+    CHECK(info.status == TFM_JOB_DONE && info.n_generated == 8 && tfm_session_n_past(s) == (int)n + 7);
+done:
+    tfm_sampler_destroy(smp); tfm_session_destroy(s); tfm_model_close(m);
+}
+
+/* After create, nothing allocates: eval, steps under a budget, batched decode, scoring,
+   choosing, state save / load / copy / truncate, sampling with a mask, stop strings. */
+static void test_no_allocation(void) {
+    enum { NV = 48 };
+    model_file mf = make_model(2, NV, 40, 1, 61);
+    counter c;
+    tfm_model_desc md;
+    tfm_model *m = NULL;
+    tfm_session_desc sd;
+    tfm_session *s[2] = {0};
+    tfm_sampler_desc pd;
+    tfm_sampler *smp = NULL;
+    tfm_job_desc job;
+    tfm_step_info info[2];
+    tfm_tokens ch[2];
+    tfm_text stop;
+    tfm_stop_stream st;
+    int32_t ids[12], a[2] = {3, 4}, b[2] = {3, 5}, tok[2] = {1, 2};
+    unsigned char state[65536], allowed[NV];
+    float lp[12];
+    char out[64];
+    size_t n;
+    int before, i, choice;
+    memset(&c, 0, sizeof c);
+    memset(&md, 0, sizeof md);
+    md.data = mf.bytes; md.data_bytes = mf.n_bytes; md.allocator = counting(&c);
+    memset(&sd, 0, sizeof sd);
+    sd.allocator = counting(&c);
+    memset(&pd, 0, sizeof pd);
+    pd.n_vocab = NV; pd.temperature = 0.7f; pd.top_k = 5; pd.top_p = 0.9f; pd.repeat_penalty = 1.1f;
+    pd.allocator = counting(&c);
+    if (tfm_model_open(&md, &m) != TFM_OK || tfm_session_create(m, &sd, &s[0]) != TFM_OK ||
+        tfm_session_create(m, &sd, &s[1]) != TFM_OK || tfm_sampler_create(&pd, &smp) != TFM_OK) {
+        CHECK(0);
+        goto done;
+    }
+    make_ids(ids, 12, NV, 11);
+    before = c.n_alloc;
+    CHECK(tfm_session_eval(s[0], ids, 12, 0, NULL) == TFM_OK);
+    memset(&job, 0, sizeof job);
+    job.tokens = ids; job.n_tokens = 6; job.n_generate = 4; job.sampler = smp;
+    CHECK(tfm_session_start(s[1], &job) == TFM_OK);
+    for (i = 0; i < 200 && tfm_session_job(s[1]).status == TFM_JOB_RUNNING; i++)
+        CHECK(tfm_session_step(s[1], 0, 300, info) == TFM_OK);
+    CHECK(tfm_session_decode_batch(s, tok, 2) == TFM_OK);
+    CHECK(tfm_session_score(s[0], ids, 12, 0, lp) == TFM_OK);
+    ch[0].ids = a; ch[0].n_ids = 2; ch[1].ids = b; ch[1].n_ids = 2;
+    CHECK(tfm_session_choose(s[0], smp, ch, 2, &choice) == TFM_OK);
+    CHECK(tfm_session_save(s[0], state, sizeof state, &n) == TFM_OK && tfm_session_load(s[1], state, n) == TFM_OK);
+    CHECK(tfm_session_copy(s[1], s[0], 5) == TFM_OK && tfm_session_truncate(s[1], 3) == TFM_OK);
+    CHECK(tfm_sampler_save(smp, state, sizeof state, &n) == TFM_OK && tfm_sampler_load(smp, state, n) == TFM_OK);
+    memset(allowed, 1, sizeof allowed);
+    CHECK(tfm_sample_masked(smp, tfm_session_logits(s[0]), NV, allowed, &tok[0]) == TFM_OK);
+    memset(&st, 0, sizeof st);
+    stop.text = "ab"; stop.n_bytes = 2;
+    CHECK(tfm_stop_stream_feed(&st, &stop, 1, "xxa", 3, out, sizeof out, &n) == TFM_OK);
+    CHECK_MSG(c.n_alloc == before, "%d allocations after create", c.n_alloc - before);
+done:
+    tfm_sampler_destroy(smp);
+    tfm_session_destroy(s[1]); tfm_session_destroy(s[0]);
+    tfm_model_close(m);
+    CHECK(c.live == 0);
+    free(mf.bytes);
+}
+
 int main(void) {
     test_io();
     test_mapped_path();
@@ -1028,5 +1371,11 @@ int main(void) {
     test_state_copy();
     test_state_windows();
     test_sampler_state();
+    test_bias_mask();
+    test_score();
+    test_choose();
+    test_stop_strings();
+    test_eos();
+    test_no_allocation();
     return check_summary("test_embed");
 }
