@@ -741,6 +741,13 @@ TFM_API tfm_result tfm_sampler_load(tfm_sampler *sampler, const void *data, size
    enable (MSVC: /arch:AVX2 turns on AVX2, FMA and F16C together). AArch64: NEON. */
 #if !defined(TFM_NO_SIMD) && (defined(__x86_64__) || defined(_M_X64))
 #define TFM__X86 1
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+/* GCC 12's AVX-512 intrinsics warn -Wmaybe-uninitialized in C++ at -O2 (their own `__Y = __Y`,
+   GCC bug 105593, fixed in 13): silenced for this implementation only, restored at its end. */
+#define TFM__GCC12_INTRIN_WARNING 1
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
@@ -7102,6 +7109,7 @@ TFM_PRIVATE size_t tfm__stop_scan(const tfm__joined *v, const tfm_text *stops, i
 #if defined(_WIN32) || defined(CLOCK_MONOTONIC) || defined(__unix__) || defined(__APPLE__)
 #define TFM__HAS_CLOCK 1
 #endif
+#define TFM__UNIT_DECAY 0.9 /* per unit, how fast the estimate of a kind forgets a slow one */
 #define TFM__PROBE_ROWS 4 /* prompt tokens of the first pass under a time budget, before any cost is known */
 #define TFM__US_PER_S 1000000.0
 
@@ -7409,10 +7417,14 @@ TFM_PRIVATE double tfm__unit_estimate(const tfm_session *lead) {
     return lead->unit_us[TFM__UNIT_SAMPLE];
 }
 
-/* Learn from a unit of kind that took us microseconds. A layer over one row gives the fixed
-   cost (the weights read once); over more rows, the cost of each row past the first. */
+/* Learn from a unit of kind that took us microseconds: the estimate is the largest recent cost,
+   each older one weighing TFM__UNIT_DECAY less (a busy machine's slow units keep the budget safe
+   for a while). A layer over one row gives the fixed cost (the weights read once); over more
+   rows, the cost of each row past the first. */
 TFM_PRIVATE void tfm__unit_learn(tfm_session *lead, int kind, int rows, double us) {
-    lead->unit_us[kind] = us;
+    double decayed = lead->unit_us[kind] * TFM__UNIT_DECAY;
+    bool same = kind != TFM__UNIT_LAYER || rows == lead->unit_rows; /* layers: per pass size */
+    lead->unit_us[kind] = same && decayed > us ? decayed : us;
     if (kind != TFM__UNIT_LAYER) return;
     lead->unit_rows = rows;
     if (rows == 1) {
@@ -7554,8 +7566,9 @@ TFM_PRIVATE void tfm__job_begin(tfm_session *s, const tfm_job_desc *desc) {
          u32 first[n_layers]     the first position saved of each layer (a window's ring holds
                                  the last rows only)
          f32 logits[n_vocab]     flag 1: the logits after position n_past - 1
-         per layer l, for positions first[l] .. n_past-1: kv_dim keys, then kv_dim values, in
-         the cache's dtype, head by head (kv head g's d_head values at g * d_head) */
+         per layer l, for the n = n_past - first[l] positions first[l] .. n_past-1, in the
+         cache's dtype: the keys as kv_dim runs of n (element i = g * d_head + d of kv head g,
+         position by position), then the values as n rows of kv_dim */
 
 #define TFM__STATE_MAGIC "TFMSTATE"
 #define TFM__STATE_VERSION 1u
@@ -7570,56 +7583,73 @@ TFM_PRIVATE float tfm__kv_get(const tfm_session *s, const unsigned char *p) {
     return v;
 }
 
-/* Addresses of element (g, d) of position p's key and value in layer l of s. */
-TFM_PRIVATE unsigned char *tfm__k_at(const tfm_session *s, int l, int p, int g, int d) {
-    size_t rows = (size_t)s->kv[l].rows;
-    return tfm__kcache(s, l, g) + ((size_t)d * rows + (size_t)p % rows) * s->kv_bytes;
-}
-TFM_PRIVATE unsigned char *tfm__v_at(const tfm_session *s, int l, int p, int g, int d) {
-    size_t kv_dim = (size_t)s->model->config.n_kv_heads * (size_t)s->model->config.d_head;
-    return tfm__vcache(s, l, g) + (((size_t)p % (size_t)s->kv[l].rows) * kv_dim + (size_t)d) * s->kv_bytes;
-}
+/* Where position p of layer l of s is: its key element i (i = g * d_head + d) at kt + i * k_stride
+   (keys transposed, the next position's one element further), its values in one row v [kv_dim],
+   the next position's one row further. */
+typedef struct tfm__kv_pos {
+    unsigned char *kt, *v;
+    size_t k_stride, e;
+} tfm__kv_pos;
 
-/* Position p of layer l from src into dst (same model; the dtypes may differ). */
-TFM_PRIVATE void tfm__kv_copy_pos(tfm_session *dst, const tfm_session *src, int l, int p) {
-    const tfm_config *c = &dst->model->config;
-    int g, d;
-    for (g = 0; g < c->n_kv_heads; g++)
-        for (d = 0; d < c->d_head; d++) {
-            if (dst->kv_bytes == src->kv_bytes) {
-                memcpy(tfm__k_at(dst, l, p, g, d), tfm__k_at(src, l, p, g, d), dst->kv_bytes);
-                memcpy(tfm__v_at(dst, l, p, g, d), tfm__v_at(src, l, p, g, d), dst->kv_bytes);
-            } else {
-                tfm__kv_put(dst, tfm__k_at(dst, l, p, g, d), tfm__kv_get(src, tfm__k_at(src, l, p, g, d)));
-                tfm__kv_put(dst, tfm__v_at(dst, l, p, g, d), tfm__kv_get(src, tfm__v_at(src, l, p, g, d)));
-            }
-        }
-}
-
-/* Position p of layer l as bytes: kv_dim keys, then kv_dim values. */
-TFM_PRIVATE void tfm__kv_pos_save(const tfm_session *s, int l, int p, unsigned char *bytes) {
+TFM_PRIVATE tfm__kv_pos tfm__kv_locate(const tfm_session *s, int l, int p) {
     const tfm_config *c = &s->model->config;
-    size_t e = s->kv_bytes, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, at;
-    int g, d;
-    for (g = 0; g < c->n_kv_heads; g++)
-        for (d = 0; d < c->d_head; d++) {
-            at = ((size_t)g * (size_t)c->d_head + (size_t)d) * e;
-            memcpy(bytes + at, tfm__k_at(s, l, p, g, d), e);
-            memcpy(bytes + kv_dim * e + at, tfm__v_at(s, l, p, g, d), e);
-        }
+    size_t row = (size_t)p % (size_t)s->kv[l].rows, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
+    tfm__kv_pos at;
+    at.e = s->kv_bytes;
+    at.k_stride = (size_t)s->kv[l].rows * at.e;
+    at.kt = s->k_cache + (s->kv[l].at + row) * at.e;
+    at.v = s->v_cache + (s->kv[l].at + row * kv_dim) * at.e;
+    return at;
 }
 
-/* The same bytes back into position p of layer l. */
-TFM_PRIVATE void tfm__kv_pos_load(const tfm_session *s, int l, int p, const unsigned char *bytes) {
-    const tfm_config *c = &s->model->config;
-    size_t e = s->kv_bytes, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, at;
-    int g, d;
-    for (g = 0; g < c->n_kv_heads; g++)
-        for (d = 0; d < c->d_head; d++) {
-            at = ((size_t)g * (size_t)c->d_head + (size_t)d) * e;
-            memcpy(tfm__k_at(s, l, p, g, d), bytes + at, e);
-            memcpy(tfm__v_at(s, l, p, g, d), bytes + kv_dim * e + at, e);
+/* Positions from p on (at most n) in consecutive rows of layer l of s: up to the ring's wrap. */
+TFM_PRIVATE int tfm__kv_run(const tfm_session *s, int l, int p, int n) {
+    int room = s->kv[l].rows - p % s->kv[l].rows;
+    return n < room ? n : room;
+}
+
+/* n consecutive elements of a cache (e bytes each) into another (f bytes each; converted). */
+TFM_PRIVATE void tfm__kv_move(tfm_session *to, unsigned char *dst, const tfm_session *from, const unsigned char *src,
+                              size_t n) {
+    size_t k;
+    if (to->kv_bytes == from->kv_bytes) {
+        memcpy(dst, src, n * to->kv_bytes);
+        return;
+    }
+    for (k = 0; k < n; k++) tfm__kv_put(to, dst + k * to->kv_bytes, tfm__kv_get(from, src + k * from->kv_bytes));
+}
+
+/* Positions p0..p1-1 of layer l from src into dst (same model), run by run of rows. */
+TFM_PRIVATE void tfm__kv_copy_range(tfm_session *dst, const tfm_session *src, int l, int p0, int p1) {
+    size_t kv_dim = (size_t)dst->model->config.n_kv_heads * (size_t)dst->model->config.d_head, i;
+    int p, n;
+    for (p = p0; p < p1; p += n) {
+        tfm__kv_pos to = tfm__kv_locate(dst, l, p), from = tfm__kv_locate(src, l, p);
+        n = tfm__kv_run(src, l, p, tfm__kv_run(dst, l, p, p1 - p));
+        for (i = 0; i < kv_dim; i++) tfm__kv_move(dst, to.kt + i * to.k_stride, src, from.kt + i * from.k_stride, (size_t)n);
+        tfm__kv_move(dst, to.v, src, from.v, (size_t)n * kv_dim);
+    }
+}
+
+/* Positions p0..p1-1 of layer l to bytes (save) or from them (load): keys as kv_dim runs of
+   p1 - p0 elements, then values as p1 - p0 rows of kv_dim; `skip` positions of the bytes come
+   before p0 (a load that keeps only a ring's last rows). */
+TFM_PRIVATE void tfm__kv_range_bytes(const tfm_session *s, int l, int p0, int p1, int skip, unsigned char *bytes,
+                                     const unsigned char *in) {
+    size_t kv_dim = (size_t)s->model->config.n_kv_heads * (size_t)s->model->config.d_head, e = s->kv_bytes, i;
+    size_t count = (size_t)(p1 - p0 + skip), v_at = kv_dim * count * e;
+    int p, n;
+    for (p = p0; p < p1; p += n) {
+        tfm__kv_pos at = tfm__kv_locate(s, l, p);
+        size_t off = (size_t)(p - p0 + skip);
+        n = tfm__kv_run(s, l, p, p1 - p);
+        for (i = 0; i < kv_dim; i++) {
+            if (in) memcpy(at.kt + i * at.k_stride, in + (i * count + off) * e, (size_t)n * e);
+            else memcpy(bytes + (i * count + off) * e, at.kt + i * at.k_stride, (size_t)n * e);
         }
+        if (in) memcpy(at.v, in + v_at + off * kv_dim * e, (size_t)n * kv_dim * e);
+        else memcpy(bytes + v_at + off * kv_dim * e, at.v, (size_t)n * kv_dim * e);
+    }
 }
 
 /* The first position layer l of s holds, of those before n (its ring keeps the last rows). */
@@ -7667,8 +7697,11 @@ TFM_PRIVATE void tfm__state_write(const tfm_session *s, unsigned char *out, size
         memcpy(out + at, s->logits, 4 * (size_t)c->n_vocab); /* the host is little-endian (checked at open) */
         at += 4 * (size_t)c->n_vocab;
     }
-    for (l = 0; l < c->n_layers; l++)
-        for (p = tfm__kv_first_held(s, l, s->n_past); p < s->n_past; p++, at += row) tfm__kv_pos_save(s, l, p, out + at);
+    for (l = 0; l < c->n_layers; l++) {
+        int first = tfm__kv_first_held(s, l, s->n_past);
+        tfm__kv_range_bytes(s, l, first, s->n_past, 0, out + at, NULL);
+        at += row * (size_t)(s->n_past - first);
+    }
 }
 
 /* Check a saved state against s before anything of s changes; *first_at: where first[] starts. */
@@ -7733,8 +7766,8 @@ TFM_PRIVATE void tfm__state_read(tfm_session *s, const unsigned char *b) {
     for (l = 0; l < c->n_layers; l++) {
         int first = (int)tfm__rd_u32(b + first_at + 4 * (size_t)l), keep = n_past - s->kv[l].rows;
         if (keep < first) keep = first;
-        for (p = first; p < n_past; p++, at += row)
-            if (p >= keep) tfm__kv_pos_load(s, l, p, b + at);
+        tfm__kv_range_bytes(s, l, keep, n_past, keep - first, NULL, b + at);
+        at += row * (size_t)(n_past - first);
         s->kv[l].low = keep;
     }
     s->n_past = n_past;
@@ -7745,11 +7778,11 @@ TFM_PRIVATE void tfm__state_read(tfm_session *s, const unsigned char *b) {
 /* The first n positions of src into dst (checked: same model, not busy, held by src). */
 TFM_PRIVATE void tfm__state_copy(tfm_session *dst, const tfm_session *src, int n) {
     const tfm_config *c = &dst->model->config;
-    int l, p;
+    int l;
     for (l = 0; l < c->n_layers; l++) {
         int first = tfm__kv_first_held(src, l, n), keep = n - dst->kv[l].rows;
         if (keep < first) keep = first;
-        for (p = keep; p < n; p++) tfm__kv_copy_pos(dst, src, l, p);
+        tfm__kv_copy_range(dst, src, l, keep, n);
         dst->kv[l].low = keep;
     }
     if (n > 0) memcpy(dst->tokens, src->tokens, (size_t)n * sizeof(int32_t));
@@ -8044,6 +8077,7 @@ TFM_API tfm_result tfm_session_create(const tfm_model *model, const tfm_session_
         if (!s)
             return tfm__log(&model->logger, TFM_ERR_OUT_OF_MEMORY, "session: cannot allocate %zu bytes", n_bytes);
     }
+    memset(s, 0, n_bytes); /* every page touched now, at create time, not in a frame's first eval */
     tfm__session_fields(s, model, &d);
     s->block_bytes = n_bytes;
     s->borrowed = d.memory != NULL;
@@ -8596,6 +8630,9 @@ TFM_API tfm_result tfm_sample(tfm_sampler *s, const float *logits, int n, int32_
     return tfm__sample(s, logits, n, NULL, out_token);
 }
 
+#ifdef TFM__GCC12_INTRIN_WARNING
+#pragma GCC diagnostic pop
+#endif
 #endif /* TFM_IMPLEMENTATION */
 
 /*

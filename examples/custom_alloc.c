@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ARENA_BYTES ((size_t)64 << 20)
 
@@ -27,20 +28,23 @@ static void *arena_alloc(void *user, size_t bytes, size_t align) {
 }
 
 static void arena_free(void *user, void *ptr, size_t bytes) {
-    (void)ptr; (void)bytes; (void)user; /* a bump arena frees everything at once, at the end */
+    (void)ptr; (void)bytes; (void)user; /* a bump arena frees everything at once, at the end (tfm.h
+                                           frees in reverse order, so a stack allocator works too) */
 }
 
 int main(int argc, char **argv) {
     arena a = {NULL, 0, ARENA_BYTES, 0};
     tfm_allocator alloc = {arena_alloc, arena_free, &a};
-    tfm_model_desc md = {0};
-    tfm_session_desc sd = {0};
+    tfm_model_desc md;
+    tfm_session_desc sd;
     tfm_model *model;
     tfm_session *s;
     size_t after_model, after_session;
     int allocs_before, pos;
     int32_t token = 0;
     const float *logits;
+    memset(&md, 0, sizeof md); /* all zero: defaults (C: = {0}; C++: = {}) */
+    memset(&sd, 0, sizeof sd);
     a.base = (unsigned char *)malloc(ARENA_BYTES);
     if (!a.base) return 1;
     md.path = argc > 1 ? argv[1] : "build/demo.tfm"; /* default: the model make demo builds */

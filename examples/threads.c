@@ -27,7 +27,8 @@ typedef struct job {
 static void *run(void *arg) {
     job *j = (job *)arg;
     tfm_config cfg = tfm_model_config(j->model);
-    tfm_session_desc sd = {0};
+    tfm_session_desc sd;
+    memset(&sd, 0, sizeof sd); /* all zero: defaults */
     tfm_session *s;
     int32_t ids[MAX_TOKENS];
     size_t n = 0, used = 0, piece;
@@ -52,7 +53,8 @@ static void *run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    tfm_model_desc md = {0};
+    tfm_model_desc md;
+    memset(&md, 0, sizeof md); /* all zero: defaults */
     tfm_model *model;
     job jobs[2];
     pthread_t threads[2];
