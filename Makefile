@@ -12,7 +12,7 @@ LDLIBS    = -lm
 SHARED   ?= ../shared
 PYTHON   ?= /usr/bin/python3
 
-PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench
+PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench build/tfm-chat
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
 .PHONY: all test sanitize check-compile unicode-check demo bench fuzz clean
@@ -123,15 +123,23 @@ demo: all build/demo.tfm
 	@build/tfm-generate -m build/demo.tfm -p "$(DEMO_PROMPT)" -n 160 --temp 0.8 --top-k 40 \
 	  --repeat-penalty 1.1 --seed 42
 
-# libFuzzer (clang) over the .tfm reader and the tokenizer, seeded with the test models.
+# libFuzzer (clang) over the .tfm reader, the tokenizer and chat templates, seeded with the test
+# models and the test templates.
 FUZZ_SECONDS ?= 60
 fuzz: $(TEST_MODELS) | build
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_load.c -o build/fuzz_load -lm
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_tokenizer.c -o build/fuzz_tokenizer -lm
-	@mkdir -p build/fuzz_load_corpus build/fuzz_tokenizer_corpus
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz_chat.c -o build/fuzz_chat -lm
+	@mkdir -p build/fuzz_load_corpus build/fuzz_tokenizer_corpus build/fuzz_chat_corpus
 	cp build/models/*.tfm build/fuzz_load_corpus/
+	cp tests/data/chat/templates/*.jinja build/fuzz_chat_corpus/
 	build/fuzz_load -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 build/fuzz_load_corpus
 	build/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) build/fuzz_tokenizer_corpus
+	build/fuzz_chat -max_total_time=$(FUZZ_SECONDS) build/fuzz_chat_corpus
 
 clean:
 	rm -rf build
+
+# A renderer for the chat-template checks and goldens (tests/gen/check_chat_templates.sh).
+build/chat_render: tests/chat_render.c tfm.h | build
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)

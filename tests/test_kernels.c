@@ -26,7 +26,7 @@ static void report(const char *what, double md, double tol) {
 }
 
 /* Quantized activations for n_b tokens of cols values, buffers owned by the caller (free_qa). */
-static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols, bool grouped) {
+static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols, unsigned grouped) {
     tfm__qacts qa;
     size_t n_pad = (size_t)(n_b + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
     memset(&qa, 0, sizeof qa);
@@ -53,7 +53,7 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
         isa->quant(x, xs, n_b, w->cols, &qa);
     }
 #ifdef TFM__X86_AMX
-    if (isa->tiles) scratch = (unsigned char *)malloc(tfm__amx_scratch_bytes(w->cols));
+    if (isa->scratch_bytes) scratch = (unsigned char *)malloc(isa->scratch_bytes(w->cols));
 #endif
     m.w = w; m.x = x; m.x_stride = xs; m.qa = &qa; m.bias = bias; m.y = y; m.y_stride = (size_t)w->rows; m.n_b = n_b;
     isa->mm[w->dtype](&m, 0, split, scratch);

@@ -178,6 +178,9 @@ typedef struct tc_tok {
     unsigned char cp_valid[TC_ALPHABET_CPS], cp_byte[TC_ALPHABET_CPS];
     int spm_spelling;              /* tokenizer.json with byte_fallback: U+2581 and <0xNN> */
     int metaspace_split;           /* Metaspace split = true: checked against the vocab */
+    char *chat[3];                 /* chat template, bos_token, eos_token (malloc'ed; NULL none) */
+    size_t chat_bytes[3];
+    int chat_tokens_given;         /* bos/eos came from tokenizer_config.json (null stays none) */
 } tc_tok;
 
 /* --- >>main: the command line ---------------------------------------------------------------- */
@@ -185,6 +188,7 @@ typedef struct tc_tok {
 typedef struct tc_args {
     const char *src, *out;
     const char *tokenizer; /* llama2.c tokenizer.bin */
+    const char *chat_template; /* --chat-template FILE: sets or overrides the template */
     const char *type;      /* --type (tools/quant.h), or NULL: f32, and a GGUF's own types */
     int quiet, check, vocab_only;
 } tc_args;
@@ -247,6 +251,12 @@ int tc_tok_set_text(tc_tok *t, uint32_t id, const char *s, size_t n);
 int tc_tok_add_vocab(tc_tok *t, const char *s, size_t n, int64_t id, const char *src);
 /* A merge written as "a b". */
 int tc_tok_add_merge_line(tc_tok *t, const char *s, size_t n, const char *src);
+/* Sets chat[which] (0 template, 1 bos_token, 2 eos_token) to a copy of s[0..n). */
+int tc_tok_set_chat(tc_tok *t, int which, const char *s, size_t n);
+/* Before the blob: --chat-template FILE (override_path) replaces the template; bos/eos default
+   to the texts of bos_id/eos_id unless tokenizer_config.json gave them; warns about template
+   markers that are not tokens. */
+int tc_tok_chat_finish(tc_tok *t, const char *override_path, const char *src);
 /* The tfm.h tokenizer blob (malloc'ed). */
 int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes);
 void tc_tok_free(tc_tok *t);
@@ -260,8 +270,8 @@ int tc_check(const char *path, const tc_hparams *hp, uint32_t n_tokens);
 
 /* tools/convert_llama2c.c: a llama2.c checkpoint (and tokenizer.bin). */
 int tc_l2c_sniff(const char *path);
-int tc_l2c_convert(const char *src, const char *tok_path, const char *out, const char *type,
-                   int quiet, int check);
+int tc_l2c_convert(const char *src, const char *tok_path, const char *chat_template, const char *out,
+                   const char *type, int quiet, int check);
 
 /* tools/convert_gguf.c: a GGUF file (model or vocab-only). */
 int gg_is_gguf(const char *path);

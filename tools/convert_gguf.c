@@ -813,6 +813,14 @@ int gg_is_gguf(const char *path) {
     return n == sizeof m && memcmp(m, "GGUF", 4) == 0;
 }
 
+/* tokenizer.chat_template, when the file has one (bos / eos: the ids' texts, as llama.cpp). */
+static int gg_chat_template(const gg_source *s, tc_tok *tok) {
+    gguf_string tmpl;
+    int r = gg_string(s, NULL, "tokenizer.chat_template", &tmpl);
+    if (r != 1) return r == 0;
+    return tc_tok_set_chat(tok, 0, tmpl.bytes, (size_t)tmpl.n_bytes);
+}
+
 static int gg_convert_model(const tc_args *a) {
     gg_source s;
     tc_hparams hp;
@@ -847,7 +855,9 @@ static int gg_convert_model(const tc_args *a) {
                      hp.n_vocab);
             goto done;
         }
-        if (!tc_tok_blob(&tok, &blob, &blob_bytes)) goto done;
+        if (!gg_chat_template(&s, &tok) || !tc_tok_chat_finish(&tok, a->chat_template, a->src) ||
+            !tc_tok_blob(&tok, &blob, &blob_bytes))
+            goto done;
     }
     if (!a->quiet)
         fprintf(stderr, "tfm-convert: %s (GGUF): %u layers, d_model %u, %u heads, d_ff %u, vocab %u, %s\n",
@@ -879,7 +889,9 @@ static int gg_convert_vocab(const tc_args *a) {
         tc_error("%s: no tokenizer (tokenizer.ggml.model is absent or \"none\")", a->src);
         goto done;
     }
-    if (!tc_tok_blob(&tok, &blob, &blob_bytes)) goto done;
+    if (!gg_chat_template(&s, &tok) || !tc_tok_chat_finish(&tok, a->chat_template, a->src) ||
+        !tc_tok_blob(&tok, &blob, &blob_bytes))
+        goto done;
     hp.n_vocab = tok.n_tokens;
     ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &s.ck, a->quiet) &&
          (!a->check || tc_check(a->out, NULL, tok.n_tokens));

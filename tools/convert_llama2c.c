@@ -314,8 +314,8 @@ done:
 }
 
 /* MODEL.bin [+ tokenizer.bin] -> out. */
-int tc_l2c_convert(const char *src, const char *tok_path, const char *out, const char *type,
-                   int quiet, int check) {
+int tc_l2c_convert(const char *src, const char *tok_path, const char *chat_template, const char *out,
+                   const char *type, int quiet, int check) {
     tc_l2c_header h;
     tc_hparams hp;
     tc_checkpoint ck;
@@ -368,8 +368,9 @@ int tc_l2c_convert(const char *src, const char *tok_path, const char *out, const
         goto done;
     if (!tok_path) {
         tc_warn("%s: no --tokenizer tokenizer.bin; the model is usable by token ids only", src);
+        if (chat_template) tc_warn("%s: --chat-template needs a tokenizer; ignored", src);
     } else if (!tc_l2c_tokenizer(tok_path, hp.n_vocab, &tok) ||
-               !tc_tok_blob(&tok, &blob, &blob_bytes)) {
+               !tc_tok_chat_finish(&tok, chat_template, tok_path) || !tc_tok_blob(&tok, &blob, &blob_bytes)) {
         goto done;
     }
     if (!quiet)

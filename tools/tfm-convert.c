@@ -1725,6 +1725,9 @@ void tc_tok_free(tc_tok *t) {
     free(t->h_id);
     free(t->concat);
     free(t->scores);
+    free(t->chat[0]);
+    free(t->chat[1]);
+    free(t->chat[2]);
     memset(t, 0, sizeof *t);
 }
 
@@ -2354,29 +2357,98 @@ static void tc_tok_config_token(tc_tok *t, const json_doc *d, const json_node *n
     if (n && n->type == JSON_STRING && (found = tc_tok_find_raw(t, json_str(d, n))) >= 0) *id = found;
 }
 
-/* tokenizer_config.json next to src, if there is one: bos_token, eos_token, add_bos_token. */
+int tc_tok_set_chat(tc_tok *t, int which, const char *s, size_t n) {
+    char *p = (char *)malloc(n + 1);
+    if (!p) {
+        tc_error("out of memory");
+        return 0;
+    }
+    memcpy(p, s, n);
+    p[n] = '\0';
+    free(t->chat[which]);
+    t->chat[which] = p;
+    t->chat_bytes[which] = n;
+    return 1;
+}
+
+/* A special token's text in tokenizer_config.json: a string, or {"content": ...}; NULL for
+   null or absent. */
+static const json_node *tc_token_text(const json_doc *d, const json_node *n) {
+    if (n && n->type == JSON_OBJECT) n = json_get(d, n, "content");
+    return n && n->type == JSON_STRING ? n : NULL;
+}
+
+/* chat_template: a string, or a list of {"name", "template"} (the "default" one, as
+   transformers takes it). */
+static int tc_tok_config_chat(tc_tok *t, const json_doc *d, const json_node *n, const char *path) {
+    const json_node *item;
+    size_t i;
+    if (!n || n->type == JSON_NULL) return 1;
+    if (n->type == JSON_STRING) return tc_tok_set_chat(t, 0, json_str(d, n), n->str_bytes);
+    if (n->type != JSON_ARRAY) {
+        tc_warn("%s: chat_template is neither a string nor a list; no chat template", path);
+        return 1;
+    }
+    for (i = 0, item = json_first(d, n); i < n->n_children; i++, item = json_next(d, item)) {
+        const json_node *name = json_get(d, item, "name"), *tmpl = json_get(d, item, "template");
+        if (name && name->type == JSON_STRING && strcmp(json_str(d, name), "default") == 0 && tmpl &&
+            tmpl->type == JSON_STRING)
+            return tc_tok_set_chat(t, 0, json_str(d, tmpl), tmpl->str_bytes);
+    }
+    tc_warn("%s: chat_template lists no \"default\" template; no chat template", path);
+    return 1;
+}
+
+/* chat_template.jinja or chat_template.json in dir (newer transformers save the template
+   beside tokenizer_config.json). */
+static int tc_tok_chat_files(tc_tok *t, const char *dir) {
+    char *jinja = tc_path(dir, "chat_template.jinja"), *json = tc_path(dir, "chat_template.json");
+    char *text = NULL;
+    size_t n = 0;
+    json_doc d;
+    int ok = jinja && json;
+    if (ok && tc_file_exists(jinja)) {
+        ok = tc_read_file(jinja, (size_t)1 << 24, &text, &n) && tc_tok_set_chat(t, 0, text, n);
+    } else if (ok && tc_file_exists(json) && (ok = tc_read_json(json, &d))) {
+        ok = tc_tok_config_chat(t, &d, json_get(&d, json_at(&d, 0), "chat_template"), json);
+        json_free(&d);
+    }
+    free(text);
+    free(jinja);
+    free(json);
+    return ok;
+}
+
+/* tokenizer_config.json next to src, if there is one: bos_token, eos_token, add_bos_token,
+   chat_template (and the bos / eos strings the template sees). */
 static int tc_tok_config_json(tc_tok *t, const char *src) {
     const char *slash = strrchr(src, '/');
-    char *dir = tc_strdup(src), *path;
+    char *dir = tc_strdup(src), *path = NULL;
     json_doc d;
     const json_node *root, *n;
     int ok = 1;
     if (!dir) return 0;
     if (slash) dir[slash - src] = '\0';
     else strcpy(dir, ".");
-    path = tc_path(dir, "tokenizer_config.json");
-    free(dir);
-    if (!path) return 0;
-    if (tc_file_exists(path)) {
+    if (!(path = tc_path(dir, "tokenizer_config.json"))) ok = 0;
+    else if (tc_file_exists(path)) {
         if (!(ok = tc_read_json(path, &d))) goto done;
         root = json_at(&d, 0);
         tc_tok_config_token(t, &d, json_get(&d, root, "bos_token"), &t->bos_id);
         tc_tok_config_token(t, &d, json_get(&d, root, "eos_token"), &t->eos_id);
         if ((n = json_get(&d, root, "add_bos_token")) && n->type == JSON_TRUE) t->flags |= TFM_TOKFLAG_ADD_BOS;
         if (n && n->type == JSON_FALSE) t->flags &= ~(uint32_t)TFM_TOKFLAG_ADD_BOS;
+        t->chat_tokens_given = 1;
+        if ((n = tc_token_text(&d, json_get(&d, root, "bos_token"))))
+            ok = tc_tok_set_chat(t, 1, json_str(&d, n), n->str_bytes);
+        if (ok && (n = tc_token_text(&d, json_get(&d, root, "eos_token"))))
+            ok = tc_tok_set_chat(t, 2, json_str(&d, n), n->str_bytes);
+        if (ok) ok = tc_tok_config_chat(t, &d, json_get(&d, root, "chat_template"), path);
         json_free(&d);
     }
+    if (ok && !t->chat[0]) ok = tc_tok_chat_files(t, dir);
 done:
+    free(dir);
     free(path);
     return ok;
 }
@@ -2404,15 +2476,96 @@ static int tc_tok_finish(tc_tok *t, const tc_cfg *cfg, const char *src) {
     return 1;
 }
 
+#define TC_MARKER_MAX 64  /* longest marker-looking substring checked against the vocabulary */
+#define TC_MARKERS_LISTED 8
+
+/* Length of a marker-looking substring at s: <|...|> and <｜...｜> (fullwidth bars, DeepSeek),
+   <x_of_y> (<start_of_turn>) and [UPPER] / [/UPPER] ([INST]); 0 if none. A heuristic: the
+   markers that chat templates write and tokenizers keep as added tokens. */
+static size_t tc_chat_marker(const char *s, size_t n) {
+    static const char *const bars[] = {"|", "\xef\xbd\x9c"};
+    size_t i, k, b;
+    if (n >= 2 && s[0] == '<') {
+        for (k = 0; k < 2; k++) {
+            b = strlen(bars[k]);
+            if (n < 2 + 2 * b || memcmp(s + 1, bars[k], b) != 0) continue;
+            for (i = 1 + b; i + b < n && i < TC_MARKER_MAX && s[i] != '<' && s[i] != '\n' && s[i] != '\'' && s[i] != '"'; i++)
+                if (memcmp(s + i, bars[k], b) == 0 && s[i + b] == '>') return i + b + 1;
+        }
+        for (i = 1; i < n && i < TC_MARKER_MAX && ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'); i++) {}
+        if (i < n && s[i] == '>' && i > 3) {
+            for (k = 1; k + 4 <= i; k++)
+                if (memcmp(s + k, "_of_", 4) == 0) return i + 1;
+        }
+    }
+    if (n >= 3 && s[0] == '[') {
+        for (i = 1 + (s[1] == '/'); i < n && i < TC_MARKER_MAX && ((s[i] >= 'A' && s[i] <= 'Z') || s[i] == '_'); i++) {}
+        if (i < n && s[i] == ']' && i >= 3 + (s[1] == '/')) return i + 1;
+    }
+    return 0;
+}
+
+/* Warns about marker-looking substrings of the template (and bos / eos) that are not tokens:
+   the prompt still renders, but they will be tokenized as plain text. */
+static void tc_chat_check_markers(const tc_tok *t, const char *src) {
+    char listed[TC_MARKERS_LISTED][TC_MARKER_MAX + 4], marker[TC_MARKER_MAX + 4];
+    size_t i, len, n_listed = 0, n_missing = 0, k;
+    const char *s = t->chat[0];
+    for (i = 0; i < t->chat_bytes[0]; i += len ? len : 1) {
+        if (!(len = tc_chat_marker(s + i, t->chat_bytes[0] - i)) || len > TC_MARKER_MAX) continue;
+        memcpy(marker, s + i, len);
+        marker[len] = '\0';
+        if (tc_tok_find_raw(t, marker) >= 0) continue;
+        for (k = 0; k < n_listed && strcmp(listed[k], marker); k++) {}
+        if (k < n_listed) continue;
+        n_missing++;
+        if (n_listed < TC_MARKERS_LISTED) strcpy(listed[n_listed++], marker);
+    }
+    for (k = 1; k < 3; k++)
+        if (t->chat[k] && t->chat_bytes[k] && tc_tok_find_raw(t, t->chat[k]) < 0)
+            tc_warn("%s: the chat template's %s \"%s\" is not a token of the vocabulary; it will be "
+                    "tokenized as text", src, k == 1 ? "bos_token" : "eos_token", t->chat[k]);
+    if (!n_missing) return;
+    for (k = 0; k < n_listed; k++)
+        tc_warn("%s: chat template marker \"%s\" is not a token of the vocabulary; the prompt renders, "
+                "but it will be tokenized as text", src, listed[k]);
+    if (n_missing > n_listed) tc_warn("%s: and %lu more such markers", src, (unsigned long)(n_missing - n_listed));
+}
+
+int tc_tok_chat_finish(tc_tok *t, const char *override_path, const char *src) {
+    char *text = NULL;
+    size_t n = 0, k;
+    if (override_path) {
+        if (!tc_read_file(override_path, (size_t)1 << 24, &text, &n)) return 0;
+        k = tc_tok_set_chat(t, 0, text, n);
+        free(text);
+        if (!k) return 0;
+    }
+    if (!t->chat[0]) return 1;
+    if (!t->chat_tokens_given) { /* GGUF, llama2.c, no tokenizer_config.json: the ids' texts */
+        int32_t ids[2];
+        ids[0] = t->bos_id;
+        ids[1] = t->eos_id;
+        for (k = 0; k < 2; k++)
+            if (ids[k] >= 0 && (uint32_t)ids[k] < t->n_tokens && t->has_text[ids[k]] &&
+                !tc_tok_set_chat(t, (int)k + 1, t->arena + t->text_off[ids[k]], t->text_len[ids[k]]))
+                return 0;
+    }
+    tc_chat_check_markers(t, src);
+    return 1;
+}
+
 /* The blob exactly as tfm.h's FILE FORMAT describes it. */
 int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) {
     size_t n = t->n_tokens, text_bytes = 0, off, i, bytes;
     size_t offsets_at = TFMW_BLOB_HEADER_BYTES, scores_at = offsets_at + 4 * (n + 1);
     size_t attrs_at = scores_at + 4 * n, merges_at = (attrs_at + n + 3) & ~(size_t)3;
-    size_t text_at = merges_at + 12 * t->n_merges;
+    size_t text_at = merges_at + 12 * t->n_merges, chat_at, k;
     unsigned char *b;
     for (i = 0; i < n; i++) text_bytes += t->text_len[i];
-    bytes = text_at + text_bytes;
+    chat_at = text_at + text_bytes;
+    bytes = chat_at;
+    for (k = 0; t->chat[0] && k < 3; k++) bytes += t->chat_bytes[k];
     if (text_bytes > 0xffffffffu || bytes > 0xffffffffu) {
         tc_error("tokenizer blob too large");
         return 0;
@@ -2438,6 +2591,11 @@ int tc_tok_blob(const tc_tok *t, unsigned char **out, size_t *out_bytes) {
     }
     tfmw_put_u32(b + offsets_at + 4 * n, (uint32_t)off);
     for (i = 0; i < 3 * t->n_merges; i++) tfmw_put_u32(b + merges_at + 4 * i, t->merges[i]);
+    for (k = 0; t->chat[0] && k < 3; k++) { /* template, bos_token, eos_token after the text */
+        tfmw_put_u32(b + 40 + 4 * k, (uint32_t)t->chat_bytes[k]);
+        if (t->chat_bytes[k]) memcpy(b + chat_at, t->chat[k], t->chat_bytes[k]);
+        chat_at += t->chat_bytes[k];
+    }
     *out = b;
     *out_bytes = bytes;
     return 1;
@@ -2926,6 +3084,10 @@ static void tc_usage(FILE *f) {
         "           what was written and round-trip a sample text through the tokenizer\n"
         "--vocab-only SRC  only the tokenizer (n_layers 0, no tensors); SRC is a tokenizer.json\n"
         "           or a directory with tokenizer.json or vocab.json + merges.txt, or a .gguf\n"
+        "--chat-template FILE  store this Jinja chat template (sets it, or overrides the one found:\n"
+        "           tokenizer_config.json's chat_template, a string or the \"default\" of the list\n"
+        "           form, else chat_template.jinja / .json beside it; GGUF tokenizer.chat_template).\n"
+        "           Markers such as <|im_end|> that are not tokens only get a warning\n"
         "Writes OUT.tmp and renames it to OUT on success; errors exit with status 1.\n", tq_recipes_help);
 }
 
@@ -2942,9 +3104,10 @@ static int tc_parse_args(int argc, char **argv, tc_args *a) {
             if (s[1] == 'o') a->out = argv[++i];
             else if (tq_type_valid(argv[++i])) a->type = argv[i];
             else { tc_error("--type %s: expected f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k or q4_k_m", argv[i]); return 0; }
-        } else if (strcmp(s, "--tokenizer") == 0) {
+        } else if (strcmp(s, "--tokenizer") == 0 || strcmp(s, "--chat-template") == 0) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
-            a->tokenizer = argv[++i];
+            if (s[2] == 't') a->tokenizer = argv[++i];
+            else a->chat_template = argv[++i];
         } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
             a->quiet = 1;
         } else if (strcmp(s, "--check") == 0) {
@@ -2991,7 +3154,7 @@ static int tc_convert_vocab(const tc_args *a) {
         tc_error("%s: no tokenizer.json, or vocab.json + merges.txt", a->src);
         goto done;
     }
-    if (!tc_tok_blob(&tok, &blob, &blob_bytes)) goto done;
+    if (!tc_tok_chat_finish(&tok, a->chat_template, a->src) || !tc_tok_blob(&tok, &blob, &blob_bytes)) goto done;
     hp.n_vocab = tok.n_tokens;
     ok = tc_write_file(a->out, &hp, &plan, blob, blob_bytes, &ck, a->quiet) &&
          (!a->check || tc_check(a->out, NULL, tok.n_tokens));
@@ -3052,12 +3215,14 @@ static int tc_convert_model(const tc_args *a) {
     if (!found) {
         tc_warn("%s: no tokenizer.json or vocab.json + merges.txt; the model is usable by token ids only",
                 a->src);
+        if (a->chat_template) tc_warn("%s: --chat-template needs a tokenizer; ignored", a->src);
     } else {
         if (tok.n_tokens > hp.n_vocab) {
             tc_error("the tokenizer has %u tokens but vocab_size is %u", tok.n_tokens, hp.n_vocab);
             goto done;
         }
-        if (!tc_tok_blob(&tok, &blob, &blob_bytes)) goto done;
+        if (!tc_tok_chat_finish(&tok, a->chat_template, a->src) || !tc_tok_blob(&tok, &blob, &blob_bytes))
+            goto done;
     }
     if (!a->quiet)
         fprintf(stderr, "tfm-convert: %s: %u layers, d_model %u, %u heads, d_ff %u, vocab %u, %s\n",
@@ -3083,7 +3248,8 @@ int main(int argc, char **argv) {
     if (!tc_parse_args(argc, argv, &a)) return 1;
     if (gg_is_gguf(a.src)) return !gg_convert(&a); /* FILE.gguf or GGUF magic */
     if (!a.vocab_only && tc_l2c_sniff(a.src)) /* a file, not a directory: llama2.c */
-        return !tc_l2c_convert(a.src, a.tokenizer, a.out, a.type ? a.type : "f32", a.quiet, a.check);
+        return !tc_l2c_convert(a.src, a.tokenizer, a.chat_template, a.out, a.type ? a.type : "f32", a.quiet,
+                               a.check);
     if (a.tokenizer) {
         tc_error("--tokenizer is for llama2.c checkpoints (MODEL.bin); %s is not one", a.src);
         return 1;

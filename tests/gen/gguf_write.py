@@ -29,7 +29,7 @@ walks). Dims are written reversed (ne0 = fastest = numpy's last axis). general.a
 explicitly; tensor data offsets are multiples of it, each tensor is padded to it (the last too).
 
 Usage as a tool:   gguf_write.py HF_DIR OUT.gguf [--type f32|f16|q8_0] [--tokenizer TOK]
-                   gguf_write.py --vocab-only TOK OUT.gguf
+                   gguf_write.py --vocab-only TOK OUT.gguf [--chat-template FILE]
                    gguf_write.py --quant-fixture DIR   (tests/data/gguf/quant, see quant_fixture)
                    gguf_write.py --kquant-fixture DIR  (the same with Q4_K / Q5_K / Q6_K, d_model 256)
                    gguf_write.py --from-llama2c MODEL.bin TOKENIZER.bin OUT.gguf   (see from_llama2c)
@@ -766,7 +766,11 @@ def main(argv):
         print(__doc__)
         return 2
     if argv[1] == "--vocab-only":
-        vocab_only(argv[2], argv[2].split("/")[-1]).write(argv[3])
+        g = vocab_only(argv[2], argv[2].split("/")[-1])
+        if "--chat-template" in argv:  # tokenizer.chat_template, as llama.cpp's converter writes it
+            with open(argv[argv.index("--chat-template") + 1], encoding="utf-8") as f:
+                g.add("tokenizer.chat_template", T_STRING, f.read())
+        g.write(argv[3])
         return 0
     ftype = "f32"
     if "--type" in argv:
