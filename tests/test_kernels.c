@@ -52,9 +52,7 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
         qa = alloc_qa(f, n_b, w->cols, isa->grouped);
         isa->quant(x, xs, n_b, w->cols, &qa);
     }
-#ifdef TFM__X86_AMX
-    if (isa->scratch_bytes) scratch = (unsigned char *)malloc(isa->scratch_bytes(w->cols));
-#endif
+    if (isa->scratch_bytes) scratch = (unsigned char *)malloc(isa->scratch_bytes(w->cols)); /* any set may ask */
     m.w = w; m.x = x; m.x_stride = xs; m.qa = &qa; m.bias = bias; m.y = y; m.y_stride = (size_t)w->rows; m.n_b = n_b;
     isa->mm[w->dtype](&m, 0, split, scratch);
     isa->mm[w->dtype](&m, split, w->rows, scratch);
