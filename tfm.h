@@ -873,14 +873,14 @@ TFM_API tfm_result tfm_sampler_load(tfm_sampler *sampler, const void *data, size
 #define TFM__CAST(T, x) ((T)(x))
 #endif
 #if defined(__GNUC__) || defined(__clang__)
-#define TFM_PRIVATE static __attribute__((unused))
-#define TFM_RESTRICT __restrict__
+#define TFM__PRIVATE static __attribute__((unused))
+#define TFM__RESTRICT __restrict__
 #elif defined(_MSC_VER)
-#define TFM_PRIVATE static
-#define TFM_RESTRICT __restrict
+#define TFM__PRIVATE static
+#define TFM__RESTRICT __restrict
 #else
-#define TFM_PRIVATE static
-#define TFM_RESTRICT
+#define TFM__PRIVATE static
+#define TFM__RESTRICT
 #endif
 
 /* >>util -----------------------------------------------------------------------------------------
@@ -888,47 +888,47 @@ TFM_API tfm_result tfm_sampler_load(tfm_sampler *sampler, const void *data, size
    reads, and error text. */
 
 /* a * b into *out; false on overflow. */
-TFM_PRIVATE bool tfm__mul_size(size_t a, size_t b, size_t *out) {
+TFM__PRIVATE bool tfm__mul_size(size_t a, size_t b, size_t *out) {
     if (a != 0 && b > (size_t)-1 / a) return false;
     *out = a * b;
     return true;
 }
 
 /* a + b into *out; false on overflow. */
-TFM_PRIVATE bool tfm__add_size(size_t a, size_t b, size_t *out) {
+TFM__PRIVATE bool tfm__add_size(size_t a, size_t b, size_t *out) {
     if (b > (size_t)-1 - a) return false;
     *out = a + b;
     return true;
 }
 
 /* Round n up to a multiple of align (a power of two); false on overflow. */
-TFM_PRIVATE bool tfm__align_size(size_t n, size_t align, size_t *out) {
+TFM__PRIVATE bool tfm__align_size(size_t n, size_t align, size_t *out) {
     if (!tfm__add_size(n, align - 1, out)) return false;
     *out &= ~(align - 1);
     return true;
 }
 
-TFM_PRIVATE uint32_t tfm__rd_u32(const unsigned char *p) {
+TFM__PRIVATE uint32_t tfm__rd_u32(const unsigned char *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-TFM_PRIVATE uint64_t tfm__rd_u64(const unsigned char *p) {
+TFM__PRIVATE uint64_t tfm__rd_u64(const unsigned char *p) {
     return (uint64_t)tfm__rd_u32(p) | ((uint64_t)tfm__rd_u32(p + 4) << 32);
 }
 
-TFM_PRIVATE void tfm__wr_u32(unsigned char *p, uint32_t v) {
+TFM__PRIVATE void tfm__wr_u32(unsigned char *p, uint32_t v) {
     p[0] = (unsigned char)v;
     p[1] = (unsigned char)(v >> 8);
     p[2] = (unsigned char)(v >> 16);
     p[3] = (unsigned char)(v >> 24);
 }
 
-TFM_PRIVATE void tfm__wr_u64(unsigned char *p, uint64_t v) {
+TFM__PRIVATE void tfm__wr_u64(unsigned char *p, uint64_t v) {
     tfm__wr_u32(p, (uint32_t)v);
     tfm__wr_u32(p + 4, (uint32_t)(v >> 32));
 }
 
-TFM_PRIVATE float tfm__rd_f32(const unsigned char *p) {
+TFM__PRIVATE float tfm__rd_f32(const unsigned char *p) {
     uint32_t u = tfm__rd_u32(p);
     float f;
     memcpy(&f, &u, sizeof f);
@@ -939,7 +939,7 @@ TFM_PRIVATE float tfm__rd_f32(const unsigned char *p) {
 #define TFM__F16_EXP_REBIAS 112u /* f32 exponent bias 127 minus f16 bias 15 */
 
 /* IEEE half to float, exact for every input (subnormals, inf, NaN). */
-TFM_PRIVATE float tfm__f16_to_f32(uint16_t h) {
+TFM__PRIVATE float tfm__f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
     float f;
@@ -956,18 +956,18 @@ TFM_PRIVATE float tfm__f16_to_f32(uint16_t h) {
 }
 
 /* base + offset bytes, for carving one allocation into arrays. */
-TFM_PRIVATE void *tfm__at(void *base, size_t offset) { return TFM__CAST(unsigned char *, base) + offset; }
+TFM__PRIVATE void *tfm__at(void *base, size_t offset) { return TFM__CAST(unsigned char *, base) + offset; }
 
 #define TFM__ERROR_BYTES 256
 
 /* Format a detail message into buf (always NUL-terminated). */
-TFM_PRIVATE void tfm__format(char *buf, size_t buf_bytes, const char *fmt, va_list ap) {
+TFM__PRIVATE void tfm__format(char *buf, size_t buf_bytes, const char *fmt, va_list ap) {
     if (buf_bytes == 0) return;
     if (vsnprintf(buf, buf_bytes, fmt, ap) < 0) buf[0] = '\0';
 }
 
 /* Report a failure to a logger; returns result so callers can `return tfm__log(...)`. */
-TFM_PRIVATE tfm_result tfm__log(const tfm_logger *logger, tfm_result result, const char *fmt, ...) {
+TFM__PRIVATE tfm_result tfm__log(const tfm_logger *logger, tfm_result result, const char *fmt, ...) {
     char msg[TFM__ERROR_BYTES];
     va_list ap;
     if (!logger || !logger->log) return result;
@@ -990,12 +990,12 @@ TFM_PRIVATE tfm_result tfm__log(const tfm_logger *logger, tfm_result result, con
 
 #define TFM__ALIGN 64 /* cache line; also the .tfm tensor alignment */
 
-TFM_PRIVATE bool tfm__allocator_valid(const tfm_allocator *a) {
+TFM__PRIVATE bool tfm__allocator_valid(const tfm_allocator *a) {
     return (a->alloc == NULL) == (a->free == NULL);
 }
 
 /* bytes aligned to TFM__ALIGN; NULL on failure or overflow. */
-TFM_PRIVATE void *tfm__alloc(const tfm_allocator *a, size_t bytes) {
+TFM__PRIVATE void *tfm__alloc(const tfm_allocator *a, size_t bytes) {
     size_t total;
     unsigned char *raw, *p;
     if (a->alloc) return (a->alloc)(a->user, bytes ? bytes : 1, TFM__ALIGN);
@@ -1010,7 +1010,7 @@ TFM_PRIVATE void *tfm__alloc(const tfm_allocator *a, size_t bytes) {
 }
 
 /* Frees what tfm__alloc returned; bytes must be the size asked for. NULL is fine. */
-TFM_PRIVATE void tfm__free(const tfm_allocator *a, void *ptr, size_t bytes) {
+TFM__PRIVATE void tfm__free(const tfm_allocator *a, void *ptr, size_t bytes) {
     void *raw;
     if (!ptr) return;
     if (a->free) {
@@ -1060,14 +1060,14 @@ typedef struct tfm__file {
     void *owned; /* the same address as data, non-const, for munmap / free */
 } tfm__file;
 
-TFM_PRIVATE bool tfm__host_is_little_endian(void) {
+TFM__PRIVATE bool tfm__host_is_little_endian(void) {
     uint32_t one = 1;
     unsigned char first;
     memcpy(&first, &one, 1);
     return first == 1;
 }
 
-TFM_PRIVATE void tfm__file_close(tfm__file *f, const tfm_allocator *a) {
+TFM__PRIVATE void tfm__file_close(tfm__file *f, const tfm_allocator *a) {
     if (f->kind == TFM__FILE_OWNED) tfm__free(a, f->owned, f->data_bytes);
 #ifdef TFM__MMAP
     if (f->kind == TFM__FILE_MAPPED) munmap(f->owned, f->data_bytes);
@@ -1080,7 +1080,7 @@ TFM_PRIVATE void tfm__file_close(tfm__file *f, const tfm_allocator *a) {
 
 #ifdef TFM__MMAP
 /* Map path read-only; false (silently: the caller falls back to reading) on any failure. */
-TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
+TFM__PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
     struct stat st;
     void *p;
     int fd = open(path, O_RDONLY);
@@ -1103,7 +1103,7 @@ TFM_PRIVATE bool tfm__file_map(const char *path, tfm__file *f) {
 #ifdef TFM__WIN32_MAP
 /* CreateFileW on the UTF-8 path (converted in a block of the allocator, freed before
    returning), or CreateFileA when it is not UTF-8. */
-TFM_PRIVATE HANDLE tfm__win32_open(const char *path, const tfm_allocator *a) {
+TFM__PRIVATE HANDLE tfm__win32_open(const char *path, const tfm_allocator *a) {
     HANDLE h = INVALID_HANDLE_VALUE;
     int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, NULL, 0);
     wchar_t *wide = n > 0 ? TFM__CAST(wchar_t *, tfm__alloc(a, (size_t)n * sizeof(wchar_t))) : NULL;
@@ -1117,7 +1117,7 @@ TFM_PRIVATE HANDLE tfm__win32_open(const char *path, const tfm_allocator *a) {
 
 /* Map path read-only; false (silently: the caller falls back to reading) on any failure. The
    view keeps the mapping alive after both handles are closed. */
-TFM_PRIVATE bool tfm__file_map_win32(const char *path, const tfm_allocator *a, tfm__file *f) {
+TFM__PRIVATE bool tfm__file_map_win32(const char *path, const tfm_allocator *a, tfm__file *f) {
     LARGE_INTEGER n;
     HANDLE map = NULL, h = tfm__win32_open(path, a);
     void *p = NULL;
@@ -1152,13 +1152,13 @@ TFM_PRIVATE bool tfm__file_map_win32(const char *path, const tfm_allocator *a, t
 typedef bool (*tfm__read_fn)(void *ctx, uint64_t offset, void *dst, size_t n_bytes);
 
 /* The desc's load_progress; TFM_ERR_CANCELLED when it asks to stop. */
-TFM_PRIVATE tfm_result tfm__load_progress(const tfm_model_desc *desc, uint64_t done, uint64_t total) {
+TFM__PRIVATE tfm_result tfm__load_progress(const tfm_model_desc *desc, uint64_t done, uint64_t total) {
     if (desc->load_progress && !(desc->load_progress)(desc->progress_user, done, total)) return TFM_ERR_CANCELLED;
     return TFM_OK;
 }
 
 /* Read n_bytes from a source into one allocation, TFM__READ_CHUNK at a time with progress. */
-TFM_PRIVATE tfm_result tfm__file_read_all(const tfm_model_desc *desc, const tfm_allocator *a, const tfm_logger *lg,
+TFM__PRIVATE tfm_result tfm__file_read_all(const tfm_model_desc *desc, const tfm_allocator *a, const tfm_logger *lg,
                                           uint64_t n_bytes, tfm__read_fn read, void *ctx, const char *what,
                                           tfm__file *f) {
     unsigned char *buf;
@@ -1186,20 +1186,20 @@ TFM_PRIVATE tfm_result tfm__file_read_all(const tfm_model_desc *desc, const tfm_
 }
 
 /* tfm__read_fn over the desc's io callbacks. */
-TFM_PRIVATE bool tfm__io_read(void *ctx, uint64_t offset, void *dst, size_t n_bytes) {
+TFM__PRIVATE bool tfm__io_read(void *ctx, uint64_t offset, void *dst, size_t n_bytes) {
     const tfm_io *io = TFM__CAST(const tfm_io *, ctx);
     return (io->read)(io->user, offset, dst, n_bytes);
 }
 
 #ifndef TFM_NO_STDIO
 /* tfm__read_fn over a FILE read front to back (offsets come in order). */
-TFM_PRIVATE bool tfm__stdio_read(void *ctx, uint64_t offset, void *dst, size_t n_bytes) {
+TFM__PRIVATE bool tfm__stdio_read(void *ctx, uint64_t offset, void *dst, size_t n_bytes) {
     (void)offset;
     return fread(dst, 1, n_bytes, TFM__CAST(FILE *, ctx)) == n_bytes;
 }
 
 /* Read the whole file at path into one allocation. */
-TFM_PRIVATE tfm_result tfm__file_read(const tfm_model_desc *desc, const tfm_allocator *a, const tfm_logger *lg,
+TFM__PRIVATE tfm_result tfm__file_read(const tfm_model_desc *desc, const tfm_allocator *a, const tfm_logger *lg,
                                       tfm__file *f) {
     const char *path = desc->path;
     FILE *fp = NULL;
@@ -1228,7 +1228,7 @@ TFM_PRIVATE tfm_result tfm__file_read(const tfm_model_desc *desc, const tfm_allo
 #endif
 
 /* Fill *f from the desc's source. Exactly one of path, data or io.read must be given. */
-TFM_PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allocator *a,
+TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_allocator *a,
                                       const tfm_logger *lg, tfm__file *f) {
     int n_sources = (desc->path != NULL) + (desc->data != NULL) + (desc->io.read != NULL);
     memset(f, 0, sizeof *f);
@@ -1311,14 +1311,14 @@ typedef struct tfm__dtype_row {
     void (*from_f32)(const float *src, unsigned char *dst, size_t n_blocks);
 } tfm__dtype_row;
 
-TFM_PRIVATE uint16_t tfm__rd_u16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-TFM_PRIVATE void tfm__wr_u16(unsigned char *p, uint16_t v) {
+TFM__PRIVATE uint16_t tfm__rd_u16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+TFM__PRIVATE void tfm__wr_u16(unsigned char *p, uint16_t v) {
     p[0] = (unsigned char)(v & 0xffu);
     p[1] = (unsigned char)(v >> 8);
 }
-TFM_PRIVATE float tfm__rd_f16(const unsigned char *p) { return tfm__f16_to_f32(tfm__rd_u16(p)); }
+TFM__PRIVATE float tfm__rd_f16(const unsigned char *p) { return tfm__f16_to_f32(tfm__rd_u16(p)); }
 
-TFM_PRIVATE float tfm__bf16_to_f32(uint16_t b) {
+TFM__PRIVATE float tfm__bf16_to_f32(uint16_t b) {
     uint32_t bits = (uint32_t)b << 16;
     float f;
     memcpy(&f, &bits, sizeof f);
@@ -1326,7 +1326,7 @@ TFM_PRIVATE float tfm__bf16_to_f32(uint16_t b) {
 }
 
 /* f32 -> bf16, round to nearest even; NaN stays a quiet NaN with its sign. */
-TFM_PRIVATE uint16_t tfm__f32_to_bf16(float f) {
+TFM__PRIVATE uint16_t tfm__f32_to_bf16(float f) {
     uint32_t x;
     memcpy(&x, &f, sizeof x);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
@@ -1335,7 +1335,7 @@ TFM_PRIVATE uint16_t tfm__f32_to_bf16(float f) {
 
 /* f32 -> f16, round to nearest even, with subnormals, overflow to infinity, and NaN kept quiet
    with its sign and top payload bits. */
-TFM_PRIVATE uint16_t tfm__f32_to_f16(float f) {
+TFM__PRIVATE uint16_t tfm__f32_to_f16(float f) {
     uint32_t x, sign, exp, mant, h, rem;
     int e;
     memcpy(&x, &f, sizeof x);
@@ -1362,33 +1362,33 @@ TFM_PRIVATE uint16_t tfm__f32_to_f16(float f) {
 }
 
 /* Round to the nearest integer, ties to even (as the vector conversions do), clamped. */
-TFM_PRIVATE int tfm__round_clamp(float x, int lo, int hi) {
+TFM__PRIVATE int tfm__round_clamp(float x, int lo, int hi) {
     float r = nearbyintf(x);
     return !(r > (float)lo) ? lo : r > (float)hi ? hi : (int)r; /* NaN: lo */
 }
 
 /* --- f32, f16, bf16: one element per block --- */
-TFM_PRIVATE void tfm__f32_to_f32(const unsigned char *src, float *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
-TFM_PRIVATE void tfm__f32_from_f32(const float *src, unsigned char *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
-TFM_PRIVATE void tfm__f16_row_to_f32(const unsigned char *src, float *dst, size_t n) {
+TFM__PRIVATE void tfm__f32_to_f32(const unsigned char *src, float *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
+TFM__PRIVATE void tfm__f32_from_f32(const float *src, unsigned char *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
+TFM__PRIVATE void tfm__f16_row_to_f32(const unsigned char *src, float *dst, size_t n) {
     size_t i;
     for (i = 0; i < n; i++) dst[i] = tfm__rd_f16(src + 2 * i);
 }
-TFM_PRIVATE void tfm__f16_row_from_f32(const float *src, unsigned char *dst, size_t n) {
+TFM__PRIVATE void tfm__f16_row_from_f32(const float *src, unsigned char *dst, size_t n) {
     size_t i;
     for (i = 0; i < n; i++) tfm__wr_u16(dst + 2 * i, tfm__f32_to_f16(src[i]));
 }
-TFM_PRIVATE void tfm__bf16_row_to_f32(const unsigned char *src, float *dst, size_t n) {
+TFM__PRIVATE void tfm__bf16_row_to_f32(const unsigned char *src, float *dst, size_t n) {
     size_t i;
     for (i = 0; i < n; i++) dst[i] = tfm__bf16_to_f32(tfm__rd_u16(src + 2 * i));
 }
-TFM_PRIVATE void tfm__bf16_row_from_f32(const float *src, unsigned char *dst, size_t n) {
+TFM__PRIVATE void tfm__bf16_row_from_f32(const float *src, unsigned char *dst, size_t n) {
     size_t i;
     for (i = 0; i < n; i++) tfm__wr_u16(dst + 2 * i, tfm__f32_to_bf16(src[i]));
 }
 
 /* --- q8_0 --- */
-TFM_PRIVATE void tfm__q8_0_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q8_0_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
     size_t b;
     int i;
     for (b = 0; b < n_blocks; b++, src += 34, dst += TFM__QK) {
@@ -1398,7 +1398,7 @@ TFM_PRIVATE void tfm__q8_0_to_f32(const unsigned char *src, float *dst, size_t n
 }
 
 /* d = max|x| / 127, q = round(x / d). */
-TFM_PRIVATE void tfm__q8_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q8_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
     size_t b;
     int i;
     for (b = 0; b < n_blocks; b++, src += TFM__QK, dst += 34) {
@@ -1413,7 +1413,7 @@ TFM_PRIVATE void tfm__q8_0_from_f32(const float *src, unsigned char *dst, size_t
 }
 
 /* --- q4_0 --- */
-TFM_PRIVATE void tfm__q4_0_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q4_0_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
     size_t b;
     int i;
     for (b = 0; b < n_blocks; b++, src += 18, dst += TFM__QK) {
@@ -1426,7 +1426,7 @@ TFM_PRIVATE void tfm__q4_0_to_f32(const unsigned char *src, float *dst, size_t n
 }
 
 /* The weight of largest magnitude m maps to code -8 exactly: d = m / -8, q = round(x / d) + 8. */
-TFM_PRIVATE void tfm__q4_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q4_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
     size_t b;
     int i;
     for (b = 0; b < n_blocks; b++, src += TFM__QK, dst += 18) {
@@ -1450,7 +1450,7 @@ TFM_PRIVATE void tfm__q4_0_from_f32(const float *src, unsigned char *dst, size_t
 /* Scale and min of sub-block j (0..7) from the 12 packed bytes: j < 4 in the low 6 bits of
    bytes j and j + 4; j >= 4 in the nibbles of byte j + 4 plus the top 2 bits of bytes j - 4
    and j. */
-TFM_PRIVATE void tfm__q4k_scale(const unsigned char *s, int j, int *scale, int *min) {
+TFM__PRIVATE void tfm__q4k_scale(const unsigned char *s, int j, int *scale, int *min) {
     if (j < 4) {
         *scale = s[j] & 63;
         *min = s[j + 4] & 63;
@@ -1460,7 +1460,7 @@ TFM_PRIVATE void tfm__q4k_scale(const unsigned char *s, int j, int *scale, int *
     }
 }
 
-TFM_PRIVATE void tfm__q4k_pack_scales(const int *scale, const int *min, unsigned char *s) {
+TFM__PRIVATE void tfm__q4k_pack_scales(const int *scale, const int *min, unsigned char *s) {
     int j;
     for (j = 0; j < 4; j++) {
         s[j] = (unsigned char)(scale[j] | ((scale[j + 4] >> 4) << 6));
@@ -1469,7 +1469,7 @@ TFM_PRIVATE void tfm__q4k_pack_scales(const int *scale, const int *min, unsigned
     }
 }
 
-TFM_PRIVATE void tfm__q4_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q4_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
     size_t b;
     int j, i, sc, mn;
     for (b = 0; b < n_blocks; b++, src += 144, dst += TFM__QK_K) {
@@ -1488,7 +1488,7 @@ TFM_PRIVATE void tfm__q4_k_to_f32(const unsigned char *src, float *dst, size_t n
 
 /* Fit x[32] ~ scale * q - min with q in [0, 15], min >= 0: start from the range, then a few
    rounds of least squares on the assigned codes (each round can only lower the error). */
-TFM_PRIVATE void tfm__fit_scale_min(const float *x, int n, int q_max, float *scale, float *min) {
+TFM__PRIVATE void tfm__fit_scale_min(const float *x, int n, int q_max, float *scale, float *min) {
     float lo = x[0], hi = x[0], s, m;
     int i, round;
     for (i = 1; i < n; i++) {
@@ -1518,7 +1518,7 @@ TFM_PRIVATE void tfm__fit_scale_min(const float *x, int n, int q_max, float *sca
     *min = m;
 }
 
-TFM_PRIVATE void tfm__q4_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q4_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
     size_t b;
     int j, i, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];
     for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += 144) {
@@ -1551,12 +1551,12 @@ TFM_PRIVATE void tfm__q4_k_from_f32(const float *src, unsigned char *dst, size_t
 
 /* --- q5_k --- */
 /* Code (0..31) of weight i of a q5_k block. */
-TFM_PRIVATE int tfm__q5k_code(const unsigned char *blk, int i) {
+TFM__PRIVATE int tfm__q5k_code(const unsigned char *blk, int i) {
     int j = i / 32, l = i % 32, nib = j % 2 ? blk[48 + 32 * (j / 2) + l] >> 4 : blk[48 + 32 * (j / 2) + l] & 0xf;
     return nib | (((blk[16 + l] >> j) & 1) << 4);
 }
 
-TFM_PRIVATE void tfm__q5_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q5_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
     size_t b;
     int j, i, sc, mn;
     for (b = 0; b < n_blocks; b++, src += 176, dst += TFM__QK_K) {
@@ -1569,7 +1569,7 @@ TFM_PRIVATE void tfm__q5_k_to_f32(const unsigned char *src, float *dst, size_t n
 }
 
 /* As q4_k, with codes 0..31. */
-TFM_PRIVATE void tfm__q5_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q5_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
     size_t b;
     int j, i, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];
     for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += 176) {
@@ -1605,21 +1605,21 @@ TFM_PRIVATE void tfm__q5_k_from_f32(const float *src, unsigned char *dst, size_t
 #define TFM__Q6_K_SUB 16 /* sub-blocks of 16 per super-block, each with an int8 scale */
 
 /* Code of weight i (0..255) in a q6_k block, 0..63. */
-TFM_PRIVATE int tfm__q6k_code(const unsigned char *blk, int i) {
+TFM__PRIVATE int tfm__q6k_code(const unsigned char *blk, int i) {
     int half = i / 128, k = (i % 128) / 32, l = i % 32;
     const unsigned char *ql = blk + 64 * half, *qh = blk + 128 + 32 * half;
     int lo = (ql[l + 32 * (k & 1)] >> (4 * (k >> 1))) & 0xf;
     return lo | (((qh[l] >> (2 * k)) & 3) << 4);
 }
 
-TFM_PRIVATE void tfm__q6k_set_code(unsigned char *blk, int i, int code) {
+TFM__PRIVATE void tfm__q6k_set_code(unsigned char *blk, int i, int code) {
     int half = i / 128, k = (i % 128) / 32, l = i % 32;
     unsigned char *ql = blk + 64 * half, *qh = blk + 128 + 32 * half;
     ql[l + 32 * (k & 1)] = (unsigned char)(ql[l + 32 * (k & 1)] | ((code & 0xf) << (4 * (k >> 1))));
     qh[l] = (unsigned char)(qh[l] | ((code >> 4) << (2 * k)));
 }
 
-TFM_PRIVATE void tfm__q6_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q6_k_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
     size_t b;
     int i;
     for (b = 0; b < n_blocks; b++, src += 210, dst += TFM__QK_K) {
@@ -1632,7 +1632,7 @@ TFM_PRIVATE void tfm__q6_k_to_f32(const unsigned char *src, float *dst, size_t n
 /* Best symmetric scale for x[n] with codes in [-q_max - 1, q_max]: the scales that put the
    largest-magnitude weight on a code in [q_max - 3, q_max + 1] are tried and the one with the
    least squared error kept. */
-TFM_PRIVATE float tfm__fit_scale(const float *x, int n, int q_max) {
+TFM__PRIVATE float tfm__fit_scale(const float *x, int n, int q_max) {
     float m = 0.0f, best = 0.0f;
     double best_err = -1.0;
     int i, step;
@@ -1653,7 +1653,7 @@ TFM_PRIVATE float tfm__fit_scale(const float *x, int n, int q_max) {
     return best;
 }
 
-TFM_PRIVATE void tfm__q6_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q6_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
     size_t b;
     int j, i;
     for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += 210) {
@@ -1677,7 +1677,7 @@ TFM_PRIVATE void tfm__q6_k_from_f32(const float *src, unsigned char *dst, size_t
     }
 }
 
-TFM_PRIVATE tfm__dtype_row tfm__dtype_row_make(const char *name, int block_elems, int block_bytes, tfm__afmt act,
+TFM__PRIVATE tfm__dtype_row tfm__dtype_row_make(const char *name, int block_elems, int block_bytes, tfm__afmt act,
                                                void (*to_f32)(const unsigned char *, float *, size_t),
                                                void (*from_f32)(const float *, unsigned char *, size_t)) {
     tfm__dtype_row t;
@@ -1692,7 +1692,7 @@ TFM_PRIVATE tfm__dtype_row tfm__dtype_row_make(const char *name, int block_elems
 
 /* The table, one row per dtype (written as code: a static table of function pointers would be
    relocated data). Append-only, in tfm_dtype order. false for a value no row has. */
-TFM_PRIVATE bool tfm__dtype(uint32_t dtype, tfm__dtype_row *out) {
+TFM__PRIVATE bool tfm__dtype(uint32_t dtype, tfm__dtype_row *out) {
     switch (dtype) {
     case TFM_DTYPE_F32: *out = tfm__dtype_row_make("f32", 1, 4, TFM__ACT_F32, tfm__f32_to_f32, tfm__f32_from_f32); break;
     case TFM_DTYPE_F16: *out = tfm__dtype_row_make("f16", 1, 2, TFM__ACT_F32, tfm__f16_row_to_f32, tfm__f16_row_from_f32); break;
@@ -1708,7 +1708,7 @@ TFM_PRIVATE bool tfm__dtype(uint32_t dtype, tfm__dtype_row *out) {
 }
 
 /* The row of a dtype known to be valid (validated by >>format). */
-TFM_PRIVATE tfm__dtype_row tfm__dtype_of(tfm_dtype dtype) {
+TFM__PRIVATE tfm__dtype_row tfm__dtype_of(tfm_dtype dtype) {
     tfm__dtype_row t;
     bool ok = tfm__dtype((uint32_t)dtype, &t);
     TFM_ASSERT(ok);
@@ -1717,7 +1717,7 @@ TFM_PRIVATE tfm__dtype_row tfm__dtype_of(tfm_dtype dtype) {
 }
 
 /* Bytes of a row of n_cols elements; 0 when n_cols is not a whole number of blocks. */
-TFM_PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
+TFM__PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
     tfm__dtype_row t;
     size_t bytes = 0;
     if (!tfm__dtype(dtype, &t) || n_cols % (size_t)t.info.block_elems != 0) return 0;
@@ -1764,7 +1764,7 @@ typedef struct tfm__entry {
 } tfm__entry;
 
 /* Magic, version, header size and reserved bytes; fills *h. */
-TFM_PRIVATE tfm_result tfm__parse_header(const unsigned char *p, size_t file_bytes,
+TFM__PRIVATE tfm_result tfm__parse_header(const unsigned char *p, size_t file_bytes,
                                          const tfm_logger *lg, tfm__header *h) {
     size_t i, used;
     memset(h, 0, sizeof *h);
@@ -1803,10 +1803,10 @@ TFM_PRIVATE tfm_result tfm__parse_header(const unsigned char *p, size_t file_byt
     return TFM_OK;
 }
 
-TFM_PRIVATE bool tfm__is_vocab_only(const tfm__header *h) { return h->n_layers == 0 && h->n_tensors == 0; }
+TFM__PRIVATE bool tfm__is_vocab_only(const tfm__header *h) { return h->n_layers == 0 && h->n_tensors == 0; }
 
 /* v in [lo, hi], else a CORRUPT log line naming the field. */
-TFM_PRIVATE tfm_result tfm__check_range(const tfm_logger *lg, const char *field, uint64_t v, uint32_t lo,
+TFM__PRIVATE tfm_result tfm__check_range(const tfm_logger *lg, const char *field, uint64_t v, uint32_t lo,
                                         uint32_t hi) {
     if (v >= lo && v <= hi) return TFM_OK;
     return tfm__log(lg, TFM_ERR_CORRUPT, "config: %s = %llu, expected %u..%u", field, (unsigned long long)v,
@@ -1814,7 +1814,7 @@ TFM_PRIVATE tfm_result tfm__check_range(const tfm_logger *lg, const char *field,
 }
 
 /* The version 2 fields: known flags, scales finite and >= 0 (0 means the default). */
-TFM_PRIVATE tfm_result tfm__check_config_v2(const tfm__header *h, const tfm_logger *lg) {
+TFM__PRIVATE tfm_result tfm__check_config_v2(const tfm__header *h, const tfm_logger *lg) {
     const float v[6] = {h->attn_scale, h->attn_softcap, h->logit_softcap, h->embed_scale,
                         h->rope_theta_local, h->rope_attn_factor};
     static const char names[6][18] = {"attn_scale", "attn_softcap", "logit_softcap", "embed_scale",
@@ -1829,7 +1829,7 @@ TFM_PRIVATE tfm_result tfm__check_config_v2(const tfm__header *h, const tfm_logg
 }
 
 /* Config ranges. A vocab-only file (no layers, no tensors) only needs fields that fit. */
-TFM_PRIVATE tfm_result tfm__check_config(const tfm__header *h, const tfm_logger *lg) {
+TFM__PRIVATE tfm_result tfm__check_config(const tfm__header *h, const tfm_logger *lg) {
     uint32_t lo = tfm__is_vocab_only(h) ? 0u : 1u, max_dim = (uint32_t)TFM_MAX_DIM;
     tfm_result r = TFM_OK;
     if (!r) r = tfm__check_range(lg, "n_layers", h->n_layers, lo, (uint32_t)TFM_MAX_LAYERS);
@@ -1864,7 +1864,7 @@ TFM_PRIVATE tfm_result tfm__check_config(const tfm__header *h, const tfm_logger 
 }
 
 /* The directory and tokenizer ranges lie inside the file, after the header. */
-TFM_PRIVATE tfm_result tfm__check_layout(const tfm__header *h, size_t file_bytes, const tfm_logger *lg,
+TFM__PRIVATE tfm_result tfm__check_layout(const tfm__header *h, size_t file_bytes, const tfm_logger *lg,
                                          uint64_t *dir_end) {
     uint64_t max_tensors = TFM__N_GLOBAL + TFM__N_PER_LAYER * (uint64_t)h->n_layers, end = 0;
     if (h->tensor_dir_offset != TFM__HEADER_BYTES)
@@ -1897,7 +1897,7 @@ TFM_PRIVATE tfm_result tfm__check_layout(const tfm__header *h, size_t file_bytes
 }
 
 /* Write "[a,b,...]" for the first rank dims of shape. */
-TFM_PRIVATE void tfm__shape_text(char *buf, size_t buf_bytes, const uint64_t *shape, uint32_t rank) {
+TFM__PRIVATE void tfm__shape_text(char *buf, size_t buf_bytes, const uint64_t *shape, uint32_t rank) {
     size_t used = 0;
     uint32_t i;
     buf[0] = '\0';
@@ -1911,7 +1911,7 @@ TFM_PRIVATE void tfm__shape_text(char *buf, size_t buf_bytes, const uint64_t *sh
 }
 
 /* Read and validate directory entry i: name, dtype, rank, shape, size, offset, alignment. */
-TFM_PRIVATE tfm_result tfm__read_entry(const unsigned char *file, size_t file_bytes, uint64_t dir_end,
+TFM__PRIVATE tfm_result tfm__read_entry(const unsigned char *file, size_t file_bytes, uint64_t dir_end,
                                        uint32_t i, const tfm_logger *lg, tfm__entry *e) {
     const unsigned char *p = file + TFM__HEADER_BYTES + (size_t)i * TFM__ENTRY_BYTES;
     size_t name_bytes = 0, k, count = 1, bytes, row_bytes;
@@ -1979,7 +1979,7 @@ static const char tfm__layer_names[TFM__N_PER_LAYER][12] = {
     "q_norm.w", "k_norm.w", "post_attn.w", "post_ffn.w"};
 
 /* Slot of a tensor name, or -1 for a name the format does not define. */
-TFM_PRIVATE int tfm__name_slot(const char *name, int n_layers) {
+TFM__PRIVATE int tfm__name_slot(const char *name, int n_layers) {
     int k, layer = 0;
     const char *p = name + 4;
     for (k = 0; k < TFM__N_GLOBAL; k++)
@@ -1997,7 +1997,7 @@ TFM_PRIVATE int tfm__name_slot(const char *name, int n_layers) {
 
 /* Validate every directory entry and record each one's slot (slots[i] = entry index or -1).
    Unknown names and duplicates are CORRUPT. */
-TFM_PRIVATE tfm_result tfm__check_directory(const unsigned char *file, size_t file_bytes, const tfm__header *h,
+TFM__PRIVATE tfm_result tfm__check_directory(const unsigned char *file, size_t file_bytes, const tfm__header *h,
                                             uint64_t dir_end, const tfm_logger *lg, int32_t *slots) {
     uint32_t i;
     int n_slots = TFM__N_GLOBAL + (int)h->n_layers * TFM__N_PER_LAYER, s;
@@ -2037,12 +2037,12 @@ typedef struct tfm__tensor {
     size_t row_bytes;
 } tfm__tensor;
 
-TFM_PRIVATE const unsigned char *tfm__tensor_at(const tfm__tensor *t, int r) {
+TFM__PRIVATE const unsigned char *tfm__tensor_at(const tfm__tensor *t, int r) {
     return TFM__CAST(const unsigned char *, t->data) + (size_t)r * t->row_bytes;
 }
 
 /* Row r of a matrix as floats: out[cols]. Used for embedding lookups. */
-TFM_PRIVATE void tfm__tensor_row(const tfm__tensor *t, int r, float *out) {
+TFM__PRIVATE void tfm__tensor_row(const tfm__tensor *t, int r, float *out) {
     tfm__dtype_row d = tfm__dtype_of(t->dtype);
     (d.to_f32)(tfm__tensor_at(t, r), out, (size_t)(t->cols / d.info.block_elems));
 }
@@ -2054,14 +2054,14 @@ TFM_PRIVATE void tfm__tensor_row(const tfm__tensor *t, int r, float *out) {
    count. fmaf is a single rounding on every C99 platform. */
 #define TFM__LANES 16
 
-TFM_PRIVATE float tfm__lanes_sum(float *acc) {
+TFM__PRIVATE float tfm__lanes_sum(float *acc) {
     int h, l;
     for (h = TFM__LANES / 2; h >= 1; h /= 2)
         for (l = 0; l < h; l++) acc[l] += acc[l + h];
     return acc[0];
 }
 
-TFM_PRIVATE float tfm__dot_f32_scalar(const float *a, const float *b, int n) {
+TFM__PRIVATE float tfm__dot_f32_scalar(const float *a, const float *b, int n) {
     float acc[TFM__LANES];
     int k;
     memset(acc, 0, sizeof acc);
@@ -2070,7 +2070,7 @@ TFM_PRIVATE float tfm__dot_f32_scalar(const float *a, const float *b, int n) {
 }
 
 /* The same chain with f16 or bf16 weights, each converted exactly to f32 first. */
-TFM_PRIVATE float tfm__dot_half_scalar(const unsigned char *w, bool bf16, const float *x, int n) {
+TFM__PRIVATE float tfm__dot_half_scalar(const unsigned char *w, bool bf16, const float *x, int n) {
     float acc[TFM__LANES];
     int k;
     memset(acc, 0, sizeof acc);
@@ -2083,13 +2083,13 @@ TFM_PRIVATE float tfm__dot_half_scalar(const unsigned char *w, bool bf16, const 
 }
 
 /* y[0..n) += a * x[0..n), one fused multiply-add per element (the attention value sum). */
-TFM_PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
+TFM__PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
     int i;
     for (i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
 /* y[0..n) += a * x[0..n) with x in f16 (a half-precision KV cache's values). */
-TFM_PRIVATE void tfm__axpy_h_scalar(float *y, float a, const unsigned char *x, int n) {
+TFM__PRIVATE void tfm__axpy_h_scalar(float *y, float a, const unsigned char *x, int n) {
     int i;
     for (i = 0; i < n; i++) y[i] = fmaf(a, tfm__rd_f16(x + 2 * i), y[i]);
 }
@@ -2098,7 +2098,7 @@ TFM_PRIVATE void tfm__axpy_h_scalar(float *y, float a, const unsigned char *x, i
    elements apart: out[j] = sum over d of q[d] kt[d][j], one fmaf chain per key in increasing d
    (the vector kernels compute 16 keys side by side, so no lanes are summed). kt in f32, or f16
    for the _h twin. */
-TFM_PRIVATE void tfm__scores_scalar(const float *q, const float *kt, size_t stride, int d_head, int n, float *out) {
+TFM__PRIVATE void tfm__scores_scalar(const float *q, const float *kt, size_t stride, int d_head, int n, float *out) {
     int j, d;
     for (j = 0; j < n; j++) {
         float acc = 0.0f;
@@ -2107,7 +2107,7 @@ TFM_PRIVATE void tfm__scores_scalar(const float *q, const float *kt, size_t stri
     }
 }
 
-TFM_PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
+TFM__PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
                                       float *out) {
     int j, d;
     for (j = 0; j < n; j++) {
@@ -2132,7 +2132,7 @@ TFM_PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, s
 
 /* G for a format and batch: a single token, and the formats a set has no batched kernels for
    (bit f of its grouped mask clear), stay in rows. */
-#define tfm__act_group(f, n_b, grouped) ((n_b) == 1 || !(((grouped) >> (f)) & 1u) ? 1 : TFM__GROUP)
+#define TFM__ACT_GROUP(f, n_b, grouped) ((n_b) == 1 || !(((grouped) >> (f)) & 1u) ? 1 : TFM__GROUP)
 
 typedef struct tfm__qacts {
     int8_t *q;
@@ -2144,30 +2144,30 @@ typedef struct tfm__qacts {
     int sum_len;  /* values per sum */
 } tfm__qacts;
 
-TFM_PRIVATE size_t tfm__qa_block_index(const tfm__qacts *qa, int t, int j) {
+TFM__PRIVATE size_t tfm__qa_block_index(const tfm__qacts *qa, int t, int j) {
     return (size_t)(t / qa->group) * (size_t)qa->n_blocks + (size_t)j;
 }
 
 /* Codes of token t, block j into out[block]. */
-TFM_PRIVATE void tfm__qa_codes(const tfm__qacts *qa, int t, int j, int8_t *out) {
+TFM__PRIVATE void tfm__qa_codes(const tfm__qacts *qa, int t, int j, int8_t *out) {
     const int8_t *q = qa->q + tfm__qa_block_index(qa, t, j) * (size_t)qa->block * (size_t)qa->group;
     int i, u = t % qa->group;
     for (i = 0; i < qa->block; i++) out[i] = q[(size_t)(i / 4) * (size_t)qa->group * 4 + (size_t)u * 4 + (size_t)(i % 4)];
 }
 
-TFM_PRIVATE float tfm__qa_scale(const tfm__qacts *qa, int t, int j) {
+TFM__PRIVATE float tfm__qa_scale(const tfm__qacts *qa, int t, int j) {
     return qa->d[tfm__qa_block_index(qa, t, j) * (size_t)qa->group + (size_t)(t % qa->group)];
 }
 
 /* Sum of the codes of token t over [i * sum_len, (i + 1) * sum_len) of block j. */
-TFM_PRIVATE int32_t tfm__qa_sum(const tfm__qacts *qa, int t, int j, int i) {
+TFM__PRIVATE int32_t tfm__qa_sum(const tfm__qacts *qa, int t, int j, int i) {
     size_t at = (tfm__qa_block_index(qa, t, j) * (size_t)(qa->block / qa->sum_len) + (size_t)i) * (size_t)qa->group;
     return qa->s[at + (size_t)(t % qa->group)];
 }
 
 /* Quantize one block of n values: d = max|x| / 127, code = round(x * (127 / max|x|)) (ties
    to even, as the vector conversions round). */
-TFM_PRIVATE float tfm__quant_block(const float *x, int n, int8_t *codes) {
+TFM__PRIVATE float tfm__quant_block(const float *x, int n, int8_t *codes) {
     float amax = 0.0f, id;
     int i;
     for (i = 0; i < n; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
@@ -2178,7 +2178,7 @@ TFM_PRIVATE float tfm__quant_block(const float *x, int n, int8_t *codes) {
 
 /* x [n_b, cols] (rows x_stride apart) into qa (its group, block, sum_len and buffers set),
    padding the last group with zero tokens. */
-TFM_PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+TFM__PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     int8_t codes[TFM__QK_K];
     int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, i;
     qa->n_blocks = cols / qa->block;
@@ -2205,7 +2205,7 @@ TFM_PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, int
    sum isum of weight codes times activation codes (zero points folded in through the code
    sums), then acc = fmaf((float)isum, d_w * d_x, acc) in block order; q4_k adds a second step
    for its mins. Row w (one weight row), token t of qa. */
-TFM_PRIVATE float tfm__dot_q8_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__dot_q8_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK];
     float acc = 0.0f;
     int j, i;
@@ -2219,7 +2219,7 @@ TFM_PRIVATE float tfm__dot_q8_0_scalar(const unsigned char *w, const tfm__qacts 
     return acc;
 }
 
-TFM_PRIVATE float tfm__dot_q4_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__dot_q4_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK];
     float acc = 0.0f;
     int j, i;
@@ -2234,7 +2234,7 @@ TFM_PRIVATE float tfm__dot_q4_0_scalar(const unsigned char *w, const tfm__qacts 
 
 /* q4_k: isum = sum_j scale_j (nibbles . x over sub-block j), imin = sum_j min_j (sum of x codes
    over sub-block j); w = d scale nibble - dmin min, so acc += isum d dx - imin dmin dx. */
-TFM_PRIVATE float tfm__dot_q4_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__dot_q4_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK_K];
     float acc = 0.0f;
     int j, sb, i, sc, mn;
@@ -2257,7 +2257,7 @@ TFM_PRIVATE float tfm__dot_q4_k_scalar(const unsigned char *w, const tfm__qacts 
 }
 
 /* q5_k: as q4_k with 5-bit codes. */
-TFM_PRIVATE float tfm__dot_q5_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__dot_q5_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK_K];
     float acc = 0.0f;
     int j, sb, i, sc, mn;
@@ -2279,7 +2279,7 @@ TFM_PRIVATE float tfm__dot_q5_k_scalar(const unsigned char *w, const tfm__qacts 
 }
 
 /* q6_k: isum = sum_j scale_j (codes . x - 32 sum of x) over each sub-block of 16. */
-TFM_PRIVATE float tfm__dot_q6_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__dot_q6_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK_K];
     float acc = 0.0f;
     int j, sb, i;
@@ -2314,7 +2314,7 @@ typedef struct tfm__mm {
    TFM__TASK_SCRATCH bytes (64-byte aligned). */
 typedef void (*tfm__mm_fn)(const tfm__mm *m, int r0, int r1, unsigned char *scratch);
 
-TFM_PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
+TFM__PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     const unsigned char *w = tfm__tensor_at(m->w, r);
     const float *x = m->x + (size_t)b * m->x_stride;
     switch (m->w->dtype) {
@@ -2332,7 +2332,7 @@ TFM_PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
 }
 
 /* The scalar twin of every matrix kernel. */
-TFM_PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     int r, b;
     (void)scratch;
     for (r = r0; r < r1; r++)
@@ -2345,7 +2345,7 @@ TFM_PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char 
    Why: every token's vector is recentred and rescaled before each sublayer, so the residual
    stream can grow through many layers without the attention/FFN inputs drifting in scale;
    w and b give back a learned scale and offset per dimension. Two passes for a stable variance. */
-TFM_PRIVATE void tfm__layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps) {
+TFM__PRIVATE void tfm__layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps) {
     float mean = 0.0f, var = 0.0f, inv;
     int i;
     for (i = 0; i < n; i++) mean += x[i];
@@ -2359,7 +2359,7 @@ TFM_PRIVATE void tfm__layernorm(float *out, const float *x, const float *w, cons
 /* RMSNorm (Zhang & Sennrich 2019), x, out [n], w [n]: out = x / sqrt(mean(x^2) + eps) * w.
    Why: LayerNorm without the mean: only the scale is fixed, which works as well and is cheaper
    (Llama and most recent models). */
-TFM_PRIVATE void tfm__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+TFM__PRIVATE void tfm__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     float ss = 0.0f, inv;
     int i;
     for (i = 0; i < n; i++) ss += x[i] * x[i];
@@ -2370,24 +2370,24 @@ TFM_PRIVATE void tfm__rmsnorm(float *out, const float *x, const float *w, int n,
 /* GELU, exact form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (GPT-NeoX/Pythia "gelu").
    Why any activation: without a nonlinearity between its two matrices the FFN would collapse
    into one linear map. GELU gates each value by how likely it is to be positive under N(0,1). */
-TFM_PRIVATE float tfm__gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * TFM__INV_SQRT_2)); }
+TFM__PRIVATE float tfm__gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * TFM__INV_SQRT_2)); }
 
 /* GELU, tanh approximation (GPT-2 "gelu_new", "gelu_pytorch_tanh"): models trained with it need
    it exactly; the two forms differ by up to ~1e-3. */
-TFM_PRIVATE float tfm__gelu_tanh(float x) {
+TFM__PRIVATE float tfm__gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(TFM__SQRT_2_OVER_PI * (x + TFM__GELU_CUBIC * x * x * x)));
 }
 
 /* SiLU (swish): x * sigmoid(x), the gate activation of SwiGLU FFNs (Llama). */
-TFM_PRIVATE float tfm__silu(float x) { return x / (1.0f + expf(-x)); }
+TFM__PRIVATE float tfm__silu(float x) { return x / (1.0f + expf(-x)); }
 
-TFM_PRIVATE float tfm__act(tfm_act act, float x) {
+TFM__PRIVATE float tfm__act(tfm_act act, float x) {
     return act == TFM_ACT_SILU ? tfm__silu(x) : act == TFM_ACT_GELU_TANH ? tfm__gelu_tanh(x) : tfm__gelu_erf(x);
 }
 
 /* Softmax in place over x[n], max-subtracted so exp never overflows: x_i = e^(x_i - m) / sum.
    Why: turns attention scores (or logits) into weights that are positive and sum to one. */
-TFM_PRIVATE void tfm__softmax_inplace(float *x, int n) {
+TFM__PRIVATE void tfm__softmax_inplace(float *x, int n) {
     float m = x[0], sum = 0.0f, inv;
     int i;
     for (i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
@@ -2406,7 +2406,7 @@ TFM_PRIVATE void tfm__softmax_inplace(float *x, int n) {
    Why divisors: RoPE scaling (Llama-3's, linear, longrope) stretches the slow frequencies so
    a model sees positions past its training length as it saw the ones inside it; mscale is
    longrope's compensation for the flatter attention that follows. */
-TFM_PRIVATE void tfm__rope_tables(float *cos_t, float *sin_t, int n_ctx, int rope_dim, float base,
+TFM__PRIVATE void tfm__rope_tables(float *cos_t, float *sin_t, int n_ctx, int rope_dim, float base,
                                   const float *divisors, float mscale) {
     int half = rope_dim / 2, pos, j;
     for (j = 0; j < half; j++) {
@@ -2426,7 +2426,7 @@ TFM_PRIVATE void tfm__rope_tables(float *cos_t, float *sin_t, int n_ctx, int rop
    the distance between them, so attention sees relative order without position vectors.
    Only the first rope_dim dims turn (partial rotary); the rest pass through. Pairing: half-split
    (j, j + rope_dim/2) for NeoX / Hugging Face weights, interleaved (2j, 2j + 1) for GPT-J / Meta. */
-TFM_PRIVATE void tfm__rope(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool interleaved) {
+TFM__PRIVATE void tfm__rope(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool interleaved) {
     int half = rope_dim / 2, j;
     for (j = 0; j < half; j++) {
         int ia = interleaved ? 2 * j : j, ib = interleaved ? 2 * j + 1 : j + half;
@@ -2442,7 +2442,7 @@ TFM_PRIVATE void tfm__rope(float *v, int rope_dim, const float *cos_t, const flo
    the 2p sequence, 2^(-8 (2i+1) / (2p)), as in the paper and HF build_alibi_tensor.
    Why: a fixed per-head penalty on distance replaces position embeddings; heads with small
    slopes look far back, heads with large slopes stay local. */
-TFM_PRIVATE void tfm__alibi_slopes(float *slopes, int n_heads) {
+TFM__PRIVATE void tfm__alibi_slopes(float *slopes, int n_heads) {
     int p = 1, h;
     while (p * 2 <= n_heads) p *= 2;
     for (h = 0; h < p; h++) slopes[h] = (float)pow(2.0, -TFM__ALIBI_MAX_EXP * (double)(h + 1) / (double)p);
@@ -2453,7 +2453,7 @@ TFM_PRIVATE void tfm__alibi_slopes(float *slopes, int n_heads) {
 /* Sinusoidal positions (Vaswani et al. 2017), table [n_ctx, d]: PE[pos, 2i] = sin(pos / 10000^(2i/d)),
    PE[pos, 2i+1] = cos(same angle). Why: fixed waves of geometric wavelengths give every
    position a unique code from which relative offsets are linear maps; added to the embedding. */
-TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
+TFM__PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
     int pos, i;
     for (i = 0; 2 * i < d; i++) {
         double wavelength = pow(TFM__SINUSOID_BASE, (double)(2 * i) / (double)d);
@@ -2524,7 +2524,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
                     block repeat the last one and their results are dropped, so edges need no
                     code of their own. */
 #define TFM__FLOAT_KERNELS(P, T, R, C)                                                                    \
-    T TFM_PRIVATE float tfm__##P##_dot(const float *a, const float *b, int n) {                          \
+    T TFM__PRIVATE float tfm__##P##_dot(const float *a, const float *b, int n) {                          \
         tfm__##P##_v acc = tfm__##P##_zero();                                                             \
         float lanes[TFM__LANES];                                                                          \
         int k = 0, l;                                                                                     \
@@ -2535,14 +2535,14 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
         for (l = 0; k + l < n; l++) lanes[l] = fmaf(a[k + l], b[k + l], lanes[l]);                        \
         return tfm__lanes_sum(lanes);                                                                     \
     }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_axpy(float *y, float a, const float *x, int n) {                       \
+    T TFM__PRIVATE void tfm__##P##_axpy(float *y, float a, const float *x, int n) {                       \
         tfm__##P##_v va = tfm__##P##_set1(a);                                                             \
         int k = 0;                                                                                        \
         for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
             tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld(x + k), tfm__##P##_ld(y + k)));         \
         for (; k < n; k++) y[k] = fmaf(a, x[k], y[k]);                                                    \
     }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_axpy_h(float *y, float a, const unsigned char *x, int n) {             \
+    T TFM__PRIVATE void tfm__##P##_axpy_h(float *y, float a, const unsigned char *x, int n) {             \
         tfm__##P##_v va = tfm__##P##_set1(a);                                                             \
         int k = 0;                                                                                        \
         for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
@@ -2558,7 +2558,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
 /* Attention scores (tfm__scores_scalar's chains), 16 keys per vector; the keys past the last
    whole vector one chain each. ESZ: bytes per cached element. */
 #define TFM__SCORES(P, T, W, LD, WS, ESZ)                                                                 \
-    T TFM_PRIVATE void tfm__##P##_scores_##W(const float *q, const unsigned char *kt, size_t stride, int d_head, \
+    T TFM__PRIVATE void tfm__##P##_scores_##W(const float *q, const unsigned char *kt, size_t stride, int d_head, \
                                               int n, float *out) {                                       \
         int j = 0, d;                                                                                     \
         for (; j + TFM__LANES <= n; j += TFM__LANES) {                                                    \
@@ -2578,7 +2578,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
    scalar twin does. */
 #define TFM__FLOAT_MM(P, T, R, C, W, LD, WS)                                                              \
-    T TFM_PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                            \
+    T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                            \
         const tfm__tensor *w = m->w;                                                                      \
         size_t rb = w->row_bytes, esz = rb / (size_t)w->cols;                                            \
         int n = w->cols, r, i, k, l;                                                                      \
@@ -2609,7 +2609,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
             }                                                                                             \
         }                                                                                                 \
     }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_block_##W(const tfm__mm *m, int r, int r1, int b) {                     \
+    T TFM__PRIVATE void tfm__##P##_block_##W(const tfm__mm *m, int r, int r1, int b) {                     \
         const tfm__tensor *w = m->w;                                                                      \
         size_t esz = w->row_bytes / (size_t)w->cols;                                                      \
         const unsigned char *row[R];                                                                      \
@@ -2643,7 +2643,7 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
                 if (m->bias) *y += m->bias[r + i];                                                        \
             }                                                                                             \
     }                                                                                                     \
-    T TFM_PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {      \
+    T TFM__PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {      \
         int r, b;                                                                                         \
         (void)scratch;                                                                                    \
         if (m->n_b == 1) {                                                                                \
@@ -2655,20 +2655,20 @@ TFM_PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
     }
 
 /* One weight as a float, for the tails (k: element index in the row). */
-TFM_PRIVATE float tfm__w_f32(const unsigned char *row, int k) {
+TFM__PRIVATE float tfm__w_f32(const unsigned char *row, int k) {
     float f;
     memcpy(&f, row + 4 * (size_t)k, sizeof f);
     return f;
 }
-TFM_PRIVATE float tfm__w_f16(const unsigned char *row, int k) { return tfm__rd_f16(row + 2 * (size_t)k); }
-TFM_PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf16_to_f32(tfm__rd_u16(row + 2 * (size_t)k)); }
+TFM__PRIVATE float tfm__w_f16(const unsigned char *row, int k) { return tfm__rd_f16(row + 2 * (size_t)k); }
+TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf16_to_f32(tfm__rd_u16(row + 2 * (size_t)k)); }
 
 #if defined(TFM__X86)
-TFM_PRIVATE void tfm__prefetch(const void *p) { _mm_prefetch(TFM__CAST(const char *, p), _MM_HINT_T0); }
+TFM__PRIVATE void tfm__prefetch(const void *p) { _mm_prefetch(TFM__CAST(const char *, p), _MM_HINT_T0); }
 #elif defined(__GNUC__) || defined(__clang__)
-TFM_PRIVATE void tfm__prefetch(const void *p) { __builtin_prefetch(p); }
+TFM__PRIVATE void tfm__prefetch(const void *p) { __builtin_prefetch(p); }
 #else
-TFM_PRIVATE void tfm__prefetch(const void *p) { (void)p; }
+TFM__PRIVATE void tfm__prefetch(const void *p) { (void)p; }
 #endif
 
 /* --- AVX2 + FMA + F16C: a 16-lane vector is two __m256 --- */
@@ -2677,65 +2677,65 @@ typedef struct tfm__avx2_v {
     __m256 lo, hi;
 } tfm__avx2_v;
 
-TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_pair(__m256 lo, __m256 hi) {
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_pair(__m256 lo, __m256 hi) {
     tfm__avx2_v v;
     v.lo = lo;
     v.hi = hi;
     return v;
 }
-TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_zero(void) { return tfm__avx2_pair(_mm256_setzero_ps(), _mm256_setzero_ps()); }
-TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_set1(float a) { return tfm__avx2_pair(_mm256_set1_ps(a), _mm256_set1_ps(a)); }
-TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_ld(const float *p) {
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_zero(void) { return tfm__avx2_pair(_mm256_setzero_ps(), _mm256_setzero_ps()); }
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_set1(float a) { return tfm__avx2_pair(_mm256_set1_ps(a), _mm256_set1_ps(a)); }
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld(const float *p) {
     return tfm__avx2_pair(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
 }
-TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_ld_w32(const unsigned char *p) {
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_w32(const unsigned char *p) {
     return tfm__avx2_ld(TFM__CAST(const float *, TFM__CAST(const void *, p)));
 }
-TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_ld_h(const unsigned char *p) {
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_h(const unsigned char *p) {
     return tfm__avx2_pair(_mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p)))),
                           _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p + 16)))));
 }
-TFM__T_AVX2 TFM_PRIVATE __m256 tfm__avx2_bf16x8(const unsigned char *p) {
+TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_bf16x8(const unsigned char *p) {
     __m128i h = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
-TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_ld_b(const unsigned char *p) {
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_b(const unsigned char *p) {
     return tfm__avx2_pair(tfm__avx2_bf16x8(p), tfm__avx2_bf16x8(p + 16));
 }
-TFM__T_AVX2 TFM_PRIVATE tfm__avx2_v tfm__avx2_fma(tfm__avx2_v a, tfm__avx2_v b, tfm__avx2_v c) {
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_fma(tfm__avx2_v a, tfm__avx2_v b, tfm__avx2_v c) {
     return tfm__avx2_pair(_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi));
 }
-TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
 }
 /* 8 lanes to 1 in tfm__lanes_sum's order: l + 4, then l + 2, then l + 1. */
-TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_sum8(__m256 v) {
+TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
-TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
+TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
 TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, 2)
 #endif
 
 /* --- AVX-512: a 16-lane vector is one __m512 --- */
 #ifdef TFM__X86_AVX512
 typedef __m512 tfm__avx512_v;
-TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_zero(void) { return _mm512_setzero_ps(); }
-TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_set1(float a) { return _mm512_set1_ps(a); }
-TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld(const float *p) { return _mm512_loadu_ps(p); }
-TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld_w32(const unsigned char *p) { return _mm512_loadu_ps(p); }
-TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld_h(const unsigned char *p) {
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_zero(void) { return _mm512_setzero_ps(); }
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_set1(float a) { return _mm512_set1_ps(a); }
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ld(const float *p) { return _mm512_loadu_ps(p); }
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ld_w32(const unsigned char *p) { return _mm512_loadu_ps(p); }
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ld_h(const unsigned char *p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p))));
 }
-TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_ld_b(const unsigned char *p) {
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ld_b(const unsigned char *p) {
     __m256i h = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
-TFM__T_AVX512 TFM_PRIVATE __m512 tfm__avx512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
-TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_st(float *p, __m512 v) { _mm512_storeu_ps(p, v); }
-TFM__T_AVX512 TFM_PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_st(float *p, __m512 v) { _mm512_storeu_ps(p, v); }
+TFM__T_AVX512 TFM__PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
     return tfm__avx2_sum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 4, 6)
@@ -2747,50 +2747,50 @@ typedef struct tfm__neon_v {
     float32x4_t q[4];
 } tfm__neon_v;
 
-TFM_PRIVATE tfm__neon_v tfm__neon_zero(void) {
+TFM__PRIVATE tfm__neon_v tfm__neon_zero(void) {
     tfm__neon_v v;
     int i;
     for (i = 0; i < 4; i++) v.q[i] = vdupq_n_f32(0.0f);
     return v;
 }
-TFM_PRIVATE tfm__neon_v tfm__neon_set1(float a) {
+TFM__PRIVATE tfm__neon_v tfm__neon_set1(float a) {
     tfm__neon_v v;
     int i;
     for (i = 0; i < 4; i++) v.q[i] = vdupq_n_f32(a);
     return v;
 }
-TFM_PRIVATE tfm__neon_v tfm__neon_ld(const float *p) {
+TFM__PRIVATE tfm__neon_v tfm__neon_ld(const float *p) {
     tfm__neon_v v;
     int i;
     for (i = 0; i < 4; i++) v.q[i] = vld1q_f32(p + 4 * i);
     return v;
 }
-TFM_PRIVATE tfm__neon_v tfm__neon_ld_w32(const unsigned char *p) {
+TFM__PRIVATE tfm__neon_v tfm__neon_ld_w32(const unsigned char *p) {
     return tfm__neon_ld(TFM__CAST(const float *, TFM__CAST(const void *, p)));
 }
-TFM_PRIVATE tfm__neon_v tfm__neon_ld_h(const unsigned char *p) {
+TFM__PRIVATE tfm__neon_v tfm__neon_ld_h(const unsigned char *p) {
     tfm__neon_v v;
     int i;
     for (i = 0; i < 4; i++) v.q[i] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(TFM__CAST(const uint16_t *, TFM__CAST(const void *, p + 8 * i)))));
     return v;
 }
-TFM_PRIVATE tfm__neon_v tfm__neon_ld_b(const unsigned char *p) {
+TFM__PRIVATE tfm__neon_v tfm__neon_ld_b(const unsigned char *p) {
     tfm__neon_v v;
     int i;
     for (i = 0; i < 4; i++)
         v.q[i] = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(TFM__CAST(const uint16_t *, TFM__CAST(const void *, p + 8 * i))), 16));
     return v;
 }
-TFM_PRIVATE tfm__neon_v tfm__neon_fma(tfm__neon_v a, tfm__neon_v b, tfm__neon_v c) {
+TFM__PRIVATE tfm__neon_v tfm__neon_fma(tfm__neon_v a, tfm__neon_v b, tfm__neon_v c) {
     int i;
     for (i = 0; i < 4; i++) c.q[i] = vfmaq_f32(c.q[i], a.q[i], b.q[i]);
     return c;
 }
-TFM_PRIVATE void tfm__neon_st(float *p, tfm__neon_v v) {
+TFM__PRIVATE void tfm__neon_st(float *p, tfm__neon_v v) {
     int i;
     for (i = 0; i < 4; i++) vst1q_f32(p + 4 * i, v.q[i]);
 }
-TFM_PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 */
+TFM__PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 */
     float32x4_t a = vaddq_f32(vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3]));
     float32x2_t b = vadd_f32(vget_low_f32(a), vget_high_f32(a));
     return vget_lane_f32(b, 0) + vget_lane_f32(b, 1);
@@ -2802,20 +2802,20 @@ TFM__FLOAT_KERNELS(neon, , 2, 2)
    extension, else vmull_s8 pairs into int16 and pairwise adds into int32), then the scalar
    twin's float steps. */
 #if defined(__ARM_FEATURE_DOTPROD)
-TFM_PRIVATE int32x4_t tfm__neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
+TFM__PRIVATE int32x4_t tfm__neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
 #else
-TFM_PRIVATE int32x4_t tfm__neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
+TFM__PRIVATE int32x4_t tfm__neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
     int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b)), hi = vmull_high_s8(a, b); /* |a b| <= 127 x 128 */
     return vpadalq_s16(vpadalq_s16(acc, lo), hi);
 }
 #endif
 
 /* 32 codes (two vectors) . 32 activation codes at x, exactly. */
-TFM_PRIVATE int32_t tfm__neon_dot32(int8x16_t a0, int8x16_t a1, const int8_t *x) {
+TFM__PRIVATE int32_t tfm__neon_dot32(int8x16_t a0, int8x16_t a1, const int8_t *x) {
     return vaddvq_s32(tfm__neon_dot16(tfm__neon_dot16(vdupq_n_s32(0), a0, vld1q_s8(x)), a1, vld1q_s8(x + 16)));
 }
 
-TFM_PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const tfm__qacts *qa, int t) {
     const uint8x16_t low4 = vdupq_n_u8(0xf), low2 = vdupq_n_u8(3);
     float acc = 0.0f;
     int j, c, k, h, sc, mn;
@@ -2876,7 +2876,7 @@ TFM_PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const 
     return acc;
 }
 
-TFM_PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     int r, b;
     (void)scratch;
     for (r = r0; r < r1; r++) {
@@ -2903,10 +2903,10 @@ TFM_PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char 
 #ifdef TFM__X86_AVX2
 /* An f16 at p as a float, inline (a call to the scalar tfm__rd_f16 would spill every vector
    register of the loop around it). */
-TFM__T_AVX2 TFM_PRIVATE float tfm__avx2_h2f(const unsigned char *p) { return _cvtsh_ss(tfm__rd_u16(p)); }
+TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_h2f(const unsigned char *p) { return _cvtsh_ss(tfm__rd_u16(p)); }
 
 /* Eight vectors of 8 int32 lanes -> their 8 lane sums (vector i's sum in lane i). */
-TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_red8(const __m256i *p) {
+TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_red8(const __m256i *p) {
     __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
     __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
     /* a = [s0..s3 low halves | s0..s3 high halves], b likewise for rows 4..7 */
@@ -2915,7 +2915,7 @@ TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_red8(const __m256i *p) {
 }
 
 /* f16 scales of 8 rows at the same byte offset, as floats. */
-TFM__T_AVX2 TFM_PRIVATE __m256 tfm__avx2_scales8(const unsigned char *const *row, size_t at) {
+TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_scales8(const unsigned char *const *row, size_t at) {
     return _mm256_cvtph_ps(_mm_setr_epi16((short)tfm__rd_u16(row[0] + at), (short)tfm__rd_u16(row[1] + at),
                                           (short)tfm__rd_u16(row[2] + at), (short)tfm__rd_u16(row[3] + at),
                                           (short)tfm__rd_u16(row[4] + at), (short)tfm__rd_u16(row[5] + at),
@@ -2923,23 +2923,23 @@ TFM__T_AVX2 TFM_PRIVATE __m256 tfm__avx2_scales8(const unsigned char *const *row
 }
 
 /* 32 unsigned codes of a q4_0 block: the 16 bytes' low nibbles, then their high nibbles. */
-TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_nibbles(const unsigned char *q) {
+TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_nibbles(const unsigned char *q) {
     __m128i b = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, q)));
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0xf));
 }
 
 /* Products of 32 u8 x 32 s8 summed into 8 int32 lanes (no VNNI: pairs into int16 first,
    which cannot saturate for codes <= 63 times |x| <= 127). */
-TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_dot_u4(__m256i u, __m256i s) {
+TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_dot_u4(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 /* Signed x signed: |w| x (x with w's sign), pairs at most 2 x 128 x 127 < 2^15. */
-TFM__T_AVX2 TFM_PRIVATE __m256i tfm__avx2_dot_s8(__m256i w, __m256i x) {
+TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_dot_s8(__m256i w, __m256i x) {
     return tfm__avx2_dot_u4(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
 }
 
 /* One token, rows [r0, r1): the q8_0 / q4_0 GEMV (ty: the dtype). */
-TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemv_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
     int r, i, j, zero = ty == TFM_DTYPE_Q8_0 ? 0 : TFM__Q4_0_ZERO;
@@ -2968,7 +2968,7 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemv_q(const tfm__mm *m, int r0, int r1, 
 }
 
 /* A batch: 16 tokens (one group) x 1 row at a time; lo / hi: tokens 0..7 / 8..15. */
-TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
     int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, zero = ty == TFM_DTYPE_Q8_0 ? 0 : TFM__Q4_0_ZERO;
@@ -3018,7 +3018,7 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, 
 }
 
 /* Activations to codes, 8 values at a time, the same arithmetic as tfm__quant_scalar. */
-TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c, k;
     int32_t codes32[8];
@@ -3072,14 +3072,14 @@ typedef struct tfm__kq_sb {
 #define TFM__KQ_SUBS 4 /* sub-blocks summed at once (independent chains of dot products) */
 
 /* Task scratch of the batched K-quant kernels: TFM__KQ_ROWS rows unpacked. */
-TFM_PRIVATE size_t tfm__kq_scratch_bytes(int cols) {
+TFM__PRIVATE size_t tfm__kq_scratch_bytes(int cols) {
     return (size_t)TFM__KQ_ROWS * (size_t)(cols / TFM__QK_K) * sizeof(tfm__kq_sb);
 }
 
-TFM_PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xffff) | (uint32_t)(hi & 0xffff) << 16; }
+TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xffff) | (uint32_t)(hi & 0xffff) << 16; }
 
 /* o->flip and o->sc_pair for n_sub sub-blocks. */
-TFM_PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
+TFM__PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
     int c, i, len = TFM__QK_K / n_sub;
     o->flip = 0;
     for (c = 0; c < n_sub; c++) {
@@ -3098,21 +3098,21 @@ TFM_PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
    float steps are the twin's, one scalar fmaf each. The same code for both sets (AVX-512 only
    brings more registers here). */
 #define TFM__KQUANT_KERNELS(P, T)                                                                         \
-    T TFM_PRIVATE int32_t tfm__##P##_hsum_i32(__m256i v) {                                               \
+    T TFM__PRIVATE int32_t tfm__##P##_hsum_i32(__m256i v) {                                               \
         __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));             \
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));                                                 \
         return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));                           \
     }                                                                                                     \
     /* 32 u8 codes x 32 s8 activation codes at x, pairs summed in int16 (codes <= 63, |x| <= 127:    \
        no saturation), times the sub-block scale sc16 and pairs summed again: 8 int32 lanes. */        \
-    T TFM_PRIVATE __m256i tfm__##P##_kdot(__m256i u, const int8_t *x, __m256i sc16) {                    \
+    T TFM__PRIVATE __m256i tfm__##P##_kdot(__m256i u, const int8_t *x, __m256i sc16) {                    \
         __m256i xv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x)));          \
         return _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), sc16);                                      \
     }                                                                                                     \
     /* The 8 (scale, min) pairs of a q4_k / q5_k super-block, as tfm__q4k_scale reads them, at once: \
        bytes 0..3 hold scales 0..3 (low 6 bits) and the top bits of scales 4..7, bytes 4..7 the mins \
        likewise, bytes 8..11 the low nibbles of scales and mins 4..7. */                                \
-    T TFM_PRIVATE void tfm__##P##_q4k_scales(const unsigned char *s, unsigned char *sc, unsigned char *mn) { \
+    T TFM__PRIVATE void tfm__##P##_q4k_scales(const unsigned char *s, unsigned char *sc, unsigned char *mn) { \
         uint32_t u0, u1, u2, lo, hi;                                                                      \
         memcpy(&u0, s, 4);                                                                                \
         memcpy(&u1, s + 4, 4);                                                                            \
@@ -3127,7 +3127,7 @@ TFM_PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
         memcpy(mn + 4, &hi, 4);                                                                           \
     }                                                                                                     \
     /* q4_k / q5_k super-block j of one row against token b: isum and imin of the scalar twin. */      \
-    T TFM_PRIVATE void tfm__##P##_q45_sb(const unsigned char *blk, bool five, const __m256i *sc, __m128i mn16, \
+    T TFM__PRIVATE void tfm__##P##_q45_sb(const unsigned char *blk, bool five, const __m256i *sc, __m128i mn16, \
                                          const tfm__qacts *qa, size_t bi, int32_t *isum_out, int32_t *imin_out) { \
         const __m256i low4 = _mm256_set1_epi8(0xf), one = _mm256_set1_epi8(1);                            \
         const unsigned char *qs = blk + (five ? 48 : 16);                                                 \
@@ -3158,7 +3158,7 @@ TFM_PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
         *imin_out = _mm_cvtsi128_si32(_mm_add_epi32(pairs, _mm_shuffle_epi32(pairs, 0xb1)));               \
     }                                                                                                     \
     /* q6_k super-block of one row against token b: isum (zero point included). */                     \
-    T TFM_PRIVATE int32_t tfm__##P##_q6_sb(const unsigned char *blk, const __m256i *sc, __m256i scl32a,   \
+    T TFM__PRIVATE int32_t tfm__##P##_q6_sb(const unsigned char *blk, const __m256i *sc, __m256i scl32a,   \
                                            __m256i scl32b, const tfm__qacts *qa, size_t bi) {             \
         const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3);                          \
         const int8_t *x = qa->q + bi * TFM__QK_K;                                                         \
@@ -3181,7 +3181,7 @@ TFM_PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
     }                                                                                                     \
     /* Rows [r0, r1) x every token: per row and super-block the scales are unpacked once and every    \
        token's float chain advances one step (kept in y between super-blocks, an exact store). */     \
-    T TFM_PRIVATE void tfm__##P##_gemv_kquant(const tfm__mm *m, int r0, int r1) {                        \
+    T TFM__PRIVATE void tfm__##P##_gemv_kquant(const tfm__mm *m, int r0, int r1) {                        \
         tfm_dtype dt = m->w->dtype;                                                                       \
         size_t bb = (size_t)tfm__dtype_of(dt).info.block_bytes;                                           \
         int r, b, j, i, nb = m->w->cols / TFM__QK_K;                                                      \
@@ -3225,7 +3225,7 @@ TFM_PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
         }                                                                                                 \
     }                                                                                                     \
     /* One row's super-block for the batched kernels (tfm__kq_sb). */                                  \
-    T TFM_PRIVATE void tfm__##P##_kq_unpack(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *o) {      \
+    T TFM__PRIVATE void tfm__##P##_kq_unpack(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *o) {      \
         const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1); \
         int h, k, i;                                                                                      \
         if (dt == TFM_DTYPE_Q6_K) {                                                                       \
@@ -3267,7 +3267,7 @@ TFM_PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
         tfm__kq_finish(o, dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_SUB : TFM__Q4_K_SUB);                         \
     }                                                                                                     \
     /* Rows [r, r + TFM__KQ_ROWS) of m (the last one repeated past r1), every super-block, unpacked. */ \
-    T TFM_PRIVATE void tfm__##P##_kq_unpack_rows(const tfm__mm *m, int r, int r1, tfm__kq_sb *out) {      \
+    T TFM__PRIVATE void tfm__##P##_kq_unpack_rows(const tfm__mm *m, int r, int r1, tfm__kq_sb *out) {      \
         size_t bb = (size_t)tfm__dtype_of(m->w->dtype).info.block_bytes;                                  \
         int i, j, nb = m->w->cols / TFM__QK_K;                                                            \
         for (i = 0; i < TFM__KQ_ROWS; i++) {                                                              \
@@ -3332,7 +3332,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_kq_step(const tfm__kq_sb *w, const
     }
 }
 
-TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     bool q6 = m->w->dtype == TFM_DTYPE_Q6_K;
     int nb = m->w->cols / TFM__QK_K, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, i, h, t;
     tfm__kq_sb *sb = TFM__CAST(tfm__kq_sb *, TFM__CAST(void *, scratch)); /* [nb][TFM__KQ_ROWS] */
@@ -3357,17 +3357,17 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_gemm_kquant(const tfm__mm *m, int r0, int
     }
 }
 
-TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     if (m->qa->group == 1) tfm__avx2_gemv_kquant(m, r0, r1);
     else tfm__avx2_gemm_kquant(m, r0, r1, scratch);
 }
 
-TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
     if (m->qa->group == 1) tfm__avx2_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
     else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q8_0);
 }
-TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
     if (m->qa->group == 1) tfm__avx2_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
     else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q4_0);
@@ -3376,13 +3376,13 @@ TFM__T_AVX2 TFM_PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1,
 
 #ifdef TFM__X86_AVX512
 /* One token: as AVX2, with the VNNI u8 x s8 dot product on 256-bit vectors. */
-TFM__T_AVX512 TFM_PRIVATE __m256i tfm__avx512_red8(const __m256i *p) {
+TFM__T_AVX512 TFM__PRIVATE __m256i tfm__avx512_red8(const __m256i *p) {
     __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
     __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
     return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
     int r, i, j, zero = ty == TFM_DTYPE_Q8_0 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO;
@@ -3476,7 +3476,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_kq_step(const tfm__kq_sb *w, c
     }
 }
 
-TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     bool q6 = m->w->dtype == TFM_DTYPE_Q6_K;
     int nb = m->w->cols / TFM__QK_K, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, i, t;
     tfm__kq_sb *sb = TFM__CAST(tfm__kq_sb *, TFM__CAST(void *, scratch)); /* [nb][TFM__KQ_ROWS] */
@@ -3501,7 +3501,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0,
     }
 }
 
-TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     if (m->qa->group == 1) tfm__avx512_gemv_kquant(m, r0, r1);
     else tfm__avx512_gemm_kquant(m, r0, r1, scratch);
 }
@@ -3509,7 +3509,7 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_kquant(const tfm__mm *m, int r0, i
 #define TFM__AVX512_ROWS 4 /* weight rows per pass of the batched VNNI kernel */
 
 /* A batch: TFM__AVX512_ROWS rows x 16 tokens per register block. */
-TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
     int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, k, i, t;
@@ -3560,19 +3560,19 @@ TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int 
     }
 }
 
-TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
     if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
     else tfm__avx512_gemm_q(m, r0, r1, TFM_DTYPE_Q8_0);
 }
-TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
     if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
     else tfm__avx512_gemm_q(m, r0, r1, TFM_DTYPE_Q4_0);
 }
 
 /* Activations to codes, 16 values at a time, the same arithmetic as tfm__quant_scalar. */
-TFM__T_AVX512 TFM_PRIVATE void tfm__avx512_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c, k;
     int8_t codes[TFM__LANES];
     qa->n_blocks = cols / qa->block;
@@ -3627,7 +3627,7 @@ typedef struct tfm__tilecfg {
 } tfm__tilecfg;
 
 /* Tiles: 0, 1 C (16 x 16 int32); 2, 3 A (16 rows x 32 bytes); 4, 5 B (8 x 64 bytes). */
-TFM__T_AMX TFM_PRIVATE void tfm__amx_config(void) {
+TFM__T_AMX TFM__PRIVATE void tfm__amx_config(void) {
     tfm__tilecfg cfg;
     int i;
     memset(&cfg, 0, sizeof cfg);
@@ -3642,7 +3642,7 @@ TFM__T_AMX TFM_PRIVATE void tfm__amx_config(void) {
 }
 
 /* The float step for 16 rows of one C tile: acc[i] (16 tokens of row i) += sums x d_w d_x. */
-TFM__T_AMX TFM_PRIVATE void tfm__amx_step(const int32_t *c, const float *dw, __m512 dx, __m512i zs, __m512 *acc) {
+TFM__T_AMX TFM__PRIVATE void tfm__amx_step(const int32_t *c, const float *dw, __m512 dx, __m512i zs, __m512 *acc) {
     int i;
     for (i = 0; i < TFM__AMX_ROWS; i++) {
         __m512i isum = _mm512_sub_epi32(_mm512_loadu_si512(c + 16 * i), zs);
@@ -3663,7 +3663,7 @@ TFM__T_AMX TFM_PRIVATE void tfm__amx_step(const int32_t *c, const float *dw, __m
 /* 16 rows from r (A: a_base, rows a_stride bytes apart, block j at + j * a_block; dw_all their
    scales [n_blocks][16]) x the 16 tokens of group g. zero: the weights' zero point (q4_0). The
    product of block j + 1 is issued before the sums of block j are read. */
-TFM__T_AMX TFM_PRIVATE void tfm__amx_tile_rows(const tfm__mm *m, const unsigned char *a_base, size_t a_stride,
+TFM__T_AMX TFM__PRIVATE void tfm__amx_tile_rows(const tfm__mm *m, const unsigned char *a_base, size_t a_stride,
                                                size_t a_block, const float *dw_all, bool unsigned_a, int zero,
                                                int g, int r) {
     const tfm__qacts *qa = m->qa;
@@ -3695,17 +3695,17 @@ TFM__T_AMX TFM_PRIVATE void tfm__amx_tile_rows(const tfm__mm *m, const unsigned 
 }
 
 /* Scratch of one task: 16 rows of unpacked q4_0 codes plus the 16 rows' scales per block. */
-TFM_PRIVATE size_t tfm__amx_scratch_bytes(int cols) {
+TFM__PRIVATE size_t tfm__amx_scratch_bytes(int cols) {
     return (size_t)TFM__AMX_ROWS * (size_t)cols + (size_t)TFM__AMX_ROWS * sizeof(float) * (size_t)(cols / TFM__QK);
 }
 
 /* ... or the batched K-quant kernel's, whichever is larger. */
-TFM_PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
+TFM__PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
     size_t a = tfm__amx_scratch_bytes(cols), k = tfm__kq_scratch_bytes(cols);
     return a > k ? a : k;
 }
 
-TFM__T_AMX TFM_PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
+TFM__T_AMX TFM__PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
     const tfm__tensor *w = m->w;
     int nb = w->cols / TFM__QK, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, i, j;
     size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u, codes_bytes = (size_t)TFM__AMX_ROWS * (size_t)w->cols;
@@ -3734,11 +3734,11 @@ TFM__T_AMX TFM_PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsign
     if (r < r1) tfm__avx512_gemm_q(m, r, r1, ty); /* fewer than 16 rows left */
 }
 
-TFM__T_AMX TFM_PRIVATE void tfm__amx_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
     else tfm__amx_mm(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
 }
-TFM__T_AMX TFM_PRIVATE void tfm__amx_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
     else tfm__amx_mm(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
 }
@@ -3761,10 +3761,10 @@ typedef struct tfm__isa {
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
 } tfm__isa;
 
-TFM_PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+TFM__PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     tfm__quant_scalar(x, x_stride, n_b, cols, qa);
 }
-TFM_PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
+TFM__PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt, size_t stride, int d_head, int n,
                                         float *out) {
     tfm__scores_scalar(q, TFM__CAST(const float *, TFM__CAST(const void *, kt)), stride, d_head, n, out);
 }
@@ -3773,7 +3773,7 @@ TFM_PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt,
 typedef enum tfm__set { TFM__SET_SCALAR, TFM__SET_AVX2, TFM__SET_AVX512, TFM__SET_AMX, TFM__SET_NEON, TFM__SET_COUNT } tfm__set;
 
 /* kquant: one kernel for q4_k, q5_k and q6_k (it reads the dtype). */
-TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tfm__mm_fn f16, tfm__mm_fn bf16,
+TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tfm__mm_fn f16, tfm__mm_fn bf16,
                                tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn kquant) {
     t->name = name;
     t->mm[TFM_DTYPE_F32] = f32;
@@ -3796,7 +3796,7 @@ TFM_PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tf
 
 /* Set `set` into *out (written as code: a static table of function pointers would be
    relocated data); false when it is not compiled in. */
-TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
+TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
     tfm__mm_fn sc = tfm__mm_scalar;
     switch (set) {
     case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc); return true;
@@ -3869,26 +3869,26 @@ TFM_PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #define TFM__XCR0_AMX 0x60000u   /* XTILECFG, XTILEDATA state */
 
 #if defined(__GNUC__) || defined(__clang__)
-TFM_PRIVATE void tfm__cpuid(unsigned leaf, unsigned sub, unsigned *r) {
+TFM__PRIVATE void tfm__cpuid(unsigned leaf, unsigned sub, unsigned *r) {
     __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
 }
-TFM_PRIVATE uint64_t tfm__xcr0(void) {
+TFM__PRIVATE uint64_t tfm__xcr0(void) {
     uint32_t lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((uint64_t)hi << 32) | lo;
 }
 #else
-TFM_PRIVATE void tfm__cpuid(unsigned leaf, unsigned sub, unsigned *r) {
+TFM__PRIVATE void tfm__cpuid(unsigned leaf, unsigned sub, unsigned *r) {
     int v[4];
     __cpuidex(v, (int)leaf, (int)sub);
     r[0] = (unsigned)v[0]; r[1] = (unsigned)v[1]; r[2] = (unsigned)v[2]; r[3] = (unsigned)v[3];
 }
-TFM_PRIVATE uint64_t tfm__xcr0(void) { return _xgetbv(0); }
+TFM__PRIVATE uint64_t tfm__xcr0(void) { return _xgetbv(0); }
 #endif
 
 #ifdef TFM__X86_AMX
 /* Ask Linux for the AMX tile state (per process, granted once; asking again is harmless). */
-TFM_PRIVATE bool tfm__amx_permitted(void) {
+TFM__PRIVATE bool tfm__amx_permitted(void) {
     long ret;
     __asm__ volatile("syscall"
                      : "=a"(ret)
@@ -3899,7 +3899,7 @@ TFM_PRIVATE bool tfm__amx_permitted(void) {
 #endif
 
 /* Can this CPU (and OS) run set `name`? */
-TFM_PRIVATE bool tfm__isa_runs(const char *name) {
+TFM__PRIVATE bool tfm__isa_runs(const char *name) {
     unsigned l1[4], l7[4];
     uint64_t xcr0;
     bool avx2, avx512;
@@ -3925,12 +3925,12 @@ TFM_PRIVATE bool tfm__isa_runs(const char *name) {
     return false;
 }
 #else
-TFM_PRIVATE bool tfm__isa_runs(const char *name) { (void)name; return true; } /* NEON is AArch64's baseline */
+TFM__PRIVATE bool tfm__isa_runs(const char *name) { (void)name; return true; } /* NEON is AArch64's baseline */
 #endif
 
 /* The set named (NULL or "": the best this CPU runs) into *out; false when it is unknown, not
    compiled in, or this CPU cannot run it. */
-TFM_PRIVATE bool tfm__pick_isa(const char *name, tfm__isa *out) {
+TFM__PRIVATE bool tfm__pick_isa(const char *name, tfm__isa *out) {
     int set;
     for (set = TFM__SET_COUNT - 1; set >= 0; set--) {
         if (!tfm__isa_get(set, out) || (name && name[0] && strcmp(name, out->name) != 0)) continue;
@@ -4002,7 +4002,7 @@ struct tfm_model {
 };
 
 /* The model's tokenizer, or NULL when the file carries none. */
-TFM_PRIVATE const tfm__tokenizer *tfm__model_tokenizer(const tfm_model *m) { return m ? m->tokenizer : NULL; }
+TFM__PRIVATE const tfm__tokenizer *tfm__model_tokenizer(const tfm_model *m) { return m ? m->tokenizer : NULL; }
 
 /* Looks up tensors by slot (see tfm__name_slot); each slot is consumed once. */
 typedef struct tfm__resolver {
@@ -4013,7 +4013,7 @@ typedef struct tfm__resolver {
     const tfm_logger *lg;
 } tfm__resolver;
 
-TFM_PRIVATE void tfm__slot_name(int slot, char *buf, size_t buf_bytes) {
+TFM__PRIVATE void tfm__slot_name(int slot, char *buf, size_t buf_bytes) {
     if (slot < TFM__N_GLOBAL) snprintf(buf, buf_bytes, "%s", tfm__global_names[slot]);
     else snprintf(buf, buf_bytes, "blk.%d.%s", (slot - TFM__N_GLOBAL) / TFM__N_PER_LAYER,
                   tfm__layer_names[(slot - TFM__N_GLOBAL) % TFM__N_PER_LAYER]);
@@ -4021,7 +4021,7 @@ TFM_PRIVATE void tfm__slot_name(int slot, char *buf, size_t buf_bytes) {
 
 /* Take the tensor in slot: a matrix [rows, cols] (cols 0: a vector [rows], which must be f32).
    Absent: CORRUPT when required, else out->data = NULL. */
-TFM_PRIVATE tfm_result tfm__take(tfm__resolver *r, int slot, int rows, int cols, bool required, tfm__tensor *out) {
+TFM__PRIVATE tfm_result tfm__take(tfm__resolver *r, int slot, int rows, int cols, bool required, tfm__tensor *out) {
     char name[TFM__NAME_BYTES + 16], got[96], want[96];
     uint64_t shape[2];
     uint32_t rank = cols ? 2u : 1u;
@@ -4051,14 +4051,14 @@ TFM_PRIVATE tfm_result tfm__take(tfm__resolver *r, int slot, int rows, int cols,
 }
 
 /* A vector [n] as a float pointer (NULL when absent and optional). */
-TFM_PRIVATE tfm_result tfm__take_vec(tfm__resolver *r, int slot, int n, bool required, const float **out) {
+TFM__PRIVATE tfm_result tfm__take_vec(tfm__resolver *r, int slot, int n, bool required, const float **out) {
     tfm__tensor t;
     tfm_result res = tfm__take(r, slot, n, 0, required, &t);
     *out = TFM__CAST(const float *, t.data);
     return res;
 }
 
-TFM_PRIVATE tfm_result tfm__resolve_layer(tfm__resolver *r, const tfm_config *c, int l, tfm__layer *L) {
+TFM__PRIVATE tfm_result tfm__resolve_layer(tfm__resolver *r, const tfm_config *c, int l, tfm__layer *L) {
     int s = TFM__N_GLOBAL + l * TFM__N_PER_LAYER, q_dim = c->n_heads * c->d_head;
     int kv_dim = c->n_kv_heads * c->d_head, d = c->d_model;
     bool ln = c->norm == TFM_NORM_LAYERNORM, ln2 = c->residual != TFM_RESIDUAL_PARALLEL_SHARED;
@@ -4091,7 +4091,7 @@ TFM_PRIVATE tfm_result tfm__resolve_layer(tfm__resolver *r, const tfm_config *c,
 
 /* rope_freqs and rope_freqs_long, [rope_dim/2] divisors each finite and > 0 (RoPE only; the
    long set needs the short one and rope_orig_ctx). */
-TFM_PRIVATE tfm_result tfm__resolve_rope_freqs(tfm__resolver *r, tfm_model *m) {
+TFM__PRIVATE tfm_result tfm__resolve_rope_freqs(tfm__resolver *r, tfm_model *m) {
     const tfm_config *c = &m->config;
     bool rope = c->pos == TFM_POS_ROPE_HALF || c->pos == TFM_POS_ROPE_INTERLEAVED;
     const float *f[2] = {NULL, NULL};
@@ -4114,7 +4114,7 @@ TFM_PRIVATE tfm_result tfm__resolve_rope_freqs(tfm__resolver *r, tfm_model *m) {
 }
 
 /* Per-layer window and RoPE kind from the layer table (none: all 0). A local table needs RoPE. */
-TFM_PRIVATE tfm_result tfm__read_layer_table(const unsigned char *file, const tfm__header *h, const tfm_logger *lg,
+TFM__PRIVATE tfm_result tfm__read_layer_table(const unsigned char *file, const tfm__header *h, const tfm_logger *lg,
                                              tfm_model *m) {
     const tfm_config *c = &m->config;
     bool rope = c->pos == TFM_POS_ROPE_HALF || c->pos == TFM_POS_ROPE_INTERLEAVED;
@@ -4136,7 +4136,7 @@ TFM_PRIVATE tfm_result tfm__read_layer_table(const unsigned char *file, const tf
 
 /* Resolve every tensor the config needs; a tensor the config does not use is CORRUPT too (it
    would mean the converter and the config disagree). */
-TFM_PRIVATE tfm_result tfm__resolve(tfm__resolver *r, tfm_model *m, int n_slots) {
+TFM__PRIVATE tfm_result tfm__resolve(tfm__resolver *r, tfm_model *m, int n_slots) {
     const tfm_config *c = &m->config;
     bool ln = c->norm == TFM_NORM_LAYERNORM;
     tfm_result res = TFM_OK;
@@ -4163,7 +4163,7 @@ TFM_PRIVATE tfm_result tfm__resolve(tfm__resolver *r, tfm_model *m, int n_slots)
 }
 
 /* The config as the public struct, from a validated header. */
-TFM_PRIVATE void tfm__config_from_header(const tfm__header *h, tfm_config *c) {
+TFM__PRIVATE void tfm__config_from_header(const tfm__header *h, tfm_config *c) {
     memset(c, 0, sizeof *c);
     c->arch = h->arch <= TFM_ARCH_SMOLLM3 ? (tfm_arch)h->arch : TFM_ARCH_UNKNOWN;
     c->n_vocab = (int)h->n_vocab;     c->n_ctx = (int)h->n_ctx;
@@ -4189,7 +4189,7 @@ TFM_PRIVATE void tfm__config_from_header(const tfm__header *h, tfm_config *c) {
 
 /* config.dtype: the dtype of the largest of tok_embd and the w_up matrices (the converter writes
    every matrix in one dtype, so this stands for all of them). */
-TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
+TFM__PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
     const tfm__tensor *best = &m->tok_embd;
     int l;
     for (l = 0; l < m->config.n_layers; l++) {
@@ -4203,7 +4203,7 @@ TFM_PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
 #define TFM__FNV_PRIME 0x100000001b3ull
 #define TFM__ID_SAMPLE_BYTES 64                /* bytes hashed at each end of every tensor */
 
-TFM_PRIVATE uint64_t tfm__fnv(uint64_t h, const unsigned char *p, size_t n) {
+TFM__PRIVATE uint64_t tfm__fnv(uint64_t h, const unsigned char *p, size_t n) {
     size_t i;
     for (i = 0; i < n; i++) h = (h ^ p[i]) * TFM__FNV_PRIME;
     return h;
@@ -4212,7 +4212,7 @@ TFM_PRIVATE uint64_t tfm__fnv(uint64_t h, const unsigned char *p, size_t n) {
 /* What a saved session state names its model by: a hash of the header, the tensor directory,
    the layer table and the first and last bytes of every tensor (validated file, dir_end the end
    of the directory). Two files differ in it unless their shapes and those bytes all agree. */
-TFM_PRIVATE uint64_t tfm__model_id(const unsigned char *file, const tfm__header *h, uint64_t dir_end) {
+TFM__PRIVATE uint64_t tfm__model_id(const unsigned char *file, const tfm__header *h, uint64_t dir_end) {
     uint64_t id = tfm__fnv(TFM__FNV_OFFSET, file, (size_t)dir_end);
     uint32_t i;
     if (h->layer_table_offset)
@@ -4227,7 +4227,7 @@ TFM_PRIVATE uint64_t tfm__model_id(const unsigned char *file, const tfm__header 
 }
 
 /* Bit f for each activation format (tfm__act) some matrix of the model reads. */
-TFM_PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
+TFM__PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
     unsigned bits = 1u << tfm__dtype_of(m->w_out.dtype).act;
     int l, i;
     for (l = 0; l < m->config.n_layers; l++) {
@@ -4369,14 +4369,14 @@ struct tfm_session {
 
 /* Output rows of one slice of the vocabulary projection: about TFM__SLICE_BYTES of W_out, in
    whole row tiles, at least one tile, at most all rows. */
-TFM_PRIVATE int tfm__slice_rows(const tfm__tensor *w_out) {
+TFM__PRIVATE int tfm__slice_rows(const tfm__tensor *w_out) {
     size_t rows = TFM__SLICE_BYTES / (w_out->row_bytes ? w_out->row_bytes : 1) / TFM__TILE_ROWS * TFM__TILE_ROWS;
     if (rows < TFM__TILE_ROWS) rows = TFM__TILE_ROWS;
     return rows < (size_t)w_out->rows ? (int)rows : w_out->rows;
 }
 
 /* The widest matrix input: d_model, n_heads * d_head or d_ff. */
-TFM_PRIVATE size_t tfm__max_cols(const tfm_config *c) {
+TFM__PRIVATE size_t tfm__max_cols(const tfm_config *c) {
     size_t q_dim = (size_t)c->n_heads * (size_t)c->d_head, m = (size_t)c->d_model;
     m = q_dim > m ? q_dim : m;
     return (size_t)c->d_ff > m ? (size_t)c->d_ff : m;
@@ -4390,7 +4390,7 @@ typedef struct tfm__plan {
 
 /* Reserve a * b * c elements of elem bytes (64-byte aligned); a pointer into base, or NULL
    while sizing. */
-TFM_PRIVATE void *tfm__carve_elems(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c, size_t elem) {
+TFM__PRIVATE void *tfm__carve_elems(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c, size_t elem) {
     size_t n, at;
     if (p->overflow || !tfm__mul_size(a, b, &n) || !tfm__mul_size(n, c, &n) || !tfm__mul_size(n, elem, &n) ||
         !tfm__align_size(p->bytes, TFM__ALIGN, &at) || !tfm__add_size(at, n, &p->bytes)) {
@@ -4401,18 +4401,18 @@ TFM_PRIVATE void *tfm__carve_elems(tfm__plan *p, unsigned char *base, size_t a, 
 }
 
 /* Reserve a * b * c floats. */
-TFM_PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c) {
+TFM__PRIVATE float *tfm__carve(tfm__plan *p, unsigned char *base, size_t a, size_t b, size_t c) {
     return TFM__CAST(float *, tfm__carve_elems(p, base, a, b, c, sizeof(float)));
 }
 
 /* Rows of layer l's cache in a session of n_ctx positions and n_batch tokens per pass (see
    tfm__kv_layer). */
-TFM_PRIVATE int tfm__kv_rows(const tfm__layer *L, int n_ctx, int n_batch) {
+TFM__PRIVATE int tfm__kv_rows(const tfm__layer *L, int n_ctx, int n_batch) {
     return L->window > 0 && L->window < n_ctx - (n_batch - 1) ? L->window + (n_batch - 1) : n_ctx;
 }
 
 /* Lay out every array of s after the struct itself; base NULL only sizes. */
-TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsigned char *base, tfm__plan *p) {
+TFM__PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsigned char *base, tfm__plan *p) {
     size_t d = (size_t)c->d_model, q_dim = (size_t)c->n_heads * (size_t)c->d_head, ctx = (size_t)s->n_ctx;
     size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head, half = (size_t)c->rope_dim / 2;
     size_t nb = (size_t)s->n_batch, n_pad = (nb + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
@@ -4474,7 +4474,7 @@ TFM_PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsign
 }
 
 /* Resolved session options (zeros replaced by defaults), validated against the model. */
-TFM_PRIVATE tfm_result tfm__session_desc_defaults(const tfm_model *m, const tfm_session_desc *desc,
+TFM__PRIVATE tfm_result tfm__session_desc_defaults(const tfm_model *m, const tfm_session_desc *desc,
                                                   tfm_session_desc *out) {
     const tfm_logger *lg = &m->logger;
     if (desc) *out = *desc;
@@ -4499,7 +4499,7 @@ TFM_PRIVATE tfm_result tfm__session_desc_defaults(const tfm_model *m, const tfm_
 }
 
 /* Record a failure in the session's last_error and send it to the model's logger. */
-TFM_PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, const char *fmt, ...) {
+TFM__PRIVATE tfm_result tfm__session_fail(tfm_session *s, tfm_result result, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     tfm__format(s->last_error, sizeof s->last_error, fmt, ap);
@@ -4540,7 +4540,7 @@ typedef struct tfm__team {
     int quit;             /* set when eval ends: the other threads leave */
 } tfm__team;
 
-TFM_PRIVATE void tfm__cpu_relax(void) {
+TFM__PRIVATE void tfm__cpu_relax(void) {
 #if defined(TFM__X86)
     _mm_pause();
 #elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
@@ -4550,7 +4550,7 @@ TFM_PRIVATE void tfm__cpu_relax(void) {
 
 #ifdef TFM__OPENMP
 /* Take and run tasks of the announced pass until none are left. */
-TFM_PRIVATE void tfm__team_work(tfm__team *team) {
+TFM__PRIVATE void tfm__team_work(tfm__team *team) {
     for (;;) {
         const tfm__team_job *job;
         int v, t;
@@ -4567,7 +4567,7 @@ TFM_PRIVATE void tfm__team_work(tfm__team *team) {
 }
 
 /* The other threads of the region: run announced passes until quit. */
-TFM_PRIVATE void tfm__team_wait(tfm__team *team) {
+TFM__PRIVATE void tfm__team_wait(tfm__team *team) {
     for (;;) {
         int v, quit;
 #pragma omp atomic read
@@ -4582,7 +4582,7 @@ TFM_PRIVATE void tfm__team_wait(tfm__team *team) {
 }
 
 /* One pass on the team (the calling thread): announce, work, wait for the last task. */
-TFM_PRIVATE void tfm__team_run(tfm__team *team, int n_tasks, tfm_task_fn fn, void *ctx) {
+TFM__PRIVATE void tfm__team_run(tfm__team *team, int n_tasks, tfm_task_fn fn, void *ctx) {
     tfm__team_job *job;
     int pass = (team->pass + 1) & TFM__TEAM_PASS_MASK, done = 0;
     team->pass = pass;
@@ -4608,7 +4608,7 @@ TFM_PRIVATE void tfm__team_run(tfm__team *team, int n_tasks, tfm_task_fn fn, voi
 /* Run task(ctx, i) for i in [0, n_tasks): on the host's parallel_for, on the eval's thread
    team, or in a loop. Tasks write disjoint outputs, so the order and the thread never change
    a result. */
-TFM_PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn fn, void *ctx) {
+TFM__PRIVATE void tfm__run_tasks(const tfm_session *s, int n_tasks, tfm_task_fn fn, void *ctx) {
     int t;
     if (s->parallel_for && n_tasks > 1) {
         (s->parallel_for)(s->parallel_user, n_tasks, fn, ctx);
@@ -4649,7 +4649,7 @@ typedef struct tfm__matmul_job {
    per token over chunks of rows small enough to stay in cache, so the weights come from memory
    once, as for one token, and every token's dot products are the one-token kernel's (the same
    bits as the batched kernel's: every kernel computes the scalar twin's chain). */
-TFM_PRIVATE void tfm__mm_small_batch(const tfm_session *s, const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+TFM__PRIVATE void tfm__mm_small_batch(const tfm_session *s, const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     tfm__mm one = *m;
     int r, b;
     one.n_b = 1;
@@ -4663,7 +4663,7 @@ TFM_PRIVATE void tfm__mm_small_batch(const tfm_session *s, const tfm__mm *m, int
     }
 }
 
-TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
+TFM__PRIVATE void tfm__matmul_task(void *ctx, int t) {
     const tfm__matmul_job *j = TFM__CAST(const tfm__matmul_job *, ctx);
     const tfm_session *s = j->s;
     int r0 = t * j->rows_per_task, r1 = r0 + j->rows_per_task, base = 0, k;
@@ -4688,7 +4688,7 @@ TFM_PRIVATE void tfm__matmul_task(void *ctx, int t) {
 }
 
 /* Quantize the job's input once for every format its matrices read (into the session). */
-TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job) {
+TFM__PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job) {
     unsigned done = 0;
     int k;
     for (k = 0; k < job->n_w; k++) {
@@ -4696,13 +4696,13 @@ TFM_PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *job
         tfm__qacts *qa = &s->qa[f];
         if (f == TFM__ACT_F32 || (done & (1u << f))) continue;
         done |= 1u << f;
-        qa->group = tfm__act_group(f, job->n_b, s->model->isa.grouped);
+        qa->group = TFM__ACT_GROUP(f, job->n_b, s->model->isa.grouped);
         (s->model->isa.quant)(job->x, job->x_stride, job->n_b, job->w[k]->cols, qa);
     }
 }
 
 /* Run a filled job: rows split across the session's tasks (or all on this thread). */
-TFM_PRIVATE void tfm__matmul_run(tfm_session *s, tfm__matmul_job *job) {
+TFM__PRIVATE void tfm__matmul_run(tfm_session *s, tfm__matmul_job *job) {
     int n_tasks = s->n_tasks, k;
     job->s = s;
     tfm__matmul_quantize(s, job);
@@ -4717,7 +4717,7 @@ TFM_PRIVATE void tfm__matmul_run(tfm_session *s, tfm__matmul_job *job) {
 }
 
 /* Add y = W x (+ bias) to a job (its input x and batch are set by the caller). */
-TFM_PRIVATE void tfm__job_add(tfm__matmul_job *job, const tfm__tensor *w, const float *bias, float *y,
+TFM__PRIVATE void tfm__job_add(tfm__matmul_job *job, const tfm__tensor *w, const float *bias, float *y,
                               size_t y_stride) {
     TFM_ASSERT(job->n_w < TFM__MAX_FUSED);
     job->w[job->n_w] = w;
@@ -4727,7 +4727,7 @@ TFM_PRIVATE void tfm__job_add(tfm__matmul_job *job, const tfm__tensor *w, const 
     job->n_w++;
 }
 
-TFM_PRIVATE void tfm__job_init(tfm__matmul_job *job, const float *x, size_t x_stride, int n_b) {
+TFM__PRIVATE void tfm__job_init(tfm__matmul_job *job, const float *x, size_t x_stride, int n_b) {
     memset(job, 0, sizeof *job);
     job->x = x;
     job->x_stride = x_stride;
@@ -4735,7 +4735,7 @@ TFM_PRIVATE void tfm__job_init(tfm__matmul_job *job, const float *x, size_t x_st
 }
 
 /* y[b] = W x[b] (+ bias) for the batch. */
-TFM_PRIVATE void tfm__matmul(tfm_session *s, const tfm__tensor *w, const float *x, size_t x_stride,
+TFM__PRIVATE void tfm__matmul(tfm_session *s, const tfm__tensor *w, const float *x, size_t x_stride,
                              const float *bias, float *y, size_t y_stride, int n_b) {
     tfm__matmul_job job;
     tfm__job_init(&job, x, x_stride, n_b);
@@ -4777,7 +4777,7 @@ typedef struct tfm__kv_span {
    and masked keys never enter the softmax. slope is 0 except with ALiBi. Keys are stored
    transposed so that the scores of 16 keys are one vector chain (>>simd); values stay in rows,
    each one vector step of the weighted sum. */
-TFM_PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const tfm__kv_span *sp, int d_head,
+TFM__PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const tfm__kv_span *sp, int d_head,
                                      float scale, float softcap, float slope, float *scores, float *out) {
     size_t e = sp->f16 ? 2u : 4u, vb = sp->kv_dim * e;
     int j;
@@ -4804,11 +4804,11 @@ typedef struct tfm__attn_job {
 
 /* Layer l's cache for kv head g: keys [d_head, rows] (transposed) and values [rows, kv_dim]
    from column g * d_head. */
-TFM_PRIVATE unsigned char *tfm__kcache(const tfm_session *s, int l, int g) {
+TFM__PRIVATE unsigned char *tfm__kcache(const tfm_session *s, int l, int g) {
     size_t dh = (size_t)s->model->config.d_head, at = s->kv[l].at + (size_t)g * dh * (size_t)s->kv[l].rows;
     return s->k_cache + at * s->kv_bytes;
 }
-TFM_PRIVATE unsigned char *tfm__vcache(const tfm_session *s, int l, int g) {
+TFM__PRIVATE unsigned char *tfm__vcache(const tfm_session *s, int l, int g) {
     return s->v_cache + (s->kv[l].at + (size_t)g * (size_t)s->model->config.d_head) * s->kv_bytes;
 }
 
@@ -4816,7 +4816,7 @@ TFM_PRIVATE unsigned char *tfm__vcache(const tfm_session *s, int l, int g) {
    at position p sees positions 0..p, or p - window + 1..p in a sliding-window layer). Query head
    h reads kv head h / (n_heads / n_kv_heads): grouped-query attention, where a group of query
    heads shares one key/value head to shrink the cache. */
-TFM_PRIVATE void tfm__attn_task(void *ctx, int t) {
+TFM__PRIVATE void tfm__attn_task(void *ctx, int t) {
     const tfm__attn_job *job = TFM__CAST(const tfm__attn_job *, ctx);
     const tfm_session *lead = job->lead;
     const tfm_config *c = &lead->model->config;
@@ -4845,7 +4845,7 @@ TFM_PRIVATE void tfm__attn_task(void *ctx, int t) {
 
 /* RoPE on every query and key head of a segment's rows (the token at position p with the
    session's table of layer l's kind: global, local, or none). */
-TFM_PRIVATE void tfm__rope_seg(const tfm_session *lead, const tfm__seg *seg, int l) {
+TFM__PRIVATE void tfm__rope_seg(const tfm_session *lead, const tfm__seg *seg, int l) {
     const tfm_session *s = seg->s;
     const tfm_config *c = &s->model->config;
     int kind = s->model->layers[l].rope, b, h;
@@ -4867,7 +4867,7 @@ TFM_PRIVATE void tfm__rope_seg(const tfm_session *lead, const tfm__seg *seg, int
 /* Per-head q and k norms (TFM_FLAG_QK_NORM) in place, before RoPE: each d_head slice of the
    rows' queries and keys normalized with the layer's q_norm / k_norm weights.
    Why: bounding q and k keeps the attention logits from growing without limit (Qwen3, Gemma-3). */
-TFM_PRIVATE void tfm__qk_norm_rows(const tfm_session *s, int l, int n_b) {
+TFM__PRIVATE void tfm__qk_norm_rows(const tfm_session *s, int l, int n_b) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
     int n_q = n_b * c->n_heads, n_k = n_b * c->n_kv_heads, i; /* rows of d_head, contiguous */
@@ -4880,7 +4880,7 @@ TFM_PRIVATE void tfm__qk_norm_rows(const tfm_session *s, int l, int n_b) {
 }
 
 /* One value into a cache, f32 or rounded to f16. */
-TFM_PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v) {
+TFM__PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v) {
     if (s->kv_bytes == 2) tfm__wr_u16(dst, tfm__f32_to_f16(v));
     else memcpy(dst, &v, sizeof v);
 }
@@ -4888,7 +4888,7 @@ TFM_PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v) 
 /* A segment's keys and values (the lead's k_new, v_new rows) into layer l of its session's ring
    at rows p % rows (a segment never wraps: tfm__batch_size): keys as columns of the transposed
    key cache, values as rows. */
-TFM_PRIVATE void tfm__kv_store(const tfm_session *lead, const tfm__seg *seg, int l) {
+TFM__PRIVATE void tfm__kv_store(const tfm_session *lead, const tfm__seg *seg, int l) {
     const tfm_session *s = seg->s;
     const tfm_config *c = &s->model->config;
     size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d;
@@ -4911,7 +4911,7 @@ TFM_PRIVATE void tfm__kv_store(const tfm_session *lead, const tfm__seg *seg, int
    q = Wq in + bq, k = Wk in + bk, v = Wv in + bv, per-head q / k norms and RoPE on every head
    of q and k, each segment's k and v into its session's cache, each head attends over the
    positions it sees, out = Wo att + bo. */
-TFM_PRIVATE void tfm__attn_block(tfm_session *lead, int l, const float *in, float *out) {
+TFM__PRIVATE void tfm__attn_block(tfm_session *lead, int l, const float *in, float *out) {
     const tfm_config *c = &lead->model->config;
     const tfm__layer *L = &lead->model->layers[l];
     const tfm__pass *p = &lead->pass;
@@ -4946,7 +4946,7 @@ TFM_PRIVATE void tfm__attn_block(tfm_session *lead, int l, const float *in, floa
      gated:  out = W_down (act(W_gate in + b_gate) * (W_up in + b_up)) + b_down  (SwiGLU, GeGLU)
    Why: attention only mixes information between positions; the FFN is where each position is
    transformed on its own, through a wider hidden layer (d_ff) and a nonlinearity. */
-TFM_PRIVATE void tfm__ffn_block(tfm_session *s, int l, const float *in, float *out, int n_b) {
+TFM__PRIVATE void tfm__ffn_block(tfm_session *s, int l, const float *in, float *out, int n_b) {
     const tfm_config *c = &s->model->config;
     const tfm__layer *L = &s->model->layers[l];
     size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff, n = (size_t)n_b * ff, i;
@@ -4964,7 +4964,7 @@ TFM_PRIVATE void tfm__ffn_block(tfm_session *s, int l, const float *in, float *o
 }
 
 /* out[b] = norm(x[b]) for the n_b rows, with the config's norm. */
-TFM_PRIVATE void tfm__norm_rows(const tfm_model *m, float *out, const float *x, const float *w, const float *bias,
+TFM__PRIVATE void tfm__norm_rows(const tfm_model *m, float *out, const float *x, const float *w, const float *bias,
                                 int n_b) {
     size_t d = (size_t)m->config.d_model;
     int b;
@@ -4982,7 +4982,7 @@ TFM_PRIVATE void tfm__norm_rows(const tfm_model *m, float *out, const float *x, 
      parallel shared:  x += attn(ln1 x) + ffn(ln1 x)
    With TFM_FLAG_POST_NORMS each sublayer output is normalized before it is added
    (attn -> post_attn(attn), ffn -> post_ffn(ffn); Gemma). */
-TFM_PRIVATE void tfm__pass_layer(tfm_session *s, int l) {
+TFM__PRIVATE void tfm__pass_layer(tfm_session *s, int l) {
     const tfm_model *m = s->model;
     const tfm__layer *L = &m->layers[l];
     int n_b = s->pass.n_rows;
@@ -5013,7 +5013,7 @@ TFM_PRIVATE void tfm__pass_layer(tfm_session *s, int l) {
 
 /* x[row] = the embedding row of each segment token (times embed_scale) plus, for learned or
    sinusoidal positions, the vector of its position. */
-TFM_PRIVATE void tfm__pass_embed(tfm_session *lead) {
+TFM__PRIVATE void tfm__pass_embed(tfm_session *lead) {
     const tfm_model *m = lead->model;
     size_t d = (size_t)m->config.d_model, i;
     int k, b;
@@ -5038,7 +5038,7 @@ TFM_PRIVATE void tfm__pass_embed(tfm_session *lead) {
 
 /* Before the projection: the final norm of the output rows (segment positions from out_from on)
    into xn, n_out rows in segment order, the order of pass.orows. */
-TFM_PRIVATE void tfm__pass_final_norm(tfm_session *lead) {
+TFM__PRIVATE void tfm__pass_final_norm(tfm_session *lead) {
     const tfm_model *m = lead->model;
     size_t d = (size_t)m->config.d_model;
     int k, at = 0;
@@ -5053,7 +5053,7 @@ TFM_PRIVATE void tfm__pass_final_norm(tfm_session *lead) {
 
 /* The running log-sum-exp of an output row over logits y[0..n) of rows r0.. of the vocabulary
    (max m, sum of e^(l - m), in double), and its target's logit when the slice holds it. */
-TFM_PRIVATE void tfm__orow_accumulate(tfm__orow *o, const float *y, int r0, int n) {
+TFM__PRIVATE void tfm__orow_accumulate(tfm__orow *o, const float *y, int r0, int n) {
     double m = o->m, sum;
     int i;
     for (i = 0; i < n; i++) m = (double)y[i] > m ? (double)y[i] : m;
@@ -5067,7 +5067,7 @@ TFM_PRIVATE void tfm__orow_accumulate(tfm__orow *o, const float *y, int r0, int 
 /* Output rows r0..r0+n_rows-1 of W_out (+ b_out, soft-capped) for every output row of the pass:
    written in place when the pass is direct, else through slice_y into each row's destination and
    its log-sum-exp. */
-TFM_PRIVATE void tfm__pass_vocab_slice(tfm_session *lead, int r0, int n_rows) {
+TFM__PRIVATE void tfm__pass_vocab_slice(tfm_session *lead, int r0, int n_rows) {
     const tfm_model *m = lead->model;
     tfm__pass *p = &lead->pass;
     size_t d = (size_t)m->config.d_model, n_vocab = (size_t)m->config.n_vocab, stride, i;
@@ -5092,7 +5092,7 @@ TFM_PRIVATE void tfm__pass_vocab_slice(tfm_session *lead, int r0, int n_rows) {
 
 /* Rows a segment of session s at pos may take: at most n_left, and no more than fit before a
    sliding-window ring wraps (so the segment's cache rows are contiguous in every layer). */
-TFM_PRIVATE int tfm__batch_size(const tfm_session *s, int pos, int n_left) {
+TFM__PRIVATE int tfm__batch_size(const tfm_session *s, int pos, int n_left) {
     int n_b = n_left, l;
     for (l = 0; l < s->model->config.n_layers; l++) {
         int rows = s->kv[l].rows, room = rows - pos % rows;
@@ -5102,7 +5102,7 @@ TFM_PRIVATE int tfm__batch_size(const tfm_session *s, int pos, int n_left) {
 }
 
 /* After positions pos..pos+n_b-1 are written: the first position each ring still holds. */
-TFM_PRIVATE void tfm__kv_advance(tfm_session *s, int pos, int n_b) {
+TFM__PRIVATE void tfm__kv_advance(tfm_session *s, int pos, int n_b) {
     int l;
     for (l = 0; l < s->model->config.n_layers; l++) {
         tfm__kv_layer *kv = &s->kv[l];
@@ -5114,7 +5114,7 @@ TFM_PRIVATE void tfm__kv_advance(tfm_session *s, int pos, int n_b) {
 
 /* Can positions pos.. be evaluated, i.e. does every windowed layer still hold the keys the
    query at pos needs (positions max(0, pos - window + 1) .. pos - 1)? */
-TFM_PRIVATE bool tfm__kv_can_resume(const tfm_session *s, int pos) {
+TFM__PRIVATE bool tfm__kv_can_resume(const tfm_session *s, int pos) {
     int l;
     for (l = 0; l < s->model->config.n_layers; l++) {
         int w = s->model->layers[l].window, first = w > 0 && pos >= w ? pos - w + 1 : 0;
@@ -6025,7 +6025,7 @@ enum { TFM__UC_OTHER = 0, TFM__UC_LETTER = 1, TFM__UC_NUMBER = 2, TFM__UC_SPACE 
        TFM__UC_BAD = 4 };
 
 /* Run tables are sorted starts with a value in the low `shift` bits: the value at cp. */
-TFM_PRIVATE uint32_t tfm__uc_lookup(const uint32_t *runs, size_t n, int shift, uint32_t cp) {
+TFM__PRIVATE uint32_t tfm__uc_lookup(const uint32_t *runs, size_t n, int shift, uint32_t cp) {
     size_t lo = 0, hi = n; /* runs[0] starts at cp 0, so the answer exists */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -6034,7 +6034,7 @@ TFM_PRIVATE uint32_t tfm__uc_lookup(const uint32_t *runs, size_t n, int shift, u
     return runs[lo] & ((1u << shift) - 1u);
 }
 
-TFM_PRIVATE int tfm__uc_class_of(uint32_t cp) {
+TFM__PRIVATE int tfm__uc_class_of(uint32_t cp) {
     if (cp >= TFM__CP_INVALID) return TFM__UC_BAD;
     if (cp < 0x80u) {
         if ((cp | 0x20u) >= 'a' && (cp | 0x20u) <= 'z') return TFM__UC_LETTER;
@@ -6048,7 +6048,7 @@ TFM_PRIVATE int tfm__uc_class_of(uint32_t cp) {
 
 /* Decode one code point at s[0..n) (n >= 1); returns its length. Anything that is not
    shortest-form UTF-8 of a scalar value is one byte with *cp = TFM__CP_INVALID. */
-TFM_PRIVATE size_t tfm__utf8_next(const unsigned char *s, size_t n, uint32_t *cp) {
+TFM__PRIVATE size_t tfm__utf8_next(const unsigned char *s, size_t n, uint32_t *cp) {
     unsigned b = s[0], lo = 0x80, hi = 0xBF;
     size_t len, i;
     uint32_t c;
@@ -6074,7 +6074,7 @@ TFM_PRIVATE size_t tfm__utf8_next(const unsigned char *s, size_t n, uint32_t *cp
 }
 
 /* Encode cp (a scalar value) into out; returns 1..4. */
-TFM_PRIVATE size_t tfm__utf8_put(uint32_t cp, unsigned char *out) {
+TFM__PRIVATE size_t tfm__utf8_put(uint32_t cp, unsigned char *out) {
     if (cp < 0x80u) { out[0] = (unsigned char)cp; return 1; }
     if (cp < 0x800u) {
         out[0] = (unsigned char)(0xC0u | (cp >> 6));
@@ -6108,19 +6108,19 @@ TFM_PRIVATE size_t tfm__utf8_put(uint32_t cp, unsigned char *out) {
 #define TFM__HANGUL_NT 28u
 #define TFM__HANGUL_NS 11172u
 
-TFM_PRIVATE unsigned tfm__uc_ccc_of(uint32_t cp) {
+TFM__PRIVATE unsigned tfm__uc_ccc_of(uint32_t cp) {
     if (cp < TFM__UC_FIRST_NFC || cp >= TFM__CP_INVALID) return 0;
     return tfm__uc_lookup(tfm__uc_ccc, sizeof tfm__uc_ccc / sizeof tfm__uc_ccc[0], 8, cp);
 }
 
 /* True if cp can change under NFC or change its neighbours (see tfm__uc_nfc_qc). */
-TFM_PRIVATE bool tfm__uc_nfc_attention(uint32_t cp) {
+TFM__PRIVATE bool tfm__uc_nfc_attention(uint32_t cp) {
     if (cp < TFM__UC_FIRST_NFC || cp >= TFM__CP_INVALID) return false;
     return tfm__uc_lookup(tfm__uc_nfc_qc, sizeof tfm__uc_nfc_qc / sizeof tfm__uc_nfc_qc[0], 1, cp);
 }
 
 /* True if NFC may change s[0..n): some code point in it needs attention. */
-TFM_PRIVATE bool tfm__nfc_needed(const unsigned char *s, size_t n) {
+TFM__PRIVATE bool tfm__nfc_needed(const unsigned char *s, size_t n) {
     size_t i;
     for (i = 0; i < n;) {
         uint32_t c;
@@ -6135,7 +6135,7 @@ TFM_PRIVATE bool tfm__nfc_needed(const unsigned char *s, size_t n) {
 #define TFM__UC_DEC_B(e) ((uint32_t)(e) & 0x3FFFFu)
 
 /* Index of cp in tfm__uc_decomp, or -1. */
-TFM_PRIVATE int tfm__uc_decomp_find(uint32_t cp) {
+TFM__PRIVATE int tfm__uc_decomp_find(uint32_t cp) {
     size_t lo = 0, hi = sizeof tfm__uc_decomp / sizeof tfm__uc_decomp[0];
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -6148,7 +6148,7 @@ TFM_PRIVATE int tfm__uc_decomp_find(uint32_t cp) {
 
 /* Full canonical decomposition of cp appended to out[*n..]; out has room for
    TFM__UC_MAX_DECOMP more code points. Depth is bounded by the (constant) tables. */
-TFM_PRIVATE void tfm__nfc_decompose(uint32_t cp, uint32_t *out, size_t *n) {
+TFM__PRIVATE void tfm__nfc_decompose(uint32_t cp, uint32_t *out, size_t *n) {
     int i;
     if (cp >= TFM__HANGUL_S && cp < TFM__HANGUL_S + TFM__HANGUL_NS) {
         uint32_t s = cp - TFM__HANGUL_S, t = s % TFM__HANGUL_NT;
@@ -6168,7 +6168,7 @@ TFM_PRIVATE void tfm__nfc_decompose(uint32_t cp, uint32_t *out, size_t *n) {
 }
 
 /* The primary composite of (a, b), or 0. */
-TFM_PRIVATE uint32_t tfm__nfc_compose_pair(uint32_t a, uint32_t b) {
+TFM__PRIVATE uint32_t tfm__nfc_compose_pair(uint32_t a, uint32_t b) {
     size_t lo = 0, hi = sizeof tfm__uc_comp / sizeof tfm__uc_comp[0];
     uint64_t key = ((uint64_t)a << 18) | b;
     if (a >= TFM__HANGUL_L && a < TFM__HANGUL_L + 19u && b >= TFM__HANGUL_V &&
@@ -6191,7 +6191,7 @@ TFM_PRIVATE uint32_t tfm__nfc_compose_pair(uint32_t a, uint32_t b) {
 
 /* Canonical ordering (stable by combining class) and composition of cps[0..n) in place;
    returns the new count. */
-TFM_PRIVATE size_t tfm__nfc_compose(uint32_t *cps, size_t n) {
+TFM__PRIVATE size_t tfm__nfc_compose(uint32_t *cps, size_t n) {
     unsigned char cc[TFM__NFC_MAX_CPS];
     size_t i, j, out, starter = 0;
     unsigned last;
@@ -6229,7 +6229,7 @@ typedef struct tfm__nfc_src {
 /* Normalize whole units of src into dst[0..cap); returns the bytes written. A unit is a code
    point that needs no attention, or a starter with the code points needing attention after it
    (at most TFM__NFC_MAX_RUN). Stops before a unit that does not fit. */
-TFM_PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t cap) {
+TFM__PRIVATE size_t tfm__nfc_fill(tfm__nfc_src *src, unsigned char *dst, size_t cap) {
     uint32_t cps[TFM__NFC_MAX_CPS];
     size_t written = 0;
     while (src->pos < src->n) {
@@ -6348,21 +6348,21 @@ struct tfm__tokenizer {
 
 /* --- the tokenizer tables, built once at create time --- */
 
-TFM_PRIVATE const unsigned char *tfm__tok_text(const tfm__tokenizer *t, int32_t id, size_t *n) {
+TFM__PRIVATE const unsigned char *tfm__tok_text(const tfm__tokenizer *t, int32_t id, size_t *n) {
     uint32_t a = tfm__rd_u32(t->offsets + 4 * (size_t)id);
     *n = tfm__rd_u32(t->offsets + 4 * (size_t)id + 4) - a;
     return t->text + a;
 }
 
-TFM_PRIVATE uint32_t tfm__tok_attr(const tfm__tokenizer *t, int32_t id) { return t->attrs[id]; }
+TFM__PRIVATE uint32_t tfm__tok_attr(const tfm__tokenizer *t, int32_t id) { return t->attrs[id]; }
 
-TFM_PRIVATE size_t tfm__hash_pair(int32_t left, int32_t right) {
+TFM__PRIVATE size_t tfm__hash_pair(int32_t left, int32_t right) {
     uint32_t h = (uint32_t)left * 0x9E3779B1u ^ ((uint32_t)right + 0x7F4A7C15u) * 0x85EBCA77u;
     return (size_t)(h ^ (h >> 15));
 }
 
 /* FNV-1a over up to two byte ranges (a token text, or the concatenation of two). */
-TFM_PRIVATE size_t tfm__hash_bytes(const unsigned char *a, size_t na, const unsigned char *b,
+TFM__PRIVATE size_t tfm__hash_bytes(const unsigned char *a, size_t na, const unsigned char *b,
                                    size_t nb) {
     uint32_t h = 2166136261u;
     size_t i;
@@ -6372,7 +6372,7 @@ TFM_PRIVATE size_t tfm__hash_bytes(const unsigned char *a, size_t na, const unsi
 }
 
 /* Rank of the merge (left, right), or -1. */
-TFM_PRIVATE int32_t tfm__tok_merge_rank(const tfm__tokenizer *t, int32_t left, int32_t right) {
+TFM__PRIVATE int32_t tfm__tok_merge_rank(const tfm__tokenizer *t, int32_t left, int32_t right) {
     size_t mask = t->merge_cap - 1, i = tfm__hash_pair(left, right) & mask;
     for (;; i = (i + 1) & mask) {
         int32_t r = t->merge_hash[i];
@@ -6384,7 +6384,7 @@ TFM_PRIVATE int32_t tfm__tok_merge_rank(const tfm__tokenizer *t, int32_t left, i
 }
 
 /* Id of the token whose text is a followed by b, or -1. */
-TFM_PRIVATE int32_t tfm__tok_find(const tfm__tokenizer *t, const unsigned char *a, size_t na,
+TFM__PRIVATE int32_t tfm__tok_find(const tfm__tokenizer *t, const unsigned char *a, size_t na,
                                   const unsigned char *b, size_t nb) {
     size_t mask = t->token_cap - 1, i = tfm__hash_bytes(a, na, b, nb) & mask;
     for (;; i = (i + 1) & mask) {
@@ -6401,7 +6401,7 @@ TFM_PRIVATE int32_t tfm__tok_find(const tfm__tokenizer *t, const unsigned char *
 
 /* Added tokens sort by first byte, then longest first, then id: the first one that matches at
    a position is the leftmost-longest match. */
-TFM_PRIVATE bool tfm__tok_added_less(const tfm__tokenizer *t, int32_t x, int32_t y) {
+TFM__PRIVATE bool tfm__tok_added_less(const tfm__tokenizer *t, int32_t x, int32_t y) {
     size_t nx, ny;
     const unsigned char *sx = tfm__tok_text(t, x, &nx), *sy = tfm__tok_text(t, y, &ny);
     if (sx[0] != sy[0]) return sx[0] < sy[0];
@@ -6410,7 +6410,7 @@ TFM_PRIVATE bool tfm__tok_added_less(const tfm__tokenizer *t, int32_t x, int32_t
 }
 
 /* Heap sort (no recursion, no allocation, O(n log n) for any input). */
-TFM_PRIVATE void tfm__tok_sift(const tfm__tokenizer *t, int32_t *v, size_t root, size_t end) {
+TFM__PRIVATE void tfm__tok_sift(const tfm__tokenizer *t, int32_t *v, size_t root, size_t end) {
     for (;;) {
         size_t child = 2 * root + 1;
         int32_t tmp;
@@ -6424,7 +6424,7 @@ TFM_PRIVATE void tfm__tok_sift(const tfm__tokenizer *t, int32_t *v, size_t root,
     }
 }
 
-TFM_PRIVATE void tfm__tok_sort_added(const tfm__tokenizer *t, int32_t *v, size_t n) {
+TFM__PRIVATE void tfm__tok_sort_added(const tfm__tokenizer *t, int32_t *v, size_t n) {
     size_t i;
     for (i = n / 2; i-- > 0;) tfm__tok_sift(t, v, i, n);
     for (i = n; i-- > 1;) {
@@ -6435,19 +6435,19 @@ TFM_PRIVATE void tfm__tok_sort_added(const tfm__tokenizer *t, int32_t *v, size_t
     }
 }
 
-TFM_PRIVATE void tfm__tokenizer_destroy(tfm__tokenizer *t, const tfm_allocator *a) {
+TFM__PRIVATE void tfm__tokenizer_destroy(tfm__tokenizer *t, const tfm_allocator *a) {
     if (t) tfm__free(a, t, t->alloc_bytes);
 }
 
 /* Place a section of count * elem bytes at *off; false on overflow. */
-TFM_PRIVATE bool tfm__tok_section(size_t *off, size_t count, size_t elem, size_t *start) {
+TFM__PRIVATE bool tfm__tok_section(size_t *off, size_t count, size_t elem, size_t *start) {
     size_t bytes;
     *start = *off;
     return tfm__mul_size(count, elem, &bytes) && tfm__add_size(*off, bytes, off);
 }
 
 /* Header fields and the section layout, checked against blob_bytes before any pointer. */
-TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned char *blob,
+TFM__PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned char *blob,
                                              size_t blob_bytes, const tfm_logger *lg) {
     uint32_t kind, pretok, n_tokens, n_merges, text_bytes, chat[3];
     size_t i, off = TFM__TOK_HEADER_BYTES, o_off, o_scores, o_attrs, o_merges, o_text, o_chat;
@@ -6517,7 +6517,7 @@ TFM_PRIVATE tfm_result tfm__tok_parse_header(tfm__tokenizer *t, const unsigned c
 }
 
 /* Offsets monotonic and inside the text, attributes known, merges in range and consistent. */
-TFM_PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger *lg) {
+TFM__PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger *lg) {
     uint32_t prev = tfm__rd_u32(t->offsets);
     uint32_t last = tfm__rd_u32(t->offsets + 4 * (size_t)t->n_tokens);
     int32_t i, j;
@@ -6558,7 +6558,7 @@ TFM_PRIVATE tfm_result tfm__tok_check(const tfm__tokenizer *t, const tfm_logger 
 }
 
 /* Smallest power of two >= 2 * n, at least 16; false on overflow. */
-TFM_PRIVATE bool tfm__tok_hash_cap(size_t n, size_t *cap) {
+TFM__PRIVATE bool tfm__tok_hash_cap(size_t n, size_t *cap) {
     size_t c = 16;
     while (c / 2 < n) {
         if (c > (size_t)-1 / 4) return false;
@@ -6569,7 +6569,7 @@ TFM_PRIVATE bool tfm__tok_hash_cap(size_t n, size_t *cap) {
 }
 
 /* The longest run of occupied slots (circular): every lookup probes at most this far. */
-TFM_PRIVATE size_t tfm__tok_max_run(const int32_t *h, size_t cap) {
+TFM__PRIVATE size_t tfm__tok_max_run(const int32_t *h, size_t cap) {
     size_t i, run = 0, longest = 0;
     for (i = 0; i < 2 * cap && longest < cap; i++) {
         run = h[i & (cap - 1)] >= 0 ? run + 1 : 0;
@@ -6580,7 +6580,7 @@ TFM_PRIVATE size_t tfm__tok_max_run(const int32_t *h, size_t cap) {
 
 /* False when a probe sequence grows past TFM__HASH_MAX_RUN: real vocabularies stay far below
    (GPT-2, GPT-NeoX: under 30), a blob crafted to collide would make lookups slow. */
-TFM_PRIVATE bool tfm__tok_build_hashes(tfm__tokenizer *t) {
+TFM__PRIVATE bool tfm__tok_build_hashes(tfm__tokenizer *t) {
     size_t mask, k, probes;
     int32_t i, pass;
     memset(t->merge_hash, 0xFF, t->merge_cap * sizeof(int32_t));
@@ -6621,7 +6621,7 @@ TFM_PRIVATE bool tfm__tok_build_hashes(tfm__tokenizer *t) {
 
 /* Byte tokens (single-byte vocabulary tokens, or <0xNN> ones for SentencePiece) and the
    sorted added tokens. */
-TFM_PRIVATE void tfm__tok_build_lists(tfm__tokenizer *t) {
+TFM__PRIVATE void tfm__tok_build_lists(tfm__tokenizer *t) {
     int32_t i;
     size_t k, n;
     for (k = 0; k < 256; k++) t->byte_id[k] = -1;
@@ -6644,7 +6644,7 @@ TFM_PRIVATE void tfm__tok_build_lists(tfm__tokenizer *t) {
 
 /* Validate the blob (hostile input), then build the lookup tables in one allocation.
    The blob must outlive the tokenizer: token texts and merges are read in place. */
-TFM_PRIVATE tfm_result tfm__tokenizer_create(const unsigned char *blob, size_t blob_bytes,
+TFM__PRIVATE tfm_result tfm__tokenizer_create(const unsigned char *blob, size_t blob_bytes,
                                              const tfm_allocator *a, const tfm_logger *lg,
                                              tfm__tokenizer **out) {
     tfm__tokenizer hdr, *t;
@@ -6690,7 +6690,7 @@ TFM_PRIVATE tfm_result tfm__tokenizer_create(const unsigned char *blob, size_t b
     return TFM_OK;
 }
 
-TFM_PRIVATE void tfm__tokenizer_info(const tfm__tokenizer *t, int *n_tokens, int32_t *bos_id,
+TFM__PRIVATE void tfm__tokenizer_info(const tfm__tokenizer *t, int *n_tokens, int32_t *bos_id,
                                      int32_t *eos_id) {
     *n_tokens = t ? (int)t->n_tokens : 0;
     *bos_id = t ? t->bos_id : -1;
@@ -6705,14 +6705,14 @@ typedef struct tfm__tok_out {
     bool prefix;  /* SentencePiece: the dummy-prefix space is still to come */
 } tfm__tok_out;
 
-TFM_PRIVATE void tfm__tok_emit(tfm__tok_out *o, int32_t id) {
+TFM__PRIVATE void tfm__tok_emit(tfm__tok_out *o, int32_t id) {
     if (o->n < o->cap) o->ids[o->n] = id;
     o->n++;
 }
 
 /* Emit sym[0..k); a byte without a token (kind BPE_BYTES: never in valid UTF-8; SPM: no byte
    fallback token) becomes unk_id, or nothing without one. */
-TFM_PRIVATE void tfm__tok_emit_all(const tfm__tokenizer *t, const int32_t *sym, size_t k,
+TFM__PRIVATE void tfm__tok_emit_all(const tfm__tokenizer *t, const int32_t *sym, size_t k,
                                    tfm__tok_out *o) {
     size_t i;
     for (i = 0; i < k; i++) {
@@ -6723,7 +6723,7 @@ TFM_PRIVATE void tfm__tok_emit_all(const tfm__tokenizer *t, const int32_t *sym, 
 
 /* Merge the bytes s[0..n) (1 <= n <= TFM__BPE_MAX_BYTES) from single-byte tokens: always the
    pair of lowest rank, the leftmost one on ties. */
-TFM_PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
+TFM__PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
     int32_t sym[TFM__BPE_MAX_BYTES];
     size_t i, k = n, at = 0;
@@ -6751,7 +6751,7 @@ TFM_PRIVATE void tfm__bpe_chunk(const tfm__tokenizer *t, const unsigned char *s,
    tokenizer.json), the pair with a merge of the lowest rank instead (Hugging Face BPE with
    byte_fallback). A pending dummy prefix comes first as a space. s[0..n): at most
    TFM__BPE_MAX_BYTES - 1 bytes. */
-TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
+TFM__PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
     int32_t sym[TFM__BPE_MAX_BYTES];
     size_t i, j, k = 0, at = 0, len;
@@ -6802,7 +6802,7 @@ TFM_PRIVATE void tfm__spm_chunk(const tfm__tokenizer *t, const unsigned char *s,
 }
 
 /* One pre-token; longer than TFM__BPE_MAX_BYTES: merged in chunks cut at character starts. */
-TFM_PRIVATE void tfm__bpe_piece(const tfm__tokenizer *t, const unsigned char *s, size_t n,
+TFM__PRIVATE void tfm__bpe_piece(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                 tfm__tok_out *o) {
     size_t max = TFM__BPE_MAX_BYTES - (t->kind == TFM_TOKENIZER_SPM);
     if ((t->flags & TFM_TOKFLAG_IGNORE_MERGES) && t->kind == TFM_TOKENIZER_BPE_BYTES && n) {
@@ -6826,14 +6826,14 @@ TFM_PRIVATE void tfm__bpe_piece(const tfm__tokenizer *t, const unsigned char *s,
 
 /* SentencePiece pieces never hold a space after a non-space, so the text splits exactly
    before every space that follows a non-space: optional spaces, then non-spaces. */
-TFM_PRIVATE size_t tfm__pretok_spm(const unsigned char *s, size_t n, size_t pos, bool final) {
+TFM__PRIVATE size_t tfm__pretok_spm(const unsigned char *s, size_t n, size_t pos, bool final) {
     while (pos < n && s[pos] == ' ') pos++;
     while (pos < n && s[pos] != ' ') pos++;
     return pos < n ? pos : final ? n : 0;
 }
 
 /* End of the run of class k that starts at s[pos]; 0 if it reaches s[n) and more may follow. */
-TFM_PRIVATE size_t tfm__pretok_run(const unsigned char *s, size_t n, size_t pos, int k,
+TFM__PRIVATE size_t tfm__pretok_run(const unsigned char *s, size_t n, size_t pos, int k,
                                    bool final) {
     while (pos < n) {
         uint32_t c;
@@ -6847,7 +6847,7 @@ TFM_PRIVATE size_t tfm__pretok_run(const unsigned char *s, size_t n, size_t pos,
 /* End of the GPT-2 pre-token that starts at s[pos] (pos < n), trying the alternatives of
      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
    in order; 0 when the answer depends on text after s[n) and more follows (!final). */
-TFM_PRIVATE size_t tfm__pretok_gpt2(const unsigned char *s, size_t n, size_t pos, bool final) {
+TFM__PRIVATE size_t tfm__pretok_gpt2(const unsigned char *s, size_t n, size_t pos, bool final) {
     uint32_t c;
     size_t end, last;
     int k;
@@ -6883,7 +6883,7 @@ TFM_PRIVATE size_t tfm__pretok_gpt2(const unsigned char *s, size_t n, size_t pos
 
 /* Lower-case ASCII of the code point at s[pos..n) (U+017F LONG S, which folds to s, as 's'),
    its byte length in *len; 0 when pos >= n. */
-TFM_PRIVATE uint32_t tfm__fold_at(const unsigned char *s, size_t n, size_t pos, size_t *len) {
+TFM__PRIVATE uint32_t tfm__fold_at(const unsigned char *s, size_t n, size_t pos, size_t *len) {
     uint32_t c;
     if (pos >= n) return 0;
     *len = tfm__utf8_next(s + pos, n - pos, &c);
@@ -6896,7 +6896,7 @@ TFM_PRIVATE uint32_t tfm__fold_at(const unsigned char *s, size_t n, size_t pos, 
      \s*[\r\n]+|\s+(?!\S)|\s+
    in order (Qwen2's pattern: max_numbers 1 for \p{N}{1,3}); 0 when the answer depends on text
    after s[n) and more follows (!final). */
-TFM_PRIVATE size_t tfm__pretok_llama3(const unsigned char *s, size_t n, size_t pos, bool final,
+TFM__PRIVATE size_t tfm__pretok_llama3(const unsigned char *s, size_t n, size_t pos, bool final,
                                       int max_numbers) {
     uint32_t c, c1;
     size_t len, len1 = 0, len2 = 0, end, nl;
@@ -6950,7 +6950,7 @@ TFM_PRIVATE size_t tfm__pretok_llama3(const unsigned char *s, size_t n, size_t p
 }
 
 /* Pre-tokenize s[0..n) and merge each pre-token; returns the bytes consumed (all if final). */
-TFM_PRIVATE size_t tfm__tok_pieces(const tfm__tokenizer *t, const unsigned char *s, size_t n,
+TFM__PRIVATE size_t tfm__tok_pieces(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                    bool final, tfm__tok_out *o) {
     size_t pos = 0, run = 0; /* TFM_PRETOK_GPT2_DIGITS: s[pos..run) holds no \p{N} */
     while (pos < n) {
@@ -6982,7 +6982,7 @@ TFM_PRIVATE size_t tfm__tok_pieces(const tfm__tokenizer *t, const unsigned char 
 #ifndef TFM_NO_NFC
 /* Text between added tokens that NFC changes: the normalized text goes through a stack window;
    a pre-token that fills the window is merged as it stands. */
-TFM_PRIVATE void tfm__tok_segment_nfc(const tfm__tokenizer *t, const unsigned char *s, size_t n,
+TFM__PRIVATE void tfm__tok_segment_nfc(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                       tfm__tok_out *o) {
     unsigned char win[TFM__NFC_WINDOW];
     tfm__nfc_src src;
@@ -7007,7 +7007,7 @@ TFM_PRIVATE void tfm__tok_segment_nfc(const tfm__tokenizer *t, const unsigned ch
 #endif
 
 /* Text between added tokens, NFC-normalized if the tokenizer asks for it. */
-TFM_PRIVATE void tfm__tok_segment(const tfm__tokenizer *t, const unsigned char *s, size_t n,
+TFM__PRIVATE void tfm__tok_segment(const tfm__tokenizer *t, const unsigned char *s, size_t n,
                                   tfm__tok_out *o) {
 #ifndef TFM_NO_NFC
     if ((t->flags & TFM_TOKFLAG_NFC) && tfm__nfc_needed(s, n)) {
@@ -7019,7 +7019,7 @@ TFM_PRIVATE void tfm__tok_segment(const tfm__tokenizer *t, const unsigned char *
 }
 
 /* The longest added token that starts at s[0..n) (n >= 1), or -1. */
-TFM_PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned char *s,
+TFM__PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned char *s,
                                          size_t n, size_t *len) {
     uint32_t i;
     for (i = t->added_first[s[0]]; i < t->added_first[s[0] + 1]; i++) {
@@ -7035,7 +7035,7 @@ TFM_PRIVATE int32_t tfm__tok_match_added(const tfm__tokenizer *t, const unsigned
 
 /* White space (Unicode White_Space, as Hugging Face's lstrip / rstrip of added tokens) from
    s[at] forward to at most end, or (back) backward down to at least start: the new index. */
-TFM_PRIVATE size_t tfm__tok_skip_space(const unsigned char *s, size_t at, size_t start, size_t end, bool back) {
+TFM__PRIVATE size_t tfm__tok_skip_space(const unsigned char *s, size_t at, size_t start, size_t end, bool back) {
     uint32_t c;
     if (!back) {
         while (at < end) {
@@ -7056,7 +7056,7 @@ TFM_PRIVATE size_t tfm__tok_skip_space(const unsigned char *s, size_t at, size_t
 }
 
 /* The text segment s[seg..end) (not empty) with its SentencePiece dummy prefix, if any. */
-TFM_PRIVATE void tfm__tok_text_segment(const tfm__tokenizer *t, const unsigned char *s, size_t seg,
+TFM__PRIVATE void tfm__tok_text_segment(const tfm__tokenizer *t, const unsigned char *s, size_t seg,
                                        size_t end, tfm__tok_out *o) {
     o->prefix = t->kind == TFM_TOKENIZER_SPM && (t->flags & TFM_TOKFLAG_PREFIX_SPACE) &&
                 !(seg > 0 && (t->flags & TFM_TOKFLAG_PREFIX_FIRST)) &&
@@ -7067,7 +7067,7 @@ TFM_PRIVATE void tfm__tok_text_segment(const tfm__tokenizer *t, const unsigned c
 
 /* Text to ids; allocates nothing. Writes at most ids_cap ids and always sets *n_ids to the
    count needed (TFM_ERR_INVALID_ARG when ids_cap is too small). */
-TFM_PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char *text,
+TFM__PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char *text,
                                              size_t text_bytes, int32_t *ids, size_t ids_cap,
                                              size_t *n_ids) {
     const unsigned char *s = TFM__CAST(const unsigned char *, TFM__CAST(const void *, text));
@@ -7105,7 +7105,7 @@ TFM_PRIVATE tfm_result tfm__tokenizer_encode(const tfm__tokenizer *t, const char
 
 /* --- decoding --- */
 
-TFM_PRIVATE tfm_result tfm__tokenizer_piece(const tfm__tokenizer *t, int32_t id,
+TFM__PRIVATE tfm_result tfm__tokenizer_piece(const tfm__tokenizer *t, int32_t id,
                                             const char **bytes, size_t *n_bytes) {
     if (id < 0 || id >= t->n_tokens)
         return tfm__log(&t->logger, TFM_ERR_INVALID_ARG, "token id %d is not in 0..%d", (int)id,
@@ -7114,14 +7114,14 @@ TFM_PRIVATE tfm_result tfm__tokenizer_piece(const tfm__tokenizer *t, int32_t id,
     return TFM_OK;
 }
 
-TFM_PRIVATE unsigned tfm__stream_at(const tfm_utf8_stream *st, const unsigned char *p, size_t i) {
+TFM__PRIVATE unsigned tfm__stream_at(const tfm_utf8_stream *st, const unsigned char *p, size_t i) {
     return i < (size_t)st->n_held ? st->held[i] : p[i - (size_t)st->n_held];
 }
 
 /* Run the held bytes of *st followed by p[0..n): valid characters are copied, each maximal
    invalid subpart becomes U+FFFD, an incomplete tail goes to *tail. out == NULL only counts.
    Returns the bytes produced. */
-TFM_PRIVATE size_t tfm__utf8_stream_run(const tfm_utf8_stream *st, const unsigned char *p,
+TFM__PRIVATE size_t tfm__utf8_stream_run(const tfm_utf8_stream *st, const unsigned char *p,
                                         size_t n, unsigned char *out, tfm_utf8_stream *tail) {
     size_t total = (size_t)st->n_held + n, i = 0, w = 0, j, need;
     tail->n_held = 0;
@@ -7154,7 +7154,7 @@ TFM_PRIVATE size_t tfm__utf8_stream_run(const tfm_utf8_stream *st, const unsigne
     return w;
 }
 
-TFM_PRIVATE tfm_result tfm__tokenizer_decode(const tfm__tokenizer *t, tfm_utf8_stream *stream,
+TFM__PRIVATE tfm_result tfm__tokenizer_decode(const tfm__tokenizer *t, tfm_utf8_stream *stream,
                                              int32_t id, char *out, size_t out_cap,
                                              size_t *n_out) {
     tfm_utf8_stream tail;
@@ -7279,7 +7279,7 @@ typedef struct tfm__jarena {
 #define TFM__JCHUNK_HEADER ((sizeof(tfm__jchunk) + 15) & ~(size_t)15)
 
 /* bytes (16-byte aligned) from the arena; NULL (and a->failed set) when out of memory. */
-TFM_PRIVATE void *tfm__ja_alloc(tfm__jarena *a, size_t bytes) {
+TFM__PRIVATE void *tfm__ja_alloc(tfm__jarena *a, size_t bytes) {
     tfm__jchunk *c = a->head;
     size_t need = (bytes + 15) & ~(size_t)15, chunk;
     if (need < bytes) need = (size_t)-1;
@@ -7305,7 +7305,7 @@ TFM_PRIVATE void *tfm__ja_alloc(tfm__jarena *a, size_t bytes) {
     return tfm__at(c, TFM__JCHUNK_HEADER);
 }
 
-TFM_PRIVATE void tfm__ja_free(tfm__jarena *a) {
+TFM__PRIVATE void tfm__ja_free(tfm__jarena *a) {
     while (a->head) {
         tfm__jchunk *next = a->head->next;
         tfm__free(&a->allocator, a->head, a->head->bytes + TFM__JCHUNK_HEADER);
@@ -7351,7 +7351,7 @@ typedef struct tfm__jloop {             /* the `loop` variable of one iteration 
 
 /* The code point at s[0..n) and its length in *len (>>unicode's decoder; an invalid byte is
    itself, length 1, so that no text is ever lost). */
-TFM_PRIVATE uint32_t tfm__jutf8(const char *s, size_t n, size_t *len) {
+TFM__PRIVATE uint32_t tfm__jutf8(const char *s, size_t n, size_t *len) {
     const unsigned char *u = TFM__CAST(const unsigned char *, TFM__CAST(const void *, s));
     uint32_t cp;
     *len = tfm__utf8_next(u, n, &cp);
@@ -7359,14 +7359,14 @@ TFM_PRIVATE uint32_t tfm__jutf8(const char *s, size_t n, size_t *len) {
 }
 
 /* Python's str.isspace(): the White_Space code points plus U+001C..U+001F. */
-TFM_PRIVATE bool tfm__jspace(uint32_t cp) {
+TFM__PRIVATE bool tfm__jspace(uint32_t cp) {
     return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 ||
            cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
            cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 /* Bytes of whitespace at the start (from_end false) or end of s[0..n). */
-TFM_PRIVATE size_t tfm__jspace_run(const char *s, size_t n, bool from_end) {
+TFM__PRIVATE size_t tfm__jspace_run(const char *s, size_t n, bool from_end) {
     size_t i = 0, len, last = 0;
     if (!from_end) {
         while (i < n && tfm__jspace(tfm__jutf8(s + i, n - i, &len))) i += len;
@@ -7381,25 +7381,25 @@ TFM_PRIVATE size_t tfm__jspace_run(const char *s, size_t n, bool from_end) {
 }
 
 /* Code points in s[0..n). */
-TFM_PRIVATE size_t tfm__jcp_count(const char *s, size_t n) {
+TFM__PRIVATE size_t tfm__jcp_count(const char *s, size_t n) {
     size_t i = 0, count = 0, len;
     while (i < n) { tfm__jutf8(s + i, n - i, &len); i += len; count++; }
     return count;
 }
 
 /* Byte offset of code point k (k <= count) in s[0..n). */
-TFM_PRIVATE size_t tfm__jcp_offset(const char *s, size_t n, size_t k) {
+TFM__PRIVATE size_t tfm__jcp_offset(const char *s, size_t n, size_t k) {
     size_t i = 0, len;
     while (k > 0 && i < n) { tfm__jutf8(s + i, n - i, &len); i += len; k--; }
     return i;
 }
 
 /* Appends cp as UTF-8 to out (room for 4); returns the bytes written. */
-TFM_PRIVATE size_t tfm__jput_utf8(uint32_t cp, char *out) {
+TFM__PRIVATE size_t tfm__jput_utf8(uint32_t cp, char *out) {
     return tfm__utf8_put(cp, TFM__CAST(unsigned char *, TFM__CAST(void *, out)));
 }
 
-TFM_PRIVATE bool tfm__jeq_str(const char *s, size_t n, const char *lit) {
+TFM__PRIVATE bool tfm__jeq_str(const char *s, size_t n, const char *lit) {
     return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
@@ -7412,7 +7412,7 @@ typedef struct tfm__jbuf {
 } tfm__jbuf;
 
 /* Room for more bytes; false (arena failed, or past the limit) otherwise. */
-TFM_PRIVATE bool tfm__jbuf_reserve(tfm__jbuf *b, size_t more) {
+TFM__PRIVATE bool tfm__jbuf_reserve(tfm__jbuf *b, size_t more) {
     size_t cap;
     char *p;
     if (more > (size_t)-1 / 2 - b->n || (b->limit && b->n + more > b->limit)) {
@@ -7429,7 +7429,7 @@ TFM_PRIVATE bool tfm__jbuf_reserve(tfm__jbuf *b, size_t more) {
     return true;
 }
 
-TFM_PRIVATE bool tfm__jbuf_put(tfm__jbuf *b, const char *s, size_t n) {
+TFM__PRIVATE bool tfm__jbuf_put(tfm__jbuf *b, const char *s, size_t n) {
     if (!n) return true;
     if (!tfm__jbuf_reserve(b, n)) return false;
     memcpy(b->p + b->n, s, n);
@@ -7437,11 +7437,11 @@ TFM_PRIVATE bool tfm__jbuf_put(tfm__jbuf *b, const char *s, size_t n) {
     return true;
 }
 
-TFM_PRIVATE bool tfm__jbuf_puts(tfm__jbuf *b, const char *s) { return tfm__jbuf_put(b, s, strlen(s)); }
+TFM__PRIVATE bool tfm__jbuf_puts(tfm__jbuf *b, const char *s) { return tfm__jbuf_put(b, s, strlen(s)); }
 
-TFM_PRIVATE bool tfm__jbuf_putc(tfm__jbuf *b, char c) { return tfm__jbuf_put(b, &c, 1); }
+TFM__PRIVATE bool tfm__jbuf_putc(tfm__jbuf *b, char c) { return tfm__jbuf_put(b, &c, 1); }
 
-TFM_PRIVATE void tfm__jbuf_init(tfm__jbuf *b, tfm__jarena *a) {
+TFM__PRIVATE void tfm__jbuf_init(tfm__jbuf *b, tfm__jarena *a) {
     memset(b, 0, sizeof *b);
     b->arena = a;
 }
@@ -7461,7 +7461,7 @@ typedef struct tfm__jctx {
 } tfm__jctx;
 
 /* Records the first failure (TFM_ERR_TEMPLATE) as "line L, column C: message"; returns false. */
-TFM_PRIVATE bool tfm__jfail(tfm__jctx *x, size_t pos, const char *fmt, ...) {
+TFM__PRIVATE bool tfm__jfail(tfm__jctx *x, size_t pos, const char *fmt, ...) {
     size_t line = 1, col = 1, i, at = 0;
     va_list ap;
     if (x->result != TFM_OK) return false;
@@ -7481,7 +7481,7 @@ TFM_PRIVATE bool tfm__jfail(tfm__jctx *x, size_t pos, const char *fmt, ...) {
 }
 
 /* After an arena allocation returned NULL: out of memory, or over the memory limit. */
-TFM_PRIVATE bool tfm__jfail_mem(tfm__jctx *x) {
+TFM__PRIVATE bool tfm__jfail_mem(tfm__jctx *x) {
     if (x->result != TFM_OK) return false;
     if (x->arena->failed == TFM_ERR_OUT_OF_MEMORY) {
         x->result = TFM_ERR_OUT_OF_MEMORY;
@@ -7494,7 +7494,7 @@ TFM_PRIVATE bool tfm__jfail_mem(tfm__jctx *x) {
                       x->arena->limit);
 }
 
-TFM_PRIVATE void *tfm__jalloc(tfm__jctx *x, size_t bytes) {
+TFM__PRIVATE void *tfm__jalloc(tfm__jctx *x, size_t bytes) {
     void *p = tfm__ja_alloc(x->arena, bytes);
     if (!p) tfm__jfail_mem(x);
     return p;
@@ -7521,7 +7521,7 @@ typedef struct tfm__jlexer {
     bool line_starting;                 /* the last match ended a line (lstrip_blocks) */
 } tfm__jlexer;
 
-TFM_PRIVATE bool tfm__jlex_push(tfm__jlexer *L, int type, size_t pos, const char *s, size_t n) {
+TFM__PRIVATE bool tfm__jlex_push(tfm__jlexer *L, int type, size_t pos, const char *s, size_t n) {
     if (L->n_tok == L->cap_tok) {
         size_t cap = L->cap_tok ? L->cap_tok * 2 : 256;
         tfm__jtok *t = TFM__CAST(tfm__jtok *, tfm__jalloc(L->x, cap * sizeof *t));
@@ -7540,7 +7540,7 @@ TFM_PRIVATE bool tfm__jlex_push(tfm__jlexer *L, int type, size_t pos, const char
 
 /* Text before a tag, after `-` (strip all trailing whitespace) or lstrip_blocks (strip the
    spaces between the line start and a {% or {# tag that is alone at the start of its line). */
-TFM_PRIVATE bool tfm__jlex_text(tfm__jlexer *L, size_t start, size_t end, char sign, bool is_var) {
+TFM__PRIVATE bool tfm__jlex_text(tfm__jlexer *L, size_t start, size_t end, char sign, bool is_var) {
     const char *s = L->x->src + start;
     size_t n = end - start, line_at, ws;
     if (sign == '-') {
@@ -7555,7 +7555,7 @@ TFM_PRIVATE bool tfm__jlex_text(tfm__jlexer *L, size_t start, size_t end, char s
 }
 
 /* Whitespace after a tag: `-` strips all of it, trim_blocks one newline, `+` none. */
-TFM_PRIVATE void tfm__jlex_after(tfm__jlexer *L, char sign, bool trim) {
+TFM__PRIVATE void tfm__jlex_after(tfm__jlexer *L, char sign, bool trim) {
     const char *src = L->x->src;
     if (sign == '-') L->at += tfm__jspace_run(src + L->at, L->x->src_bytes - L->at, false);
     else if (trim && sign != '+' && L->at < L->x->src_bytes && src[L->at] == '\n') L->at++;
@@ -7563,7 +7563,7 @@ TFM_PRIVATE void tfm__jlex_after(tfm__jlexer *L, char sign, bool trim) {
 }
 
 /* The first "{%", "{{" or "{#" at or after from; src_bytes when none. */
-TFM_PRIVATE size_t tfm__jlex_find_tag(const tfm__jctx *x, size_t from) {
+TFM__PRIVATE size_t tfm__jlex_find_tag(const tfm__jctx *x, size_t from) {
     size_t i;
     for (i = from; i + 1 < x->src_bytes; i++)
         if (x->src[i] == '{' && (x->src[i + 1] == '%' || x->src[i + 1] == '{' || x->src[i + 1] == '#'))
@@ -7572,7 +7572,7 @@ TFM_PRIVATE size_t tfm__jlex_find_tag(const tfm__jctx *x, size_t from) {
 }
 
 /* At a "{%": is it "{%[-+] raw [-]%}"? Sets *end past it, *sign_after to its closing sign. */
-TFM_PRIVATE bool tfm__jlex_is_raw(const tfm__jctx *x, size_t at, const char *word, size_t *end,
+TFM__PRIVATE bool tfm__jlex_is_raw(const tfm__jctx *x, size_t at, const char *word, size_t *end,
                                   char *sign_after) {
     const char *s = x->src;
     size_t n = x->src_bytes, i = at + 2, w = strlen(word);
@@ -7589,7 +7589,7 @@ TFM_PRIVATE bool tfm__jlex_is_raw(const tfm__jctx *x, size_t at, const char *wor
 }
 
 /* {% raw %}...{% endraw %}: the body is text, whitespace control applied at both ends. */
-TFM_PRIVATE bool tfm__jlex_raw(tfm__jlexer *L, size_t tag_at, size_t raw_end, char sign_after) {
+TFM__PRIVATE bool tfm__jlex_raw(tfm__jlexer *L, size_t tag_at, size_t raw_end, char sign_after) {
     tfm__jctx *x = L->x;
     size_t i, end = 0, body;
     char close_sign = 0, open_sign;
@@ -7609,7 +7609,7 @@ TFM_PRIVATE bool tfm__jlex_raw(tfm__jlexer *L, size_t tag_at, size_t raw_end, ch
 }
 
 /* {# comment #}: dropped, with its whitespace control. */
-TFM_PRIVATE bool tfm__jlex_comment(tfm__jlexer *L, size_t tag_at, size_t body) {
+TFM__PRIVATE bool tfm__jlex_comment(tfm__jlexer *L, size_t tag_at, size_t body) {
     tfm__jctx *x = L->x;
     size_t i;
     char sign = 0;
@@ -7622,14 +7622,14 @@ TFM_PRIVATE bool tfm__jlex_comment(tfm__jlexer *L, size_t tag_at, size_t body) {
     return true;
 }
 
-TFM_PRIVATE bool tfm__jis_digit(char c) { return c >= '0' && c <= '9'; }
-TFM_PRIVATE bool tfm__jis_name0(char c) {
+TFM__PRIVATE bool tfm__jis_digit(char c) { return c >= '0' && c <= '9'; }
+TFM__PRIVATE bool tfm__jis_name0(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
 /* A number at L->at: INT, or FLOAT with a fraction or exponent (jinja2's float_re; never right
    after a dot, so x.0.1 is two subscripts). Underscores between digits are allowed. */
-TFM_PRIVATE bool tfm__jlex_number(tfm__jlexer *L) {
+TFM__PRIVATE bool tfm__jlex_number(tfm__jlexer *L) {
     const char *s = L->x->src;
     size_t n = L->x->src_bytes, i = L->at, save;
     int type = TFM__JT_INT;
@@ -7657,7 +7657,7 @@ TFM_PRIVATE bool tfm__jlex_number(tfm__jlexer *L) {
 }
 
 /* A quoted string at L->at; the token keeps the raw body (escapes are undone by the parser). */
-TFM_PRIVATE bool tfm__jlex_string(tfm__jlexer *L) {
+TFM__PRIVATE bool tfm__jlex_string(tfm__jlexer *L) {
     const char *s = L->x->src;
     size_t n = L->x->src_bytes, i = L->at + 1;
     char q = s[L->at];
@@ -7670,7 +7670,7 @@ TFM_PRIVATE bool tfm__jlex_string(tfm__jlexer *L) {
 
 /* An operator at L->at (longest first), tracking bracket balance so that "}}" or "%}" inside
    brackets is not the end of the tag. */
-TFM_PRIVATE bool tfm__jlex_op(tfm__jlexer *L, char *stack, int *depth) {
+TFM__PRIVATE bool tfm__jlex_op(tfm__jlexer *L, char *stack, int *depth) {
     static const char ops[][TFM__JNAME_BYTES] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*",
                                       "%", "~", "[", "]", "(", ")", "{", "}", ">", "<", "=",
                                       ".", ":", "|", ",", ";"};
@@ -7696,7 +7696,7 @@ TFM_PRIVATE bool tfm__jlex_op(tfm__jlexer *L, char *stack, int *depth) {
 }
 
 /* Length of the tag end at L->at ("-%}", "+%}", "%}"; "-}}", "}}"), 0 if none; its sign. */
-TFM_PRIVATE size_t tfm__jlex_end(const tfm__jlexer *L, bool is_var, char *sign) {
+TFM__PRIVATE size_t tfm__jlex_end(const tfm__jlexer *L, bool is_var, char *sign) {
     const char *s = L->x->src + L->at;
     size_t left = L->x->src_bytes - L->at;
     char c = is_var ? '}' : '%';
@@ -7709,7 +7709,7 @@ TFM_PRIVATE size_t tfm__jlex_end(const tfm__jlexer *L, bool is_var, char *sign) 
 }
 
 /* Tokens inside {{ }} or {% %}, up to and including the end of the tag. */
-TFM_PRIVATE bool tfm__jlex_tag(tfm__jlexer *L, bool is_var) {
+TFM__PRIVATE bool tfm__jlex_tag(tfm__jlexer *L, bool is_var) {
     char stack[TFM__CHAT_MAX_DEPTH], sign, c;
     int depth = 0;
     size_t len;
@@ -7742,7 +7742,7 @@ TFM_PRIVATE bool tfm__jlex_tag(tfm__jlexer *L, bool is_var) {
 }
 
 /* The whole template into L->tok, ending with an EOF token. */
-TFM_PRIVATE bool tfm__jlex(tfm__jlexer *L) {
+TFM__PRIVATE bool tfm__jlex(tfm__jlexer *L) {
     tfm__jctx *x = L->x;
     size_t n = x->src_bytes, tag, end;
     char sign, kind, sign_after;
@@ -7829,7 +7829,7 @@ static const char tfm__jfilter_names[][TFM__JNAME_BYTES] = { TFM__JFILTERS(TFM__
 static const char tfm__jtest_names[][TFM__JNAME_BYTES] = { TFM__JTESTS(TFM__JNAME) };
 
 /* Index of s[0..n) in names[0..count), or -1. */
-TFM_PRIVATE int tfm__jlookup(const tfm__jname *names, int count, const char *s, size_t n) {
+TFM__PRIVATE int tfm__jlookup(const tfm__jname *names, int count, const char *s, size_t n) {
     int i;
     for (i = 0; i < count; i++)
         if (tfm__jeq_str(s, n, names[i])) return i;
@@ -7845,31 +7845,31 @@ typedef struct tfm__jparser {
     int loops;                          /* for loops open (break / continue allowed) */
 } tfm__jparser;
 
-TFM_PRIVATE const tfm__jtok *tfm__jp_cur(const tfm__jparser *p) { return &p->t[p->at]; }
-TFM_PRIVATE const tfm__jtok *tfm__jp_peek(const tfm__jparser *p, size_t k) {
+TFM__PRIVATE const tfm__jtok *tfm__jp_cur(const tfm__jparser *p) { return &p->t[p->at]; }
+TFM__PRIVATE const tfm__jtok *tfm__jp_peek(const tfm__jparser *p, size_t k) {
     size_t i;
     for (i = 0; i < k && p->t[p->at + i].type != TFM__JT_EOF; i++) {}
     return &p->t[p->at + i];
 }
-TFM_PRIVATE bool tfm__jtok_op(const tfm__jtok *t, const char *op) {
+TFM__PRIVATE bool tfm__jtok_op(const tfm__jtok *t, const char *op) {
     return t->type == TFM__JT_OP && tfm__jeq_str(t->s, t->n, op);
 }
-TFM_PRIVATE bool tfm__jtok_name(const tfm__jtok *t, const char *name) {
+TFM__PRIVATE bool tfm__jtok_name(const tfm__jtok *t, const char *name) {
     return t->type == TFM__JT_NAME && tfm__jeq_str(t->s, t->n, name);
 }
-TFM_PRIVATE bool tfm__jp_skip_op(tfm__jparser *p, const char *op) {
+TFM__PRIVATE bool tfm__jp_skip_op(tfm__jparser *p, const char *op) {
     if (!tfm__jtok_op(tfm__jp_cur(p), op)) return false;
     p->at++;
     return true;
 }
-TFM_PRIVATE bool tfm__jp_skip_name(tfm__jparser *p, const char *name) {
+TFM__PRIVATE bool tfm__jp_skip_name(tfm__jparser *p, const char *name) {
     if (!tfm__jtok_name(tfm__jp_cur(p), name)) return false;
     p->at++;
     return true;
 }
 
 /* "unexpected X" for the current token, with what was expected. */
-TFM_PRIVATE bool tfm__jp_unexpected(tfm__jparser *p, const char *expected) {
+TFM__PRIVATE bool tfm__jp_unexpected(tfm__jparser *p, const char *expected) {
     const tfm__jtok *t = tfm__jp_cur(p);
     const char *what = t->type == TFM__JT_EOF ? "end of template" :
                        t->type == TFM__JT_VAR_END ? "end of print statement" :
@@ -7880,20 +7880,20 @@ TFM_PRIVATE bool tfm__jp_unexpected(tfm__jparser *p, const char *expected) {
                       t->s, expected);
 }
 
-TFM_PRIVATE bool tfm__jp_expect_op(tfm__jparser *p, const char *op) {
+TFM__PRIVATE bool tfm__jp_expect_op(tfm__jparser *p, const char *op) {
     char want[8];
     if (tfm__jp_skip_op(p, op)) return true;
     snprintf(want, sizeof want, "'%s'", op);
     return tfm__jp_unexpected(p, want);
 }
 
-TFM_PRIVATE bool tfm__jp_expect(tfm__jparser *p, int type, const char *what) {
+TFM__PRIVATE bool tfm__jp_expect(tfm__jparser *p, int type, const char *what) {
     if (tfm__jp_cur(p)->type != type) return tfm__jp_unexpected(p, what);
     p->at++;
     return true;
 }
 
-TFM_PRIVATE tfm__jnode *tfm__jp_node(tfm__jparser *p, int kind, size_t pos) {
+TFM__PRIVATE tfm__jnode *tfm__jp_node(tfm__jparser *p, int kind, size_t pos) {
     tfm__jnode *n = TFM__CAST(tfm__jnode *, tfm__jalloc(p->x, sizeof(tfm__jnode)));
     if (!n) return NULL;
     memset(n, 0, sizeof *n);
@@ -7902,7 +7902,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_node(tfm__jparser *p, int kind, size_t pos) {
     return n;
 }
 
-TFM_PRIVATE tfm__jnode *tfm__jp_node2(tfm__jparser *p, int kind, int op, size_t pos, tfm__jnode *a,
+TFM__PRIVATE tfm__jnode *tfm__jp_node2(tfm__jparser *p, int kind, int op, size_t pos, tfm__jnode *a,
                                       tfm__jnode *b) {
     tfm__jnode *n = a && b ? tfm__jp_node(p, kind, pos) : NULL;
     if (!n) return NULL;
@@ -7912,7 +7912,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_node2(tfm__jparser *p, int kind, int op, size_t 
     return n;
 }
 
-TFM_PRIVATE void tfm__jv_str(tfm__jv *v, const char *s, size_t n) {
+TFM__PRIVATE void tfm__jv_str(tfm__jv *v, const char *s, size_t n) {
     memset(v, 0, sizeof *v);
     v->type = TFM__JV_STR;
     v->u.s = s;
@@ -7920,7 +7920,7 @@ TFM_PRIVATE void tfm__jv_str(tfm__jv *v, const char *s, size_t n) {
 }
 
 /* Value of a hex digit, or -1. */
-TFM_PRIVATE int tfm__jhex(char c) {
+TFM__PRIVATE int tfm__jhex(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -7930,7 +7930,7 @@ TFM_PRIVATE int tfm__jhex(char c) {
 /* One backslash escape (s: after the backslash, n bytes left), as Python's unicode-escape:
    appends to out and returns the bytes used after the backslash; 0 for an unknown escape
    (kept as written), TFM__JNOPOS for a truncated \x, \u or \U. */
-TFM_PRIVATE size_t tfm__junescape1(const char *s, size_t n, char *out, size_t *n_out) {
+TFM__PRIVATE size_t tfm__junescape1(const char *s, size_t n, char *out, size_t *n_out) {
     static const char from[] = "\\'\"abfnrtv\n", to[] = "\\'\"\a\b\f\n\r\t\v";
     const char *hit = n ? strchr(from, s[0]) : NULL;
     size_t want, i;
@@ -7957,7 +7957,7 @@ TFM_PRIVATE size_t tfm__junescape1(const char *s, size_t n, char *out, size_t *n
 }
 
 /* A string literal's body with its escapes undone, into the arena (escapes never grow). */
-TFM_PRIVATE bool tfm__jp_string(tfm__jparser *p, const tfm__jtok *t, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jp_string(tfm__jparser *p, const tfm__jtok *t, tfm__jv *out) {
     char *buf = TFM__CAST(char *, tfm__jalloc(p->x, t->n + 1));
     size_t i = 0, n = 0, used;
     if (!buf) return false;
@@ -7974,7 +7974,7 @@ TFM_PRIVATE bool tfm__jp_string(tfm__jparser *p, const tfm__jtok *t, tfm__jv *ou
 }
 
 /* Locale-proof strtod of s[0..n): '.' becomes the C library's decimal point first. */
-TFM_PRIVATE bool tfm__jstrtod(const char *s, size_t n, double *out) {
+TFM__PRIVATE bool tfm__jstrtod(const char *s, size_t n, double *out) {
     char buf[TFM__CHAT_NUM_BYTES * 4], point[8], *end;
     size_t i, k = 0;
     snprintf(point, sizeof point, "%.1f", 0.5);
@@ -7989,7 +7989,7 @@ TFM_PRIVATE bool tfm__jstrtod(const char *s, size_t n, double *out) {
 }
 
 /* Decimal digits (underscores allowed) to int64; false on overflow. */
-TFM_PRIVATE bool tfm__jstrtoi(const char *s, size_t n, int64_t *out) {
+TFM__PRIVATE bool tfm__jstrtoi(const char *s, size_t n, int64_t *out) {
     uint64_t v = 0;
     size_t i;
     for (i = 0; i < n; i++) {
@@ -8001,10 +8001,10 @@ TFM_PRIVATE bool tfm__jstrtoi(const char *s, size_t n, int64_t *out) {
     return true;
 }
 
-TFM_PRIVATE tfm__jnode *tfm__jp_expression(tfm__jparser *p);
+TFM__PRIVATE tfm__jnode *tfm__jp_expression(tfm__jparser *p);
 
 /* Arguments after "(": positional expressions, then name=value (KWARG nodes), up to ")". */
-TFM_PRIVATE bool tfm__jp_args(tfm__jparser *p, tfm__jnode **out) {
+TFM__PRIVATE bool tfm__jp_args(tfm__jparser *p, tfm__jnode **out) {
     tfm__jnode **tail = out, *n;
     bool keywords = false;
     *out = NULL;
@@ -8032,7 +8032,7 @@ TFM_PRIVATE bool tfm__jp_args(tfm__jparser *p, tfm__jnode **out) {
 }
 
 /* A name, possibly dotted (filter and test names), into v. */
-TFM_PRIVATE bool tfm__jp_dotted(tfm__jparser *p, tfm__jv *v) {
+TFM__PRIVATE bool tfm__jp_dotted(tfm__jparser *p, tfm__jv *v) {
     const tfm__jtok *t = tfm__jp_cur(p);
     size_t end;
     if (t->type != TFM__JT_NAME) return tfm__jp_unexpected(p, "a name");
@@ -8047,7 +8047,7 @@ TFM_PRIVATE bool tfm__jp_dotted(tfm__jparser *p, tfm__jv *v) {
 }
 
 /* "| name(args)" applied to node; the name must be a known filter. */
-TFM_PRIVATE tfm__jnode *tfm__jp_filter(tfm__jparser *p, tfm__jnode *node) {
+TFM__PRIVATE tfm__jnode *tfm__jp_filter(tfm__jparser *p, tfm__jnode *node) {
     tfm__jnode *f = tfm__jp_node(p, TFM__JN_FILTER, tfm__jp_cur(p)->pos);
     if (!f || !tfm__jp_dotted(p, &f->value)) return NULL;
     f->op = tfm__jlookup(tfm__jfilter_names, TFM__JF_N_, f->value.u.s, f->value.n);
@@ -8060,11 +8060,11 @@ TFM_PRIVATE tfm__jnode *tfm__jp_filter(tfm__jparser *p, tfm__jnode *node) {
     return f;
 }
 
-TFM_PRIVATE tfm__jnode *tfm__jp_primary(tfm__jparser *p);
-TFM_PRIVATE tfm__jnode *tfm__jp_postfix(tfm__jparser *p, tfm__jnode *node);
+TFM__PRIVATE tfm__jnode *tfm__jp_primary(tfm__jparser *p);
+TFM__PRIVATE tfm__jnode *tfm__jp_postfix(tfm__jparser *p, tfm__jnode *node);
 
 /* "is [not] name [arg | (args)]" applied to node, as jinja2's parse_test. */
-TFM_PRIVATE tfm__jnode *tfm__jp_test(tfm__jparser *p, tfm__jnode *node) {
+TFM__PRIVATE tfm__jnode *tfm__jp_test(tfm__jparser *p, tfm__jnode *node) {
     size_t pos = tfm__jp_cur(p)->pos;
     bool negated = tfm__jp_skip_name(p, "not");
     tfm__jnode *t = tfm__jp_node(p, TFM__JN_TEST, pos), *neg;
@@ -8095,7 +8095,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_test(tfm__jparser *p, tfm__jnode *node) {
 }
 
 /* [start:stop:step] or [index], after the "[". */
-TFM_PRIVATE tfm__jnode *tfm__jp_subscript(tfm__jparser *p, tfm__jnode *node, size_t pos) {
+TFM__PRIVATE tfm__jnode *tfm__jp_subscript(tfm__jparser *p, tfm__jnode *node, size_t pos) {
     tfm__jnode *n, *part[3] = {NULL, NULL, NULL};
     int k = 0;
     bool slice = false;
@@ -8122,7 +8122,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_subscript(tfm__jparser *p, tfm__jnode *node, siz
 }
 
 /* .name, .0, [subscript] and (call) after a primary. */
-TFM_PRIVATE tfm__jnode *tfm__jp_postfix(tfm__jparser *p, tfm__jnode *node) {
+TFM__PRIVATE tfm__jnode *tfm__jp_postfix(tfm__jparser *p, tfm__jnode *node) {
     for (;;) {
         const tfm__jtok *c = tfm__jp_cur(p), *t;
         tfm__jnode *n;
@@ -8163,7 +8163,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_postfix(tfm__jparser *p, tfm__jnode *node) {
 }
 
 /* Items up to the closing bracket: [a, b], {k: v, ...}, separated by commas, trailing allowed. */
-TFM_PRIVATE bool tfm__jp_items(tfm__jparser *p, const char *close, bool pairs, tfm__jnode **out) {
+TFM__PRIVATE bool tfm__jp_items(tfm__jparser *p, const char *close, bool pairs, tfm__jnode **out) {
     tfm__jnode **tail = out, *n, *k;
     *out = NULL;
     while (!tfm__jp_skip_op(p, close)) {
@@ -8183,7 +8183,7 @@ TFM_PRIVATE bool tfm__jp_items(tfm__jparser *p, const char *close, bool pairs, t
 }
 
 /* ( expr ) or a tuple: () (a,) (a, b). */
-TFM_PRIVATE tfm__jnode *tfm__jp_paren(tfm__jparser *p, size_t pos) {
+TFM__PRIVATE tfm__jnode *tfm__jp_paren(tfm__jparser *p, size_t pos) {
     tfm__jnode *first, *t, **tail;
     if (tfm__jp_skip_op(p, ")")) return tfm__jp_node(p, TFM__JN_TUPLE, pos);
     if (!(first = tfm__jp_expression(p))) return NULL;
@@ -8200,7 +8200,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_paren(tfm__jparser *p, size_t pos) {
 }
 
 /* A name or a literal: true/false/none, strings (adjacent ones joined), numbers, ( ), [ ], { }. */
-TFM_PRIVATE tfm__jnode *tfm__jp_primary(tfm__jparser *p) {
+TFM__PRIVATE tfm__jnode *tfm__jp_primary(tfm__jparser *p) {
     const tfm__jtok *t = tfm__jp_cur(p);
     tfm__jnode *n = tfm__jp_node(p, TFM__JN_CONST, t->pos);
     if (!n) return NULL;
@@ -8249,14 +8249,14 @@ TFM_PRIVATE tfm__jnode *tfm__jp_primary(tfm__jparser *p) {
 }
 
 /* Depth guard for the recursive parts of the grammar. */
-TFM_PRIVATE bool tfm__jp_enter(tfm__jparser *p) {
+TFM__PRIVATE bool tfm__jp_enter(tfm__jparser *p) {
     if (++p->x->depth <= TFM__CHAT_MAX_DEPTH) return true;
     return tfm__jfail(p->x, tfm__jp_cur(p)->pos, "expression nested too deeply (more than %d)",
                       TFM__CHAT_MAX_DEPTH);
 }
 
 /* Unary - and +, a primary, its postfix, then (with_filter) filters, tests and calls. */
-TFM_PRIVATE tfm__jnode *tfm__jp_unary(tfm__jparser *p, bool with_filter) {
+TFM__PRIVATE tfm__jnode *tfm__jp_unary(tfm__jparser *p, bool with_filter) {
     const tfm__jtok *t = tfm__jp_cur(p);
     tfm__jnode *n = NULL;
     if (!tfm__jp_enter(p)) return NULL;
@@ -8288,7 +8288,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_unary(tfm__jparser *p, bool with_filter) {
 }
 
 /* Left-associative binary levels: ** ; * / // % ; ~ ; + - */
-TFM_PRIVATE tfm__jnode *tfm__jp_binary(tfm__jparser *p, int level) {
+TFM__PRIVATE tfm__jnode *tfm__jp_binary(tfm__jparser *p, int level) {
     static const char ops[4][4][3] = {{"**", "", "", ""}, {"*", "/", "//", "%"}, {"~", "", "", ""},
                                       {"+", "-", "", ""}};
     static const int codes[4][4] = {{TFM__JO_POW, 0, 0, 0},
@@ -8308,7 +8308,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_binary(tfm__jparser *p, int level) {
 }
 
 /* a == b, a < b < c (chained), a in b, a not in b. */
-TFM_PRIVATE tfm__jnode *tfm__jp_compare(tfm__jparser *p) {
+TFM__PRIVATE tfm__jnode *tfm__jp_compare(tfm__jparser *p) {
     static const char ops[][TFM__JNAME_BYTES] = {"==", "!=", "<", "<=", ">", ">="};
     static const int codes[] = {TFM__JO_EQ, TFM__JO_NE, TFM__JO_LT, TFM__JO_LE, TFM__JO_GT, TFM__JO_GE};
     tfm__jnode *first = tfm__jp_binary(p, 3), *cmp = NULL, **tail = NULL, *op;
@@ -8334,7 +8334,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_compare(tfm__jparser *p) {
     return cmp ? cmp : first;
 }
 
-TFM_PRIVATE tfm__jnode *tfm__jp_not(tfm__jparser *p) {
+TFM__PRIVATE tfm__jnode *tfm__jp_not(tfm__jparser *p) {
     const tfm__jtok *t = tfm__jp_cur(p);
     tfm__jnode *n;
     if (!tfm__jtok_name(t, "not")) return tfm__jp_compare(p);
@@ -8346,7 +8346,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_not(tfm__jparser *p) {
 }
 
 /* or (level 1) over and (level 0) over not. */
-TFM_PRIVATE tfm__jnode *tfm__jp_logic(tfm__jparser *p, int level) {
+TFM__PRIVATE tfm__jnode *tfm__jp_logic(tfm__jparser *p, int level) {
     const char *word = level ? "or" : "and";
     tfm__jnode *left = level ? tfm__jp_logic(p, 0) : tfm__jp_not(p), *right;
     while (left && tfm__jtok_name(tfm__jp_cur(p), word)) {
@@ -8359,7 +8359,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_logic(tfm__jparser *p, int level) {
 }
 
 /* A full expression: or-expressions with inline "x if cond else y" (else optional). */
-TFM_PRIVATE tfm__jnode *tfm__jp_expression(tfm__jparser *p) {
+TFM__PRIVATE tfm__jnode *tfm__jp_expression(tfm__jparser *p) {
     tfm__jnode *n, *c;
     if (!tfm__jp_enter(p)) return NULL;
     n = tfm__jp_logic(p, 1);
@@ -8376,7 +8376,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_expression(tfm__jparser *p) {
 }
 
 /* An expression, or several separated by commas as a tuple (in {{ }}, set and for). */
-TFM_PRIVATE tfm__jnode *tfm__jp_tuple(tfm__jparser *p, bool with_condexpr) {
+TFM__PRIVATE tfm__jnode *tfm__jp_tuple(tfm__jparser *p, bool with_condexpr) {
     tfm__jnode *first = with_condexpr ? tfm__jp_expression(p) : tfm__jp_logic(p, 1), *t, **tail;
     const tfm__jtok *c;
     if (!first || !tfm__jtok_op(tfm__jp_cur(p), ",")) return first;
@@ -8396,11 +8396,11 @@ TFM_PRIVATE tfm__jnode *tfm__jp_tuple(tfm__jparser *p, bool with_condexpr) {
 
 /* --- statements --- */
 
-TFM_PRIVATE bool tfm__jp_body(tfm__jparser *p, const tfm__jname *ends, tfm__jnode **out);
+TFM__PRIVATE bool tfm__jp_body(tfm__jparser *p, const tfm__jname *ends, tfm__jnode **out);
 
 /* An assignment target: a name, a (possibly parenthesized) tuple of names, or with
    allow_ns a namespace attribute ns.attr. */
-TFM_PRIVATE tfm__jnode *tfm__jp_target(tfm__jparser *p, bool allow_ns) {
+TFM__PRIVATE tfm__jnode *tfm__jp_target(tfm__jparser *p, bool allow_ns) {
     const tfm__jtok *t = tfm__jp_cur(p);
     tfm__jnode *first, *tuple, **tail;
     if (allow_ns && t->type == TFM__JT_NAME && tfm__jtok_op(tfm__jp_peek(p, 1), ".") &&
@@ -8437,10 +8437,10 @@ TFM_PRIVATE tfm__jnode *tfm__jp_target(tfm__jparser *p, bool allow_ns) {
 }
 
 /* The end of a tag: "%}". */
-TFM_PRIVATE bool tfm__jp_end(tfm__jparser *p) { return tfm__jp_expect(p, TFM__JT_BLOCK_END, "'%}'"); }
+TFM__PRIVATE bool tfm__jp_end(tfm__jparser *p) { return tfm__jp_expect(p, TFM__JT_BLOCK_END, "'%}'"); }
 
 /* if / elif / else / endif; elif becomes a nested IF in the else branch. */
-TFM_PRIVATE tfm__jnode *tfm__jp_if(tfm__jparser *p, size_t pos) {
+TFM__PRIVATE tfm__jnode *tfm__jp_if(tfm__jparser *p, size_t pos) {
     static const char ends[][TFM__JNAME_BYTES] = {"elif", "else", "endif", ""};
     static const char endif[][TFM__JNAME_BYTES] = {"endif", ""};
     tfm__jnode *n = tfm__jp_node(p, TFM__JN_IF, pos);
@@ -8458,7 +8458,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_if(tfm__jparser *p, size_t pos) {
 }
 
 /* for target in iter [if cond] ... [else ...] endfor. */
-TFM_PRIVATE tfm__jnode *tfm__jp_for(tfm__jparser *p, size_t pos) {
+TFM__PRIVATE tfm__jnode *tfm__jp_for(tfm__jparser *p, size_t pos) {
     static const char ends[][TFM__JNAME_BYTES] = {"else", "endfor", ""};
     static const char endfor[][TFM__JNAME_BYTES] = {"endfor", ""};
     tfm__jnode *n = tfm__jp_node(p, TFM__JN_FOR, pos);
@@ -8481,7 +8481,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_for(tfm__jparser *p, size_t pos) {
 }
 
 /* set target = expr, or set target %} body {% endset. */
-TFM_PRIVATE tfm__jnode *tfm__jp_set(tfm__jparser *p, size_t pos) {
+TFM__PRIVATE tfm__jnode *tfm__jp_set(tfm__jparser *p, size_t pos) {
     static const char endset[][TFM__JNAME_BYTES] = {"endset", ""};
     tfm__jnode *n = tfm__jp_node(p, TFM__JN_SET, pos);
     if (!n || !(n->a = tfm__jp_target(p, true))) return NULL;
@@ -8496,7 +8496,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_set(tfm__jparser *p, size_t pos) {
 }
 
 /* macro name(param, param=default, ...) body endmacro. */
-TFM_PRIVATE tfm__jnode *tfm__jp_macro(tfm__jparser *p, size_t pos) {
+TFM__PRIVATE tfm__jnode *tfm__jp_macro(tfm__jparser *p, size_t pos) {
     static const char endmacro[][TFM__JNAME_BYTES] = {"endmacro", ""};
     tfm__jnode *n = tfm__jp_node(p, TFM__JN_MACRO, pos), **tail, *param;
     const tfm__jtok *t = tfm__jp_cur(p);
@@ -8527,7 +8527,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_macro(tfm__jparser *p, size_t pos) {
 
 /* filter name(args) | name(args) ... endfilter: the filters (b, their operands unset) apply
    to the body's output (c). */
-TFM_PRIVATE tfm__jnode *tfm__jp_filterblock(tfm__jparser *p, size_t pos) {
+TFM__PRIVATE tfm__jnode *tfm__jp_filterblock(tfm__jparser *p, size_t pos) {
     static const char endfilter[][TFM__JNAME_BYTES] = {"endfilter", ""};
     tfm__jnode *n = tfm__jp_node(p, TFM__JN_FILTERBLOCK, pos), **tail, *f;
     if (!n) return NULL;
@@ -8543,7 +8543,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_filterblock(tfm__jparser *p, size_t pos) {
 }
 
 /* One {% tag %} after its name ({% generation %} is an always-true if around its body). */
-TFM_PRIVATE tfm__jnode *tfm__jp_tag(tfm__jparser *p) {
+TFM__PRIVATE tfm__jnode *tfm__jp_tag(tfm__jparser *p) {
     static const char endgen[][TFM__JNAME_BYTES] = {"endgeneration", ""};
     const tfm__jtok *t = tfm__jp_cur(p);
     tfm__jnode *n;
@@ -8579,7 +8579,7 @@ TFM_PRIVATE tfm__jnode *tfm__jp_tag(tfm__jparser *p) {
 
 /* Statements up to a {% name %} with name in ends (left as the current token, after the
    "{%"), or to the end of the template when ends is NULL. */
-TFM_PRIVATE bool tfm__jp_body(tfm__jparser *p, const tfm__jname *ends, tfm__jnode **out) {
+TFM__PRIVATE bool tfm__jp_body(tfm__jparser *p, const tfm__jname *ends, tfm__jnode **out) {
     tfm__jnode **tail = out, *n = NULL;
     bool ok = tfm__jp_enter(p);
     int k;
@@ -8638,44 +8638,44 @@ typedef struct tfm__jx {
 } tfm__jx;
 
 /* Counts one step; false (an error) past TFM__CHAT_MAX_STEPS. */
-TFM_PRIVATE bool tfm__jx_step(tfm__jx *x, size_t pos) {
+TFM__PRIVATE bool tfm__jx_step(tfm__jx *x, size_t pos) {
     if (++x->c.steps <= TFM__CHAT_MAX_STEPS) return true;
     return tfm__jfail(&x->c, pos, "the template takes more than %u steps", TFM__CHAT_MAX_STEPS);
 }
 
-TFM_PRIVATE tfm__jv tfm__jv_make(int type) {
+TFM__PRIVATE tfm__jv tfm__jv_make(int type) {
     tfm__jv v;
     memset(&v, 0, sizeof v);
     v.type = type;
     return v;
 }
 
-TFM_PRIVATE tfm__jv tfm__jv_int(int64_t i) {
+TFM__PRIVATE tfm__jv tfm__jv_int(int64_t i) {
     tfm__jv v = tfm__jv_make(TFM__JV_INT);
     v.u.i = i;
     return v;
 }
 
-TFM_PRIVATE tfm__jv tfm__jv_bool(bool b) {
+TFM__PRIVATE tfm__jv tfm__jv_bool(bool b) {
     tfm__jv v = tfm__jv_make(TFM__JV_BOOL);
     v.u.i = b;
     return v;
 }
 
-TFM_PRIVATE tfm__jv tfm__jv_float(double f) {
+TFM__PRIVATE tfm__jv tfm__jv_float(double f) {
     tfm__jv v = tfm__jv_make(TFM__JV_FLOAT);
     v.u.f = f;
     return v;
 }
 
-TFM_PRIVATE tfm__jv tfm__jv_s(const char *s, size_t n) {
+TFM__PRIVATE tfm__jv tfm__jv_s(const char *s, size_t n) {
     tfm__jv v;
     tfm__jv_str(&v, s, n);
     return v;
 }
 
 /* An Undefined that remembers the name looked up (for "'x' is undefined"). */
-TFM_PRIVATE tfm__jv tfm__jv_undef(const char *name, size_t n) {
+TFM__PRIVATE tfm__jv tfm__jv_undef(const char *name, size_t n) {
     tfm__jv v = tfm__jv_make(TFM__JV_UNDEF);
     v.u.s = name;
     v.n = n;
@@ -8683,7 +8683,7 @@ TFM_PRIVATE tfm__jv tfm__jv_undef(const char *name, size_t n) {
 }
 
 /* A new empty list (type LIST, TUPLE, DICT or NS) with room for cap values. */
-TFM_PRIVATE bool tfm__jv_seq(tfm__jx *x, int type, size_t cap, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jv_seq(tfm__jx *x, int type, size_t cap, tfm__jv *out) {
     tfm__jseq *s = TFM__CAST(tfm__jseq *, tfm__jalloc(&x->c, sizeof(tfm__jseq)));
     size_t bytes;
     *out = tfm__jv_make(type);
@@ -8700,7 +8700,7 @@ TFM_PRIVATE bool tfm__jv_seq(tfm__jx *x, int type, size_t cap, tfm__jv *out) {
 }
 
 /* Appends v to a sequence, growing it in the arena. */
-TFM_PRIVATE bool tfm__jseq_push(tfm__jx *x, tfm__jseq *s, const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jseq_push(tfm__jx *x, tfm__jseq *s, const tfm__jv *v) {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8, bytes;
         tfm__jv *nv;
@@ -8715,7 +8715,7 @@ TFM_PRIVATE bool tfm__jseq_push(tfm__jx *x, tfm__jseq *s, const tfm__jv *v) {
 }
 
 /* Copies s[0..n) into the arena as a string value. */
-TFM_PRIVATE bool tfm__jv_strdup(tfm__jx *x, const char *s, size_t n, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jv_strdup(tfm__jx *x, const char *s, size_t n, tfm__jv *out) {
     char *p = TFM__CAST(char *, tfm__jalloc(&x->c, n ? n : 1));
     if (!p) return false;
     if (n) memcpy(p, s, n);
@@ -8723,14 +8723,14 @@ TFM_PRIVATE bool tfm__jv_strdup(tfm__jx *x, const char *s, size_t n, tfm__jv *ou
     return true;
 }
 
-TFM_PRIVATE bool tfm__jv_is_seq(const tfm__jv *v) { return v->type == TFM__JV_LIST || v->type == TFM__JV_TUPLE; }
-TFM_PRIVATE bool tfm__jv_is_num(const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jv_is_seq(const tfm__jv *v) { return v->type == TFM__JV_LIST || v->type == TFM__JV_TUPLE; }
+TFM__PRIVATE bool tfm__jv_is_num(const tfm__jv *v) {
     return v->type == TFM__JV_INT || v->type == TFM__JV_FLOAT || v->type == TFM__JV_BOOL;
 }
-TFM_PRIVATE double tfm__jv_num(const tfm__jv *v) { return v->type == TFM__JV_FLOAT ? v->u.f : (double)v->u.i; }
+TFM__PRIVATE double tfm__jv_num(const tfm__jv *v) { return v->type == TFM__JV_FLOAT ? v->u.f : (double)v->u.i; }
 
 /* Python truthiness. */
-TFM_PRIVATE bool tfm__jv_truthy(const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jv_truthy(const tfm__jv *v) {
     switch (v->type) {
     case TFM__JV_UNDEF: case TFM__JV_NONE: return false;
     case TFM__JV_BOOL: case TFM__JV_INT: return v->u.i != 0;
@@ -8743,7 +8743,7 @@ TFM_PRIVATE bool tfm__jv_truthy(const tfm__jv *v) {
 
 /* Python ==: numbers across int / float / bool, strings by bytes, sequences and dicts deeply
    (a list never equals a tuple), Undefined only Undefined. */
-TFM_PRIVATE bool tfm__jv_eq(const tfm__jv *a, const tfm__jv *b) {
+TFM__PRIVATE bool tfm__jv_eq(const tfm__jv *a, const tfm__jv *b) {
     size_t i, j;
     if (tfm__jv_is_num(a) && tfm__jv_is_num(b)) {
         if (a->type != TFM__JV_FLOAT && b->type != TFM__JV_FLOAT) return a->u.i == b->u.i;
@@ -8772,7 +8772,7 @@ TFM_PRIVATE bool tfm__jv_eq(const tfm__jv *a, const tfm__jv *b) {
 
 /* Python's < <= > >= as -1 / 0 / 1 in *out: numbers, strings (code point order is byte order
    in UTF-8), sequences of the same kind element by element. False: not comparable. */
-TFM_PRIVATE bool tfm__jv_order(const tfm__jv *a, const tfm__jv *b, int *out) {
+TFM__PRIVATE bool tfm__jv_order(const tfm__jv *a, const tfm__jv *b, int *out) {
     size_t i, n;
     int c;
     if (tfm__jv_is_num(a) && tfm__jv_is_num(b)) {
@@ -8797,7 +8797,7 @@ TFM_PRIVATE bool tfm__jv_order(const tfm__jv *a, const tfm__jv *b, int *out) {
     return true;
 }
 
-TFM_PRIVATE const char *tfm__jtype_name(const tfm__jv *v) {
+TFM__PRIVATE const char *tfm__jtype_name(const tfm__jv *v) {
     static const char names[][TFM__JNAME_BYTES] = {"undefined", "NoneType", "bool", "int", "float", "str",
                                         "list", "tuple", "dict", "Namespace", "Macro",
                                         "function", "method", "LoopContext", "generator"};
@@ -8808,7 +8808,7 @@ TFM_PRIVATE const char *tfm__jtype_name(const tfm__jv *v) {
 
 /* Python repr() of a float: the shortest digits that read back exactly, positional for
    decimal exponents -4..15, else d.ddde+XX; "inf", "nan". */
-TFM_PRIVATE void tfm__jfloat_repr(double f, char *out, size_t cap, bool json) {
+TFM__PRIVATE void tfm__jfloat_repr(double f, char *out, size_t cap, bool json) {
     char e[TFM__CHAT_NUM_BYTES], digits[TFM__CHAT_NUM_BYTES];
     int prec, exp10, nd = 0, k;
     size_t i, o = 0;
@@ -8852,7 +8852,7 @@ TFM_PRIVATE void tfm__jfloat_repr(double f, char *out, size_t cap, bool json) {
 }
 
 /* Python repr() of a string: single quotes unless it holds ' and no ". */
-TFM_PRIVATE bool tfm__jrepr_str(tfm__jbuf *b, const char *s, size_t n) {
+TFM__PRIVATE bool tfm__jrepr_str(tfm__jbuf *b, const char *s, size_t n) {
     char q = '\'', esc[12];
     size_t i, len;
     bool ok;
@@ -8877,10 +8877,10 @@ TFM_PRIVATE bool tfm__jrepr_str(tfm__jbuf *b, const char *s, size_t n) {
     return ok && tfm__jbuf_putc(b, q);
 }
 
-TFM_PRIVATE bool tfm__jv_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, bool repr);
+TFM__PRIVATE bool tfm__jv_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, bool repr);
 
 /* repr of list / tuple / dict items. */
-TFM_PRIVATE bool tfm__jv_write_seq(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jv_write_seq(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v) {
     const tfm__jseq *s = v->u.seq;
     bool dict = v->type == TFM__JV_DICT || v->type == TFM__JV_NS;
     size_t i;
@@ -8897,7 +8897,7 @@ TFM_PRIVATE bool tfm__jv_write_seq(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v) {
 }
 
 /* Python str(v) (repr false) or repr(v) appended to b. */
-TFM_PRIVATE bool tfm__jv_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, bool repr) {
+TFM__PRIVATE bool tfm__jv_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, bool repr) {
     char num[TFM__CHAT_NUM_BYTES];
     bool ok = true;
     switch (v->type) {
@@ -8932,7 +8932,7 @@ TFM_PRIVATE bool tfm__jv_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, bool 
 }
 
 /* str(v) as a string value (strings themselves are returned as they are). */
-TFM_PRIVATE bool tfm__jv_to_str(tfm__jx *x, const tfm__jv *v, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jv_to_str(tfm__jx *x, const tfm__jv *v, tfm__jv *out) {
     tfm__jbuf b;
     if (v->type == TFM__JV_STR) { *out = *v; return true; }
     tfm__jbuf_init(&b, x->c.arena);
@@ -8948,7 +8948,7 @@ typedef struct tfm__jjson {             /* json.dumps options */
 } tfm__jjson;
 
 /* A JSON string literal as Python's json.dumps writes it. */
-TFM_PRIVATE bool tfm__jjson_str(tfm__jbuf *b, const char *s, size_t n, bool ascii) {
+TFM__PRIVATE bool tfm__jjson_str(tfm__jbuf *b, const char *s, size_t n, bool ascii) {
     char esc[16];
     size_t i, len;
     bool ok = tfm__jbuf_putc(b, '"');
@@ -8971,10 +8971,10 @@ TFM_PRIVATE bool tfm__jjson_str(tfm__jbuf *b, const char *s, size_t n, bool asci
     return ok && tfm__jbuf_putc(b, '"');
 }
 
-TFM_PRIVATE bool tfm__jjson_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level);
+TFM__PRIVATE bool tfm__jjson_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level);
 
 /* Newline and indent before an item (with an indent), else nothing. */
-TFM_PRIVATE bool tfm__jjson_nl(tfm__jbuf *b, const tfm__jjson *o, int level) {
+TFM__PRIVATE bool tfm__jjson_nl(tfm__jbuf *b, const tfm__jjson *o, int level) {
     int i;
     if (o->indent < 0) return true;
     if (!tfm__jbuf_putc(b, '\n')) return false;
@@ -8984,7 +8984,7 @@ TFM_PRIVATE bool tfm__jjson_nl(tfm__jbuf *b, const tfm__jjson *o, int level) {
 }
 
 /* Keys of a dict in output order (sort_keys: by key, strings only). */
-TFM_PRIVATE bool tfm__jjson_order(tfm__jx *x, const tfm__jseq *s, bool sort, size_t **out) {
+TFM__PRIVATE bool tfm__jjson_order(tfm__jx *x, const tfm__jseq *s, bool sort, size_t **out) {
     size_t n = s->n / 2, i, j, t;
     int c;
     *out = TFM__CAST(size_t *, tfm__jalloc(&x->c, (n ? n : 1) * sizeof(size_t)));
@@ -9001,7 +9001,7 @@ TFM_PRIVATE bool tfm__jjson_order(tfm__jx *x, const tfm__jseq *s, bool sort, siz
 }
 
 /* A list or dict as JSON. */
-TFM_PRIVATE bool tfm__jjson_seq(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level) {
+TFM__PRIVATE bool tfm__jjson_seq(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level) {
     const tfm__jseq *s = v->u.seq;
     bool dict = v->type == TFM__JV_DICT, ok;
     size_t i, n = dict ? s->n / 2 : s->n, *order = NULL;
@@ -9029,7 +9029,7 @@ TFM_PRIVATE bool tfm__jjson_seq(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, cons
 }
 
 /* json.dumps(v) with transformers' options (ensure_ascii false by default). */
-TFM_PRIVATE bool tfm__jjson_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level) {
+TFM__PRIVATE bool tfm__jjson_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, const tfm__jjson *o, int level) {
     char num[TFM__CHAT_NUM_BYTES];
     bool ok;
     if (level > TFM__CHAT_MAX_DEPTH) return tfm__jfail(&x->c, TFM__JNOPOS, "tojson: value nested too deeply");
@@ -9056,7 +9056,7 @@ TFM_PRIVATE bool tfm__jjson_write(tfm__jx *x, tfm__jbuf *b, const tfm__jv *v, co
 
 /* --- frames: names to values, searched innermost first --- */
 
-TFM_PRIVATE tfm__jframe *tfm__jframe_new(tfm__jx *x, tfm__jframe *parent) {
+TFM__PRIVATE tfm__jframe *tfm__jframe_new(tfm__jx *x, tfm__jframe *parent) {
     tfm__jframe *f = TFM__CAST(tfm__jframe *, tfm__jalloc(&x->c, sizeof(tfm__jframe)));
     if (!f) return NULL;
     memset(f, 0, sizeof *f);
@@ -9065,32 +9065,32 @@ TFM_PRIVATE tfm__jframe *tfm__jframe_new(tfm__jx *x, tfm__jframe *parent) {
 }
 
 /* The value slot of key in a dict / namespace / frame (pairs), or NULL. */
-TFM_PRIVATE tfm__jv *tfm__jpairs_find(const tfm__jseq *s, const tfm__jv *key) {
+TFM__PRIVATE tfm__jv *tfm__jpairs_find(const tfm__jseq *s, const tfm__jv *key) {
     size_t i;
     for (i = 0; i < s->n; i += 2)
         if (tfm__jv_eq(&s->v[i], key)) return &s->v[i + 1];
     return NULL;
 }
 
-TFM_PRIVATE tfm__jv *tfm__jpairs_find_str(const tfm__jseq *s, const char *name, size_t n) {
+TFM__PRIVATE tfm__jv *tfm__jpairs_find_str(const tfm__jseq *s, const char *name, size_t n) {
     tfm__jv key = tfm__jv_s(name, n);
     return tfm__jpairs_find(s, &key);
 }
 
 /* Sets key to v in pairs (replacing, or appending in insertion order). */
-TFM_PRIVATE bool tfm__jpairs_set(tfm__jx *x, tfm__jseq *s, const tfm__jv *key, const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jpairs_set(tfm__jx *x, tfm__jseq *s, const tfm__jv *key, const tfm__jv *v) {
     tfm__jv *slot = tfm__jpairs_find(s, key);
     if (slot) { *slot = *v; return true; }
     return tfm__jseq_push(x, s, key) && tfm__jseq_push(x, s, v);
 }
 
-TFM_PRIVATE bool tfm__jframe_set(tfm__jx *x, tfm__jframe *f, const char *name, size_t n, const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jframe_set(tfm__jx *x, tfm__jframe *f, const char *name, size_t n, const tfm__jv *v) {
     tfm__jv key = tfm__jv_s(name, n);
     return tfm__jpairs_set(x, &f->vars, &key, v);
 }
 
 /* A name's value, innermost frame first; Undefined (with the name) when none has it. */
-TFM_PRIVATE tfm__jv tfm__jframe_get(const tfm__jframe *f, const char *name, size_t n) {
+TFM__PRIVATE tfm__jv tfm__jframe_get(const tfm__jframe *f, const char *name, size_t n) {
     for (; f; f = f->parent) {
         const tfm__jv *v = tfm__jpairs_find_str(&f->vars, name, n);
         if (v) return *v;
@@ -9099,7 +9099,7 @@ TFM_PRIVATE tfm__jv tfm__jframe_get(const tfm__jframe *f, const char *name, size
 }
 
 /* "'x' is undefined" for an Undefined used where a value is needed. */
-TFM_PRIVATE bool tfm__jundefined(tfm__jx *x, size_t pos, const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jundefined(tfm__jx *x, size_t pos, const tfm__jv *v) {
     if (v->n) return tfm__jfail(&x->c, pos, "'%.*s' is undefined", (int)v->n, v->u.s);
     return tfm__jfail(&x->c, pos, "a value is undefined");
 }
@@ -9123,7 +9123,7 @@ enum { /* global functions */
 };
 
 /* A method bound to a copy of self. */
-TFM_PRIVATE bool tfm__jv_method(tfm__jx *x, const tfm__jv *self, int fn, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jv_method(tfm__jx *x, const tfm__jv *self, int fn, tfm__jv *out) {
     tfm__jv *copy = TFM__CAST(tfm__jv *, tfm__jalloc(&x->c, sizeof(tfm__jv)));
     if (!copy) return false;
     *copy = *self;
@@ -9134,7 +9134,7 @@ TFM_PRIVATE bool tfm__jv_method(tfm__jx *x, const tfm__jv *self, int fn, tfm__jv
 }
 
 /* loop.index, loop.first, ... of one iteration. */
-TFM_PRIVATE bool tfm__jloop_attr(tfm__jx *x, const tfm__jv *obj, const char *s, size_t n, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jloop_attr(tfm__jx *x, const tfm__jv *obj, const char *s, size_t n, tfm__jv *out) {
     const tfm__jloop *l = TFM__CAST(const tfm__jloop *, obj->u.p);
     int64_t i0 = (int64_t)l->index0, len = (int64_t)l->items->n;
     if (tfm__jeq_str(s, n, "index")) *out = tfm__jv_int(i0 + 1);
@@ -9157,7 +9157,7 @@ TFM_PRIVATE bool tfm__jloop_attr(tfm__jx *x, const tfm__jv *obj, const char *s, 
 
 /* obj.name: a method of str / dict, a dict key, a namespace attribute, a loop attribute;
    Undefined otherwise. An Undefined obj is an error. */
-TFM_PRIVATE bool tfm__jx_getattr(tfm__jx *x, size_t pos, const tfm__jv *obj, const char *s, size_t n,
+TFM__PRIVATE bool tfm__jx_getattr(tfm__jx *x, size_t pos, const tfm__jv *obj, const char *s, size_t n,
                                  tfm__jv *out) {
     int m = tfm__jlookup(tfm__jmethod_names, TFM__JM_N_DICT_, s, n);
     const tfm__jv *hit;
@@ -9175,7 +9175,7 @@ TFM_PRIVATE bool tfm__jx_getattr(tfm__jx *x, size_t pos, const tfm__jv *obj, con
 }
 
 /* Python's slice.indices: clamps start / stop for a length and a step. */
-TFM_PRIVATE void tfm__jslice_adjust(int64_t len, int64_t step, const tfm__jv *a, const tfm__jv *b,
+TFM__PRIVATE void tfm__jslice_adjust(int64_t len, int64_t step, const tfm__jv *a, const tfm__jv *b,
                                     int64_t *start, int64_t *stop) {
     int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? len - 1 : len;
     *start = step < 0 ? hi : lo;
@@ -9193,7 +9193,7 @@ TFM_PRIVATE void tfm__jslice_adjust(int64_t len, int64_t step, const tfm__jv *a,
 }
 
 /* seq[a:b:c] for a list, tuple or string (code points); None bounds are open. */
-TFM_PRIVATE bool tfm__jx_slice(tfm__jx *x, size_t pos, const tfm__jv *obj, const tfm__jv *a,
+TFM__PRIVATE bool tfm__jx_slice(tfm__jx *x, size_t pos, const tfm__jv *obj, const tfm__jv *a,
                                const tfm__jv *b, const tfm__jv *c, tfm__jv *out) {
     int64_t step = 1, start, stop, i, len;
     const tfm__jv *bound[3];
@@ -9233,7 +9233,7 @@ TFM_PRIVATE bool tfm__jx_slice(tfm__jx *x, size_t pos, const tfm__jv *obj, const
 
 /* obj[key]: list / tuple / str by (negative) int, dict by key, then attribute by name;
    Undefined when missing. */
-TFM_PRIVATE bool tfm__jx_getitem(tfm__jx *x, size_t pos, const tfm__jv *obj, const tfm__jv *key, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_getitem(tfm__jx *x, size_t pos, const tfm__jv *obj, const tfm__jv *key, tfm__jv *out) {
     bool int_key = key->type == TFM__JV_INT || key->type == TFM__JV_BOOL;
     const tfm__jv *hit;
     if (obj->type == TFM__JV_UNDEF) return tfm__jundefined(x, pos, obj);
@@ -9273,7 +9273,7 @@ typedef struct tfm__jargs {
 
 /* Matches args to params (names ending with ""): out[i] is the argument for params[i] or
    NULL. Too many positional arguments, or an unknown or repeated keyword, is an error. */
-TFM_PRIVATE bool tfm__jbind(tfm__jx *x, const tfm__jargs *a, const tfm__jname *params,
+TFM__PRIVATE bool tfm__jbind(tfm__jx *x, const tfm__jargs *a, const tfm__jname *params,
                             const char *what, const tfm__jv **out) {
     size_t i, k, n_params = 0;
     while (params[n_params][0]) out[n_params] = NULL, n_params++;
@@ -9293,7 +9293,7 @@ TFM_PRIVATE bool tfm__jbind(tfm__jx *x, const tfm__jargs *a, const tfm__jname *p
 }
 
 /* An int argument (bool counts), or def when absent. */
-TFM_PRIVATE bool tfm__jarg_int(tfm__jx *x, size_t pos, const tfm__jv *v, int64_t def, int64_t *out) {
+TFM__PRIVATE bool tfm__jarg_int(tfm__jx *x, size_t pos, const tfm__jv *v, int64_t def, int64_t *out) {
     if (!v || v->type == TFM__JV_NONE) { *out = def; return true; }
     if (v->type != TFM__JV_INT && v->type != TFM__JV_BOOL)
         return tfm__jfail(&x->c, pos, "expected an integer, not %s", tfm__jtype_name(v));
@@ -9302,7 +9302,7 @@ TFM_PRIVATE bool tfm__jarg_int(tfm__jx *x, size_t pos, const tfm__jv *v, int64_t
 }
 
 /* A string argument (None or absent: *out untouched, returns false in *given). */
-TFM_PRIVATE bool tfm__jarg_str(tfm__jx *x, size_t pos, const tfm__jv *v, bool *given) {
+TFM__PRIVATE bool tfm__jarg_str(tfm__jx *x, size_t pos, const tfm__jv *v, bool *given) {
     *given = v && v->type != TFM__JV_NONE;
     if (*given && v->type != TFM__JV_STR)
         return tfm__jfail(&x->c, pos, "expected a string, not %s", tfm__jtype_name(v));
@@ -9312,7 +9312,7 @@ TFM_PRIVATE bool tfm__jarg_str(tfm__jx *x, size_t pos, const tfm__jv *v, bool *g
 /* --- str methods, as Python's --- */
 
 /* Is code point cp in the set of code points of chars? */
-TFM_PRIVATE bool tfm__jin_set(uint32_t cp, const tfm__jv *chars) {
+TFM__PRIVATE bool tfm__jin_set(uint32_t cp, const tfm__jv *chars) {
     size_t i, len;
     for (i = 0; i < chars->n; i += len)
         if (tfm__jutf8(chars->u.s + i, chars->n - i, &len) == cp) return true;
@@ -9320,7 +9320,7 @@ TFM_PRIVATE bool tfm__jin_set(uint32_t cp, const tfm__jv *chars) {
 }
 
 /* s.strip(chars) / lstrip / rstrip: chars NULL strips whitespace. */
-TFM_PRIVATE tfm__jv tfm__jstrip(const tfm__jv *s, const tfm__jv *chars, bool left, bool right) {
+TFM__PRIVATE tfm__jv tfm__jstrip(const tfm__jv *s, const tfm__jv *chars, bool left, bool right) {
     size_t start = 0, end = s->n, i, len, keep_end;
     while (left && start < end) {
         uint32_t cp = tfm__jutf8(s->u.s + start, end - start, &len);
@@ -9338,7 +9338,7 @@ TFM_PRIVATE tfm__jv tfm__jstrip(const tfm__jv *s, const tfm__jv *chars, bool lef
 }
 
 /* Byte offset of needle in hay at or after from (0-length needles match at from); n when none. */
-TFM_PRIVATE size_t tfm__jfind(const char *hay, size_t n, const char *needle, size_t k, size_t from) {
+TFM__PRIVATE size_t tfm__jfind(const char *hay, size_t n, const char *needle, size_t k, size_t from) {
     size_t i;
     if (k == 0) return from;
     for (i = from; i + k <= n; i++)
@@ -9347,7 +9347,7 @@ TFM_PRIVATE size_t tfm__jfind(const char *hay, size_t n, const char *needle, siz
 }
 
 /* s.split(sep, maxsplit): sep None splits on whitespace runs and drops empty parts. */
-TFM_PRIVATE bool tfm__jsplit(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *sep, int64_t maxsplit,
+TFM__PRIVATE bool tfm__jsplit(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *sep, int64_t maxsplit,
                              tfm__jv *out) {
     size_t i = 0, at, len;
     tfm__jv part;
@@ -9380,7 +9380,7 @@ TFM_PRIVATE bool tfm__jsplit(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm
 }
 
 /* s.rsplit(sep, maxsplit): as split, from the right (sep given). */
-TFM_PRIVATE bool tfm__jrsplit(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *sep, int64_t maxsplit,
+TFM__PRIVATE bool tfm__jrsplit(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *sep, int64_t maxsplit,
                               tfm__jv *out) {
     size_t end = s->n, i, k, splits = 0;
     tfm__jv part, t;
@@ -9409,7 +9409,7 @@ TFM_PRIVATE bool tfm__jrsplit(tfm__jx *x, size_t pos, const tfm__jv *s, const tf
 }
 
 /* s.replace(old, new, count): an empty old inserts new around every code point. */
-TFM_PRIVATE bool tfm__jreplace(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *old,
+TFM__PRIVATE bool tfm__jreplace(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *old,
                                const tfm__jv *rep, int64_t count, tfm__jv *out) {
     tfm__jbuf b;
     size_t i = 0, at, len;
@@ -9441,13 +9441,13 @@ TFM_PRIVATE bool tfm__jreplace(tfm__jx *x, size_t pos, const tfm__jv *s, const t
 enum { TFM__JCASE_UPPER = 0, TFM__JCASE_LOWER, TFM__JCASE_CAPITALIZE, TFM__JCASE_TITLE_METHOD,
        TFM__JCASE_TITLE_FILTER };
 
-TFM_PRIVATE char tfm__jupper(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 32) : c; }
-TFM_PRIVATE char tfm__jlower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
-TFM_PRIVATE bool tfm__jalpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+TFM__PRIVATE char tfm__jupper(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 32) : c; }
+TFM__PRIVATE char tfm__jlower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
+TFM__PRIVATE bool tfm__jalpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 /* Case changes of ASCII letters: upper, lower, capitalize, str.title (a letter after a
    non-letter starts a word) and the title filter (words start after - ( { [ < or space). */
-TFM_PRIVATE bool tfm__jcase(tfm__jx *x, const tfm__jv *s, int mode, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jcase(tfm__jx *x, const tfm__jv *s, int mode, tfm__jv *out) {
     char *p = TFM__CAST(char *, tfm__jalloc(&x->c, s->n ? s->n : 1));
     size_t i;
     bool start = true;
@@ -9471,7 +9471,7 @@ TFM_PRIVATE bool tfm__jcase(tfm__jx *x, const tfm__jv *s, int mode, tfm__jv *out
 }
 
 /* s.startswith(prefix or tuple of prefixes) / endswith. */
-TFM_PRIVATE bool tfm__jaffix(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *arg, bool end,
+TFM__PRIVATE bool tfm__jaffix(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jv *arg, bool end,
                              tfm__jv *out) {
     size_t i, n = tfm__jv_is_seq(arg) ? arg->u.seq->n : 1;
     for (i = 0; i < n; i++) {
@@ -9489,7 +9489,7 @@ TFM_PRIVATE bool tfm__jaffix(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm
 }
 
 /* sep.join(items): every item must be a string. */
-TFM_PRIVATE bool tfm__jjoin(tfm__jx *x, size_t pos, const tfm__jv *sep, const tfm__jseq *items,
+TFM__PRIVATE bool tfm__jjoin(tfm__jx *x, size_t pos, const tfm__jv *sep, const tfm__jseq *items,
                             bool convert, tfm__jv *out) {
     tfm__jbuf b;
     tfm__jv s;
@@ -9509,7 +9509,7 @@ TFM_PRIVATE bool tfm__jjoin(tfm__jx *x, size_t pos, const tfm__jv *sep, const tf
 
 /* escape: & < > " ' as HTML entities (markupsafe); the result is Markup, and Markup is
    returned as it is. */
-TFM_PRIVATE bool tfm__jescape(tfm__jx *x, const tfm__jv *s, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jescape(tfm__jx *x, const tfm__jv *s, tfm__jv *out) {
     tfm__jbuf b;
     size_t i;
     bool ok = true;
@@ -9528,7 +9528,7 @@ TFM_PRIVATE bool tfm__jescape(tfm__jx *x, const tfm__jv *s, tfm__jv *out) {
 }
 
 /* fmt % args with %s, %r, %d, %i and %%. */
-TFM_PRIVATE bool tfm__jpercent(tfm__jx *x, size_t pos, const tfm__jv *fmt, const tfm__jv *args, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jpercent(tfm__jx *x, size_t pos, const tfm__jv *fmt, const tfm__jv *args, tfm__jv *out) {
     tfm__jbuf b;
     size_t i, used = 0, n_args = args->type == TFM__JV_TUPLE ? args->u.seq->n : 1;
     tfm__jbuf_init(&b, x->c.arena);
@@ -9565,7 +9565,7 @@ TFM_PRIVATE bool tfm__jpercent(tfm__jx *x, size_t pos, const tfm__jv *fmt, const
 
 /* strftime(fmt) of the render's date: %Y %y %m %d %e %H %I %M %S %p %j %a %A %b %B %%, and
    glibc's %-d %-m %-H %-I %-M %-S %-j (no padding). */
-TFM_PRIVATE bool tfm__jstrftime(tfm__jx *x, size_t pos, const tfm__jv *fmt, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jstrftime(tfm__jx *x, size_t pos, const tfm__jv *fmt, tfm__jv *out) {
     static const char days[][TFM__JNAME_BYTES] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday",
                                        "Friday", "Saturday"};
     static const char months[][TFM__JNAME_BYTES] = {"January", "February", "March", "April", "May", "June", "July",
@@ -9623,7 +9623,7 @@ TFM_PRIVATE bool tfm__jstrftime(tfm__jx *x, size_t pos, const tfm__jv *fmt, tfm_
 
 /* The items a for loop (or list()) sees: a list / tuple as it is, a string's code points, a
    dict's keys, nothing for Undefined. Anything else is an error. */
-TFM_PRIVATE bool tfm__jx_iter(tfm__jx *x, size_t pos, const tfm__jv *v, tfm__jseq **out) {
+TFM__PRIVATE bool tfm__jx_iter(tfm__jx *x, size_t pos, const tfm__jv *v, tfm__jseq **out) {
     tfm__jv list, item;
     size_t i, len;
     if (tfm__jv_is_seq(v) || v->type == TFM__JV_GEN) { *out = v->u.seq; return true; }
@@ -9645,7 +9645,7 @@ TFM_PRIVATE bool tfm__jx_iter(tfm__jx *x, size_t pos, const tfm__jv *v, tfm__jse
 }
 
 /* item in container, as Python's `in`. */
-TFM_PRIVATE bool tfm__jx_contains(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *c, bool *out) {
+TFM__PRIVATE bool tfm__jx_contains(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *c, bool *out) {
     size_t i;
     *out = false;
     if (c->type == TFM__JV_STR) {
@@ -9667,7 +9667,7 @@ TFM_PRIVATE bool tfm__jx_contains(tfm__jx *x, size_t pos, const tfm__jv *item, c
 }
 
 /* Has s a cased ASCII letter, and are all of them upper (want_upper) or lower? */
-TFM_PRIVATE bool tfm__jcased(const tfm__jv *s, bool want_upper) {
+TFM__PRIVATE bool tfm__jcased(const tfm__jv *s, bool want_upper) {
     size_t i;
     bool cased = false;
     for (i = 0; i < s->n; i++) {
@@ -9680,7 +9680,7 @@ TFM_PRIVATE bool tfm__jcased(const tfm__jv *s, bool want_upper) {
 }
 
 /* Type tests: defined, none, string, mapping, ... (those without an argument). */
-TFM_PRIVATE bool tfm__jtest_type(int id, const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jtest_type(int id, const tfm__jv *v) {
     int t = v->type;
     switch (id) {
     case TFM__JTEST_BOOLEAN: return t == TFM__JV_BOOL;
@@ -9708,7 +9708,7 @@ TFM_PRIVATE bool tfm__jtest_type(int id, const tfm__jv *v) {
 }
 
 /* `v is test(arg)` for test id; the comparison tests take one argument. */
-TFM_PRIVATE bool tfm__jx_test(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jv *arg, bool *out) {
+TFM__PRIVATE bool tfm__jx_test(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jv *arg, bool *out) {
     int c = 0;
     bool ordered = id == TFM__JTEST_GE || id == TFM__JTEST_GT || id == TFM__JTEST_GREATERTHAN ||
                    id == TFM__JTEST_LE || id == TFM__JTEST_LT || id == TFM__JTEST_LESSTHAN ||
@@ -9751,7 +9751,7 @@ TFM_PRIVATE bool tfm__jx_test(tfm__jx *x, size_t pos, int id, const tfm__jv *v, 
 }
 
 /* A test given by name at render time (select, selectattr): the id, or an error. */
-TFM_PRIVATE bool tfm__jtest_by_name(tfm__jx *x, size_t pos, const tfm__jv *name, int *id) {
+TFM__PRIVATE bool tfm__jtest_by_name(tfm__jx *x, size_t pos, const tfm__jv *name, int *id) {
     if (name->type != TFM__JV_STR) return tfm__jfail(&x->c, pos, "a test name must be a string");
     *id = tfm__jlookup(tfm__jtest_names, TFM__JTEST_N_, name->u.s, name->n);
     if (*id < 0) return tfm__jfail(&x->c, pos, "no test named '%.*s'", (int)name->n, name->u.s);
@@ -9761,7 +9761,7 @@ TFM_PRIVATE bool tfm__jtest_by_name(tfm__jx *x, size_t pos, const tfm__jv *name,
 /* --- methods of str, dict and loop --- */
 
 /* s.find(sub) in code points (-1 when absent) or s.count(sub) (non-overlapping). */
-TFM_PRIVATE tfm__jv tfm__jfind_count(const tfm__jv *s, const tfm__jv *sub, bool count) {
+TFM__PRIVATE tfm__jv tfm__jfind_count(const tfm__jv *s, const tfm__jv *sub, bool count) {
     size_t at = 0, found, n = 0;
     if (!count) {
         found = tfm__jfind(s->u.s, s->n, sub->u.s, sub->n, 0);
@@ -9772,7 +9772,7 @@ TFM_PRIVATE tfm__jv tfm__jfind_count(const tfm__jv *s, const tfm__jv *sub, bool 
     return tfm__jv_int((int64_t)n);
 }
 
-TFM_PRIVATE bool tfm__jx_str_method(tfm__jx *x, int fn, const tfm__jv *self, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_str_method(tfm__jx *x, int fn, const tfm__jv *self, const tfm__jargs *a, tfm__jv *out) {
     static const char p_chars[][TFM__JNAME_BYTES] = {"chars", ""}, p_split[][TFM__JNAME_BYTES] = {"sep", "maxsplit", ""};
     static const char p_one[][TFM__JNAME_BYTES] = {"x", ""}, p_rep[][TFM__JNAME_BYTES] = {"old", "new", "count", ""};
     static const char p_none[][TFM__JNAME_BYTES] = {""};
@@ -9815,7 +9815,7 @@ TFM_PRIVATE bool tfm__jx_str_method(tfm__jx *x, int fn, const tfm__jv *self, con
 }
 
 /* dict.items() / keys() / values() / get(key, default=None); loop.cycle(*values). */
-TFM_PRIVATE bool tfm__jx_method(tfm__jx *x, const tfm__jv *m, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_method(tfm__jx *x, const tfm__jv *m, const tfm__jargs *a, tfm__jv *out) {
     static const char p_get[][TFM__JNAME_BYTES] = {"key", "default", ""}, p_none[][TFM__JNAME_BYTES] = {""};
     const tfm__jv *self = TFM__CAST(const tfm__jv *, m->u.p), *v[TFM__JMAX_PARAMS], *hit;
     size_t i;
@@ -9853,7 +9853,7 @@ TFM_PRIVATE bool tfm__jx_method(tfm__jx *x, const tfm__jv *m, const tfm__jargs *
 
 /* item's attribute path "a.b.0" (getitem per part, ints for digit parts), as jinja2's
    make_attrgetter. */
-TFM_PRIVATE bool tfm__jattr_path(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *path, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jattr_path(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *path, tfm__jv *out) {
     size_t i = 0, end;
     *out = *item;
     if (path->type == TFM__JV_INT) return tfm__jx_getitem(x, pos, item, path, out);
@@ -9872,7 +9872,7 @@ TFM_PRIVATE bool tfm__jattr_path(tfm__jx *x, size_t pos, const tfm__jv *item, co
 }
 
 /* len(v) for the length filter. */
-TFM_PRIVATE bool tfm__jlen(tfm__jx *x, size_t pos, const tfm__jv *v, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jlen(tfm__jx *x, size_t pos, const tfm__jv *v, tfm__jv *out) {
     if (v->type == TFM__JV_STR) *out = tfm__jv_int((int64_t)tfm__jcp_count(v->u.s, v->n));
     else if (tfm__jv_is_seq(v)) *out = tfm__jv_int((int64_t)v->u.seq->n);
     else if (v->type == TFM__JV_DICT) *out = tfm__jv_int((int64_t)v->u.seq->n / 2);
@@ -9883,7 +9883,7 @@ TFM_PRIVATE bool tfm__jlen(tfm__jx *x, size_t pos, const tfm__jv *v, tfm__jv *ou
 
 /* The key a value sorts / compares by: its attribute, lowercased when a case-insensitive
    string. */
-TFM_PRIVATE bool tfm__jsort_key(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *attr, bool cs, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jsort_key(tfm__jx *x, size_t pos, const tfm__jv *item, const tfm__jv *attr, bool cs, tfm__jv *out) {
     if (attr && attr->type != TFM__JV_NONE) { if (!tfm__jattr_path(x, pos, item, attr, out)) return false; }
     else *out = *item;
     if (!cs && out->type == TFM__JV_STR) return tfm__jcase(x, out, TFM__JCASE_LOWER, out);
@@ -9891,7 +9891,7 @@ TFM_PRIVATE bool tfm__jsort_key(tfm__jx *x, size_t pos, const tfm__jv *item, con
 }
 
 /* Keys of items (by attribute, lowercased unless case-sensitive) for sort / unique / min / max. */
-TFM_PRIVATE bool tfm__jsort_keys(tfm__jx *x, size_t pos, const tfm__jseq *items, const tfm__jv *attr,
+TFM__PRIVATE bool tfm__jsort_keys(tfm__jx *x, size_t pos, const tfm__jseq *items, const tfm__jv *attr,
                                  bool cs, tfm__jv **keys) {
     size_t i;
     if (!(*keys = TFM__CAST(tfm__jv *, tfm__jalloc(&x->c, (items->n + 1) * sizeof(tfm__jv))))) return false;
@@ -9901,7 +9901,7 @@ TFM_PRIVATE bool tfm__jsort_keys(tfm__jx *x, size_t pos, const tfm__jseq *items,
 }
 
 /* -1 / 0 / 1 for two keys, or an error. */
-TFM_PRIVATE bool tfm__jkey_order(tfm__jx *x, size_t pos, int id, const tfm__jv *a, const tfm__jv *b, int *c) {
+TFM__PRIVATE bool tfm__jkey_order(tfm__jx *x, size_t pos, int id, const tfm__jv *a, const tfm__jv *b, int *c) {
     if (!tfm__jx_step(x, pos)) return false;
     if (tfm__jv_order(a, b, c)) return true;
     return tfm__jfail(&x->c, pos, "%s: cannot compare %s and %s", tfm__jfilter_names[id], tfm__jtype_name(a),
@@ -9909,7 +9909,7 @@ TFM_PRIVATE bool tfm__jkey_order(tfm__jx *x, size_t pos, int id, const tfm__jv *
 }
 
 /* sort (stable), unique (first of each key), min and max (first extreme) over an iterable. */
-TFM_PRIVATE bool tfm__jx_sortlike(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_sortlike(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char p_sort[][TFM__JNAME_BYTES] = {"reverse", "case_sensitive", "attribute", ""};
     static const char p_other[][TFM__JNAME_BYTES] = {"case_sensitive", "attribute", ""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
@@ -9959,7 +9959,7 @@ TFM_PRIVATE bool tfm__jx_sortlike(tfm__jx *x, size_t pos, int id, const tfm__jv 
 
 /* select / reject (test on the item) and selectattr / rejectattr (test on an attribute);
    without a test name, the value's truthiness. */
-TFM_PRIVATE bool tfm__jx_select(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_select(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     bool attr = id == TFM__JF_SELECTATTR || id == TFM__JF_REJECTATTR;
     bool keep_if = id == TFM__JF_SELECT || id == TFM__JF_SELECTATTR, hit;
     size_t first = attr ? 1 : 0, i;
@@ -9983,10 +9983,10 @@ TFM_PRIVATE bool tfm__jx_select(tfm__jx *x, size_t pos, int id, const tfm__jv *v
     return true;
 }
 
-TFM_PRIVATE bool tfm__jx_filter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out);
+TFM__PRIVATE bool tfm__jx_filter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out);
 
 /* map(attribute=..., default=...) or map('filter', args...). */
-TFM_PRIVATE bool tfm__jx_map(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_map(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     tfm__jseq *items;
     size_t i, k;
     const tfm__jv *attr = NULL, *def = NULL;
@@ -10024,7 +10024,7 @@ TFM_PRIVATE bool tfm__jx_map(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm
 }
 
 /* Python's str.splitlines() boundaries: the length of a line break at s[i], 0 if none. */
-TFM_PRIVATE size_t tfm__jline_break(const char *s, size_t n, size_t i) {
+TFM__PRIVATE size_t tfm__jline_break(const char *s, size_t n, size_t i) {
     size_t len;
     uint32_t cp = tfm__jutf8(s + i, n - i, &len);
     if (cp == '\r' && i + 1 < n && s[i + 1] == '\n') return 2;
@@ -10036,7 +10036,7 @@ TFM_PRIVATE size_t tfm__jline_break(const char *s, size_t n, size_t i) {
 
 /* indent(width=4, first=False, blank=False), jinja2 3.x: lines after the first get the
    indent (blank lines too only with blank). */
-TFM_PRIVATE bool tfm__jx_indent(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_indent(tfm__jx *x, size_t pos, const tfm__jv *s, const tfm__jargs *a, tfm__jv *out) {
     static const char params[][TFM__JNAME_BYTES] = {"width", "first", "blank", ""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
     tfm__jbuf b, ind;
@@ -10068,7 +10068,7 @@ TFM_PRIVATE bool tfm__jx_indent(tfm__jx *x, size_t pos, const tfm__jv *s, const 
 }
 
 /* Python int(str): optional whitespace and sign, digits with single underscores between. */
-TFM_PRIVATE bool tfm__jparse_int(const tfm__jv *v, int64_t *out) {
+TFM__PRIVATE bool tfm__jparse_int(const tfm__jv *v, int64_t *out) {
     tfm__jv t = tfm__jstrip(v, NULL, true, true);
     size_t sign = t.n && (t.u.s[0] == '-' || t.u.s[0] == '+'), k;
     if (t.n <= sign || !tfm__jis_digit(t.u.s[sign]) || !tfm__jis_digit(t.u.s[t.n - 1])) return false;
@@ -10083,7 +10083,7 @@ TFM_PRIVATE bool tfm__jparse_int(const tfm__jv *v, int64_t *out) {
 
 /* int(value, default=0) and float(value, default=0.0), as jinja2's do_int / do_float: a
    number, a numeric string, else the default. */
-TFM_PRIVATE bool tfm__jx_number(tfm__jx *x, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_number(tfm__jx *x, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char p_int[][TFM__JNAME_BYTES] = {"default", "base", ""}, p_float[][TFM__JNAME_BYTES] = {"default", ""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
     double f = 0.0;
@@ -10108,7 +10108,7 @@ TFM_PRIVATE bool tfm__jx_number(tfm__jx *x, int id, const tfm__jv *v, const tfm_
 
 /* tojson(ensure_ascii=False, indent=None, separators=None, sort_keys=False): transformers'
    own filter, json.dumps with those options. */
-TFM_PRIVATE bool tfm__jx_tojson(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_tojson(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char params[][TFM__JNAME_BYTES] = {"ensure_ascii", "indent", "separators", "sort_keys", ""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
     tfm__jjson o;
@@ -10138,7 +10138,7 @@ TFM_PRIVATE bool tfm__jx_tojson(tfm__jx *x, size_t pos, const tfm__jv *v, const 
 
 /* Python's round(f, prec): the correctly rounded decimal (printf rounds the exact binary
    value half to even, as Python's dtoa does), read back. */
-TFM_PRIVATE double tfm__jround_common(double f, int64_t prec) {
+TFM__PRIVATE double tfm__jround_common(double f, int64_t prec) {
     char buf[TFM__CHAT_NUM_BYTES * 4];
     double scale, r;
     size_t i;
@@ -10157,7 +10157,7 @@ TFM_PRIVATE double tfm__jround_common(double f, int64_t prec) {
 
 /* round(value, precision=0, method='common'|'ceil'|'floor'): common is Python's round (an int
    stays an int); ceil and floor give floats, as jinja2's do_round. */
-TFM_PRIVATE bool tfm__jx_round(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_round(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char params[][TFM__JNAME_BYTES] = {"precision", "method", ""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
     int64_t prec = 0;
@@ -10182,7 +10182,7 @@ TFM_PRIVATE bool tfm__jx_round(tfm__jx *x, size_t pos, const tfm__jv *v, const t
 }
 
 /* sum(iterable, attribute=None, start=0). */
-TFM_PRIVATE bool tfm__jx_sum(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_sum(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char params[][TFM__JNAME_BYTES] = {"attribute", "start", ""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
     tfm__jseq *items;
@@ -10203,7 +10203,7 @@ TFM_PRIVATE bool tfm__jx_sum(tfm__jx *x, size_t pos, const tfm__jv *v, const tfm
 }
 
 /* default / d(default_value='', boolean=False) and join(d='', attribute=None). */
-TFM_PRIVATE bool tfm__jx_default_join(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_default_join(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char p_def[][TFM__JNAME_BYTES] = {"default_value", "boolean", ""}, p_join[][TFM__JNAME_BYTES] = {"d", "attribute", ""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
     tfm__jseq *items;
@@ -10228,7 +10228,7 @@ TFM_PRIVATE bool tfm__jx_default_join(tfm__jx *x, size_t pos, int id, const tfm_
 }
 
 /* first, last, list, reverse, items: views of an iterable. */
-TFM_PRIVATE bool tfm__jx_seqview(tfm__jx *x, size_t pos, int id, const tfm__jv *v, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_seqview(tfm__jx *x, size_t pos, int id, const tfm__jv *v, tfm__jv *out) {
     tfm__jseq *items;
     size_t i;
     if (id == TFM__JF_ITEMS) {
@@ -10277,7 +10277,7 @@ TFM_PRIVATE bool tfm__jx_seqview(tfm__jx *x, size_t pos, int id, const tfm__jv *
 
 /* trim(chars=None), replace(old, new, count=None), format(*args) and the case filters on
    str(value). */
-TFM_PRIVATE bool tfm__jx_strfilter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_strfilter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char p_trim[][TFM__JNAME_BYTES] = {"chars", ""}, p_rep[][TFM__JNAME_BYTES] = {"old", "new", "count", ""};
     static const char p_none[][TFM__JNAME_BYTES] = {""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
@@ -10316,7 +10316,7 @@ TFM_PRIVATE bool tfm__jx_strfilter(tfm__jx *x, size_t pos, int id, const tfm__jv
 }
 
 /* value | filter(args). */
-TFM_PRIVATE bool tfm__jx_filter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_filter(tfm__jx *x, size_t pos, int id, const tfm__jv *v, const tfm__jargs *a, tfm__jv *out) {
     static const char p_none[][TFM__JNAME_BYTES] = {""};
     const tfm__jv *p[TFM__JMAX_PARAMS];
     if (!tfm__jx_step(x, pos)) return false;
@@ -10358,11 +10358,11 @@ TFM_PRIVATE bool tfm__jx_filter(tfm__jx *x, size_t pos, int id, const tfm__jv *v
 
 /* --- evaluation --- */
 
-TFM_PRIVATE bool tfm__jx_eval(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out);
-TFM_PRIVATE bool tfm__jx_exec(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n);
+TFM__PRIVATE bool tfm__jx_eval(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out);
+TFM__PRIVATE bool tfm__jx_exec(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n);
 
 /* Arguments of a call, filter or test: positional values first, then keyword values. */
-TFM_PRIVATE bool tfm__jx_args(tfm__jx *x, tfm__jframe *f, const tfm__jnode *list, size_t pos, tfm__jargs *a) {
+TFM__PRIVATE bool tfm__jx_args(tfm__jx *x, tfm__jframe *f, const tfm__jnode *list, size_t pos, tfm__jargs *a) {
     const tfm__jnode *n;
     size_t count = 0, i = 0, k = 0;
     memset(a, 0, sizeof *a);
@@ -10385,7 +10385,7 @@ TFM_PRIVATE bool tfm__jx_args(tfm__jx *x, tfm__jframe *f, const tfm__jnode *list
 }
 
 /* Runs body with its output captured into a string (macros, set blocks). */
-TFM_PRIVATE bool tfm__jx_capture(tfm__jx *x, tfm__jframe *f, const tfm__jnode *body, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_capture(tfm__jx *x, tfm__jframe *f, const tfm__jnode *body, tfm__jv *out) {
     tfm__jbuf saved = x->out;
     bool ok;
     tfm__jbuf_init(&x->out, x->c.arena);
@@ -10398,7 +10398,7 @@ TFM_PRIVATE bool tfm__jx_capture(tfm__jx *x, tfm__jframe *f, const tfm__jnode *b
 
 /* A macro call: parameters bound by position or name (missing ones take their default or
    are Undefined), the body rendered to a string. */
-TFM_PRIVATE bool tfm__jx_call_macro(tfm__jx *x, const tfm__jv *m, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_call_macro(tfm__jx *x, const tfm__jv *m, const tfm__jargs *a, tfm__jv *out) {
     const tfm__jmacro *mac = TFM__CAST(const tfm__jmacro *, m->u.p);
     const tfm__jnode *param;
     tfm__jframe *f = tfm__jframe_new(x, mac->closure);
@@ -10433,7 +10433,7 @@ TFM_PRIVATE bool tfm__jx_call_macro(tfm__jx *x, const tfm__jv *m, const tfm__jar
 }
 
 /* range(stop) / range(start, stop[, step]) as a list, at most TFM__CHAT_MAX_RANGE long. */
-TFM_PRIVATE bool tfm__jx_range(tfm__jx *x, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_range(tfm__jx *x, const tfm__jargs *a, tfm__jv *out) {
     int64_t r[3] = {0, 0, 1}, i, count;
     size_t k;
     if (a->n_kw || a->n_pos < 1 || a->n_pos > 3) return tfm__jfail(&x->c, a->pos, "range takes 1 to 3 integers");
@@ -10451,7 +10451,7 @@ TFM_PRIVATE bool tfm__jx_range(tfm__jx *x, const tfm__jargs *a, tfm__jv *out) {
 }
 
 /* The global functions: range, namespace, dict, raise_exception, strftime_now. */
-TFM_PRIVATE bool tfm__jx_call_global(tfm__jx *x, int fn, const tfm__jargs *a, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_call_global(tfm__jx *x, int fn, const tfm__jargs *a, tfm__jv *out) {
     size_t k;
     if (fn == TFM__JG_RANGE) return tfm__jx_range(x, a, out);
     if (fn == TFM__JG_RAISE || fn == TFM__JG_STRFTIME) {
@@ -10477,7 +10477,7 @@ TFM_PRIVATE bool tfm__jx_call_global(tfm__jx *x, int fn, const tfm__jargs *a, tf
     return true;
 }
 
-TFM_PRIVATE bool tfm__jx_call(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_call(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
     tfm__jv callee;
     tfm__jargs a;
     if (!tfm__jx_eval(x, f, n->a, &callee) || !tfm__jx_args(x, f, n->b, n->pos, &a)) return false;
@@ -10491,7 +10491,7 @@ TFM_PRIVATE bool tfm__jx_call(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, t
 }
 
 /* int op int with Python's floor division and modulo; false on overflow or zero division. */
-TFM_PRIVATE bool tfm__jint_op(tfm__jx *x, size_t pos, int op, int64_t a, int64_t b, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jint_op(tfm__jx *x, size_t pos, int op, int64_t a, int64_t b, tfm__jv *out) {
     int64_t r = 0, i;
     if ((op == TFM__JO_FLOORDIV || op == TFM__JO_MOD) && b == 0)
         return tfm__jfail(&x->c, pos, "integer division or modulo by zero");
@@ -10526,7 +10526,7 @@ overflow:
 
 /* Arithmetic on numbers: / is true division; // and % floor; ** with a negative exponent is
    a float. */
-TFM_PRIVATE bool tfm__jx_arith(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_arith(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
     double p = tfm__jv_num(a), q = tfm__jv_num(b), r;
     bool ints = a->type != TFM__JV_FLOAT && b->type != TFM__JV_FLOAT;
     if (op == TFM__JO_DIV) {
@@ -10551,7 +10551,7 @@ TFM_PRIVATE bool tfm__jx_arith(tfm__jx *x, size_t pos, int op, const tfm__jv *a,
 }
 
 /* a + b on two sequences of one kind, or a * n repetition of a string or sequence. */
-TFM_PRIVATE bool tfm__jx_seq_op(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_seq_op(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
     const tfm__jv *s = op == TFM__JO_ADD || a->type == TFM__JV_STR || tfm__jv_is_seq(a) ? a : b;
     const tfm__jv *count = s == a ? b : a;
     int64_t times = op == TFM__JO_ADD ? 1 : count->u.i, i;
@@ -10579,7 +10579,7 @@ TFM_PRIVATE bool tfm__jx_seq_op(tfm__jx *x, size_t pos, int op, const tfm__jv *a
 }
 
 /* a op b for + - * / // % ** ~. */
-TFM_PRIVATE bool tfm__jx_binop(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_binop(tfm__jx *x, size_t pos, int op, const tfm__jv *a, const tfm__jv *b, tfm__jv *out) {
     static const char names[][TFM__JNAME_BYTES] = {"+", "-", "*", "/", "//", "%", "**", "~"};
     if (op == TFM__JO_CONCAT) {
         tfm__jv sa, sb;
@@ -10610,7 +10610,7 @@ TFM_PRIVATE bool tfm__jx_binop(tfm__jx *x, size_t pos, int op, const tfm__jv *a,
 }
 
 /* a < b == c ... as Python chains them. */
-TFM_PRIVATE bool tfm__jx_compare(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_compare(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
     tfm__jv left, right;
     const tfm__jnode *op;
     bool r = true;
@@ -10639,7 +10639,7 @@ TFM_PRIVATE bool tfm__jx_compare(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n
 }
 
 /* A list, tuple or dict literal. */
-TFM_PRIVATE bool tfm__jx_literal(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_literal(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
     const tfm__jnode *item;
     tfm__jv k, v;
     if (!tfm__jv_seq(x, n->kind == TFM__JN_LIST ? TFM__JV_LIST : n->kind == TFM__JN_TUPLE ? TFM__JV_TUPLE : TFM__JV_DICT, 0, out))
@@ -10656,7 +10656,7 @@ TFM_PRIVATE bool tfm__jx_literal(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n
 }
 
 /* Filter and test nodes: the operand, the arguments, then the function. */
-TFM_PRIVATE bool tfm__jx_filter_test(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_filter_test(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
     tfm__jv v;
     tfm__jargs a;
     bool r;
@@ -10669,7 +10669,7 @@ TFM_PRIVATE bool tfm__jx_filter_test(tfm__jx *x, tfm__jframe *f, const tfm__jnod
 }
 
 /* Subscripts: obj.name, obj[key], obj[a:b:c]. */
-TFM_PRIVATE bool tfm__jx_access(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_access(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
     tfm__jv obj, key, bound[3];
     const tfm__jnode *part[3];
     int k;
@@ -10685,7 +10685,7 @@ TFM_PRIVATE bool tfm__jx_access(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n,
 }
 
 /* Evaluates expression n into *out. */
-TFM_PRIVATE bool tfm__jx_eval(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jx_eval(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, tfm__jv *out) {
     tfm__jv a, b;
     bool ok = true;
     if (!tfm__jx_step(x, n->pos)) return false;
@@ -10731,7 +10731,7 @@ TFM_PRIVATE bool tfm__jx_eval(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n, t
 /* --- statements --- */
 
 /* Binds a for / set target (a name or a tuple of names) to v in frame f. */
-TFM_PRIVATE bool tfm__jx_assign(tfm__jx *x, tfm__jframe *f, const tfm__jnode *target, const tfm__jv *v) {
+TFM__PRIVATE bool tfm__jx_assign(tfm__jx *x, tfm__jframe *f, const tfm__jnode *target, const tfm__jv *v) {
     const tfm__jnode *t;
     tfm__jseq *items;
     size_t i = 0, n = 0;
@@ -10745,7 +10745,7 @@ TFM_PRIVATE bool tfm__jx_assign(tfm__jx *x, tfm__jframe *f, const tfm__jnode *ta
     return true;
 }
 
-TFM_PRIVATE bool tfm__jx_set(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
+TFM__PRIVATE bool tfm__jx_set(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
     tfm__jv v, ns;
     if (n->b ? !tfm__jx_eval(x, f, n->b, &v) : !tfm__jx_capture(x, f, n->c, &v)) return false;
     if (n->a->kind != TFM__JN_ATTR) return tfm__jx_assign(x, f, n->a, &v);
@@ -10756,7 +10756,7 @@ TFM_PRIVATE bool tfm__jx_set(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
 }
 
 /* for target in iter [if cond]: a frame per iteration with target and loop bound. */
-TFM_PRIVATE bool tfm__jx_for(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
+TFM__PRIVATE bool tfm__jx_for(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
     tfm__jv it, cond, loopv;
     tfm__jseq *items, *kept;
     tfm__jloop *loop;
@@ -10794,7 +10794,7 @@ TFM_PRIVATE bool tfm__jx_for(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
 }
 
 /* {% filter %}: the body's output through the filters. */
-TFM_PRIVATE bool tfm__jx_filterblock(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
+TFM__PRIVATE bool tfm__jx_filterblock(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
     const tfm__jnode *flt;
     tfm__jargs a;
     tfm__jv v;
@@ -10808,7 +10808,7 @@ TFM_PRIVATE bool tfm__jx_filterblock(tfm__jx *x, tfm__jframe *f, const tfm__jnod
 }
 
 /* Runs a statement list, stopping early at break / continue. */
-TFM_PRIVATE bool tfm__jx_exec(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
+TFM__PRIVATE bool tfm__jx_exec(tfm__jx *x, tfm__jframe *f, const tfm__jnode *n) {
     tfm__jv v;
     bool ok = true;
     if (++x->c.depth > TFM__CHAT_MAX_DEPTH * 2) return tfm__jfail(&x->c, n ? n->pos : TFM__JNOPOS, "blocks nested too deeply");
@@ -10854,16 +10854,16 @@ typedef struct tfm__jjp {
     const char *what;                   /* "messages_json" / "vars_json", for errors */
 } tfm__jjp;
 
-TFM_PRIVATE bool tfm__jjp_fail(tfm__jjp *p, const char *msg) {
+TFM__PRIVATE bool tfm__jjp_fail(tfm__jjp *p, const char *msg) {
     return tfm__jfail(&p->x->c, TFM__JNOPOS, "%s: %s at byte %zu", p->what, msg, p->at);
 }
 
-TFM_PRIVATE void tfm__jjp_ws(tfm__jjp *p) {
+TFM__PRIVATE void tfm__jjp_ws(tfm__jjp *p) {
     while (p->at < p->n && (p->s[p->at] == ' ' || p->s[p->at] == '\t' || p->s[p->at] == '\n' || p->s[p->at] == '\r')) p->at++;
 }
 
 /* Four hex digits at s, or -1. */
-TFM_PRIVATE long tfm__jjp_hex4(const char *s, size_t left) {
+TFM__PRIVATE long tfm__jjp_hex4(const char *s, size_t left) {
     long v = 0;
     int i;
     if (left < 4) return -1;
@@ -10875,7 +10875,7 @@ TFM_PRIVATE long tfm__jjp_hex4(const char *s, size_t left) {
 }
 
 /* A JSON string (at the opening quote) into the arena; \u surrogate pairs combine. */
-TFM_PRIVATE bool tfm__jjp_string(tfm__jjp *p, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jjp_string(tfm__jjp *p, tfm__jv *out) {
     tfm__jbuf b;
     char u[4];
     tfm__jbuf_init(&b, p->x->c.arena);
@@ -10913,7 +10913,7 @@ TFM_PRIVATE bool tfm__jjp_string(tfm__jjp *p, tfm__jv *out) {
 }
 
 /* A JSON number: an int when it has no fraction or exponent and fits in 64 bits. */
-TFM_PRIVATE bool tfm__jjp_number(tfm__jjp *p, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jjp_number(tfm__jjp *p, tfm__jv *out) {
     size_t start = p->at;
     bool is_float = false;
     if (p->at < p->n && p->s[p->at] == '-') p->at++;
@@ -10934,10 +10934,10 @@ TFM_PRIVATE bool tfm__jjp_number(tfm__jjp *p, tfm__jv *out) {
     return true;
 }
 
-TFM_PRIVATE bool tfm__jjp_value(tfm__jjp *p, tfm__jv *out, int depth);
+TFM__PRIVATE bool tfm__jjp_value(tfm__jjp *p, tfm__jv *out, int depth);
 
 /* A JSON array or object (at its bracket); duplicate keys keep the last value. */
-TFM_PRIVATE bool tfm__jjp_container(tfm__jjp *p, tfm__jv *out, int depth) {
+TFM__PRIVATE bool tfm__jjp_container(tfm__jjp *p, tfm__jv *out, int depth) {
     bool obj = p->s[p->at] == '{';
     tfm__jv k, v;
     if (!tfm__jv_seq(p->x, obj ? TFM__JV_DICT : TFM__JV_LIST, 0, out)) return false;
@@ -10962,7 +10962,7 @@ TFM_PRIVATE bool tfm__jjp_container(tfm__jjp *p, tfm__jv *out, int depth) {
     }
 }
 
-TFM_PRIVATE bool tfm__jjp_value(tfm__jjp *p, tfm__jv *out, int depth) {
+TFM__PRIVATE bool tfm__jjp_value(tfm__jjp *p, tfm__jv *out, int depth) {
     static const char words[][TFM__JNAME_BYTES] = {"true", "false", "null"};
     int k;
     tfm__jjp_ws(p);
@@ -10984,7 +10984,7 @@ TFM_PRIVATE bool tfm__jjp_value(tfm__jjp *p, tfm__jv *out, int depth) {
 }
 
 /* A whole JSON text that must be a value of type want (LIST or DICT). */
-TFM_PRIVATE bool tfm__jjson_read(tfm__jx *x, const char *s, size_t n, const char *what, int want, tfm__jv *out) {
+TFM__PRIVATE bool tfm__jjson_read(tfm__jx *x, const char *s, size_t n, const char *what, int want, tfm__jv *out) {
     tfm__jjp p;
     p.x = x;
     p.s = s;
@@ -11013,7 +11013,7 @@ struct tfm_chat {
 };
 
 /* The template as jinja2 reads it: \r\n and \r become \n, one trailing newline goes. */
-TFM_PRIVATE char *tfm__jnormalize(tfm__jctx *x, const char *s, size_t n, size_t *out_n) {
+TFM__PRIVATE char *tfm__jnormalize(tfm__jctx *x, const char *s, size_t n, size_t *out_n) {
     char *p = TFM__CAST(char *, tfm__jalloc(x, n + 1));
     size_t i, k = 0;
     if (!p) return NULL;
@@ -11032,7 +11032,7 @@ TFM_PRIVATE char *tfm__jnormalize(tfm__jctx *x, const char *s, size_t n, size_t 
 }
 
 /* Lexes (tokens in a scratch arena) and parses the template into chat->arena. */
-TFM_PRIVATE tfm_result tfm__chat_compile(tfm_chat *chat, const char *text, size_t text_bytes) {
+TFM__PRIVATE tfm_result tfm__chat_compile(tfm_chat *chat, const char *text, size_t text_bytes) {
     tfm__jctx x;
     tfm__jarena scratch;
     tfm__jlexer L;
@@ -11064,7 +11064,7 @@ TFM_PRIVATE tfm_result tfm__chat_compile(tfm_chat *chat, const char *text, size_
 
 /* The variables transformers passes: messages, tools=None, documents=None,
    add_generation_prompt, bos_token / eos_token, then vars_json's. */
-TFM_PRIVATE bool tfm__jx_context(tfm__jx *x, const tfm_chat *chat, const tfm_chat_args *args, tfm__jframe *f) {
+TFM__PRIVATE bool tfm__jx_context(tfm__jx *x, const tfm_chat *chat, const tfm_chat_args *args, tfm__jframe *f) {
     tfm__jv v, msgs, none = tfm__jv_make(TFM__JV_NONE);
     size_t i, k;
     if (args->messages_json) {
@@ -11098,7 +11098,7 @@ TFM_PRIVATE bool tfm__jx_context(tfm__jx *x, const tfm_chat *chat, const tfm_cha
 }
 
 /* The global functions, in a frame under the variables. */
-TFM_PRIVATE bool tfm__jx_globals(tfm__jx *x, tfm__jframe *f) {
+TFM__PRIVATE bool tfm__jx_globals(tfm__jx *x, tfm__jframe *f) {
     static const char names[][TFM__JNAME_BYTES] = {"range", "namespace", "dict", "raise_exception", "strftime_now"};
     int k;
     for (k = 0; k < 5; k++) {
@@ -11111,7 +11111,7 @@ TFM_PRIVATE bool tfm__jx_globals(tfm__jx *x, tfm__jframe *f) {
 }
 
 /* One render into a fresh arena; out gets the text when out_cap allows. */
-TFM_PRIVATE tfm_result tfm__chat_render(tfm_chat *chat, const tfm_chat_args *args, char *out, size_t out_cap,
+TFM__PRIVATE tfm_result tfm__chat_render(tfm_chat *chat, const tfm_chat_args *args, char *out, size_t out_cap,
                                         size_t *out_bytes) {
     tfm__jarena arena;
     tfm__jx x;
@@ -11142,7 +11142,7 @@ TFM_PRIVATE tfm_result tfm__chat_render(tfm_chat *chat, const tfm_chat_args *arg
 }
 
 /* The chat template, bos_token and eos_token a .tfm file stores (NULL / 0 when absent). */
-TFM_PRIVATE void tfm__model_chat(const tfm_model *model, const char **text, size_t *text_bytes, const char **bos,
+TFM__PRIVATE void tfm__model_chat(const tfm_model *model, const char **text, size_t *text_bytes, const char **bos,
                                  size_t *bos_bytes, const char **eos, size_t *eos_bytes) {
     const tfm__tokenizer *t = tfm__model_tokenizer(model);
     *text = t && t->chat_template_bytes ? t->chat_text : NULL;
@@ -11162,7 +11162,7 @@ TFM_API tfm_result tfm_model_chat_template(const tfm_model *model, const char **
 }
 
 /* Resolves the desc: the template and tokens from desc, else from desc->model; limits. */
-TFM_PRIVATE tfm_result tfm__chat_desc_defaults(const tfm_chat_desc *d, tfm_chat_desc *out) {
+TFM__PRIVATE tfm_result tfm__chat_desc_defaults(const tfm_chat_desc *d, tfm_chat_desc *out) {
     const char *text = NULL, *bos = NULL, *eos = NULL;
     size_t text_bytes = 0, bos_bytes = 0, eos_bytes = 0;
     *out = *d;
@@ -11181,7 +11181,7 @@ TFM_PRIVATE tfm_result tfm__chat_desc_defaults(const tfm_chat_desc *d, tfm_chat_
 }
 
 /* Copies s into the chat's arena as the string value *v (Undefined when s is NULL). */
-TFM_PRIVATE bool tfm__chat_token(tfm_chat *chat, const char *s, size_t n, tfm__jv *v) {
+TFM__PRIVATE bool tfm__chat_token(tfm_chat *chat, const char *s, size_t n, tfm__jv *v) {
     char *p;
     *v = tfm__jv_undef(NULL, 0);
     if (!s) return true;
@@ -11281,7 +11281,7 @@ struct tfm_sampler {
     int n_bias;
 };
 
-TFM_PRIVATE uint64_t tfm__rng_next(uint64_t *state) {
+TFM__PRIVATE uint64_t tfm__rng_next(uint64_t *state) {
     uint64_t x = *state;
     x ^= x >> 12;
     x ^= x << 25;
@@ -11290,15 +11290,15 @@ TFM_PRIVATE uint64_t tfm__rng_next(uint64_t *state) {
     return x * TFM__RNG_MUL;
 }
 
-TFM_PRIVATE float tfm__rng_uniform(uint64_t *state) { return (float)(tfm__rng_next(state) >> 40) * TFM__INV_2_POW_24; }
+TFM__PRIVATE float tfm__rng_uniform(uint64_t *state) { return (float)(tfm__rng_next(state) >> 40) * TFM__INV_2_POW_24; }
 
 /* a ranks above b: larger value, then lower id (a total order, so results are deterministic). */
-TFM_PRIVATE bool tfm__ranks_above(const float *val, int32_t a, int32_t b) {
+TFM__PRIVATE bool tfm__ranks_above(const float *val, int32_t a, int32_t b) {
     return val[a] > val[b] || (val[a] == val[b] && a < b);
 }
 
 /* Restore the min-heap (root = lowest rank) below i over idx[0..n). */
-TFM_PRIVATE void tfm__sift_down(const float *val, int32_t *idx, int n, int i) {
+TFM__PRIVATE void tfm__sift_down(const float *val, int32_t *idx, int n, int i) {
     for (;;) {
         int low = i, l = 2 * i + 1, r = l + 1;
         int32_t tmp;
@@ -11314,7 +11314,7 @@ TFM_PRIVATE void tfm__sift_down(const float *val, int32_t *idx, int n, int i) {
 
 /* idx[0..n) holds candidates; leave the best k (k <= n) in idx[0..k), sorted best first.
    A min-heap of the k best so far: O(n log k), then heap sort of the k. */
-TFM_PRIVATE void tfm__select_top(const float *val, int32_t *idx, int n, int k) {
+TFM__PRIVATE void tfm__select_top(const float *val, int32_t *idx, int n, int k) {
     int i;
     int32_t tmp;
     for (i = k / 2 - 1; i >= 0; i--) tfm__sift_down(val, idx, k, i);
@@ -11332,7 +11332,7 @@ TFM_PRIVATE void tfm__select_top(const float *val, int32_t *idx, int n, int k) {
 }
 
 /* Step 1: penalize each distinct recent token once. */
-TFM_PRIVATE void tfm__apply_penalty(tfm_sampler *s, int n) {
+TFM__PRIVATE void tfm__apply_penalty(tfm_sampler *s, int n) {
     int i;
     if (s->repeat_penalty == 1.0f) return;
     for (i = 0; i < s->n_recent; i++) {
@@ -11348,7 +11348,7 @@ TFM_PRIVATE void tfm__apply_penalty(tfm_sampler *s, int n) {
 /* Steps 3-7 on val[0..n) (penalized logits); inv_t = 1 / temperature is applied inside the
    softmax as e^((v - max) / T), which stays finite for any finite logits and temperature (the
    order of the logits, all that top-k needs, does not depend on T). Returns the drawn id. */
-TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
+TFM__PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
     int cnt = n, i, kept;
     bool sorted = false;
     float max, sum = 0.0f, r, cum = 0.0f;
@@ -11392,7 +11392,7 @@ TFM_PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
 
 /* For logits[0..n): *max_out = m = max_i l_i, returns log sum_i e^(l_i - m) (summed in double).
    Keeping m apart avoids rounding l_i - lse when the logits are large. */
-TFM_PRIVATE double tfm__log_sum_exp(const float *logits, int n, float *max_out) {
+TFM__PRIVATE double tfm__log_sum_exp(const float *logits, int n, float *max_out) {
     float m = logits[0];
     double sum = 0.0;
     int i;
@@ -11404,7 +11404,7 @@ TFM_PRIVATE double tfm__log_sum_exp(const float *logits, int n, float *max_out) 
 }
 
 /* Remember an accepted token in the repetition window. */
-TFM_PRIVATE void tfm__sampler_accept(tfm_sampler *s, int32_t token) {
+TFM__PRIVATE void tfm__sampler_accept(tfm_sampler *s, int32_t token) {
     s->recent[s->recent_next] = token;
     s->recent_next = (s->recent_next + 1) % s->repeat_last_n;
     if (s->n_recent < s->repeat_last_n) s->n_recent++;
@@ -11413,7 +11413,7 @@ TFM_PRIVATE void tfm__sampler_accept(tfm_sampler *s, int32_t token) {
 /* The steps above on logits[0..n), arguments checked; allowed (NULL: all) [n] nonzero for the
    tokens that may be picked, at least one (masked ones count as -inf; when every allowed logit
    is -inf or NaN, the lowest allowed id). The pick is accepted into the repetition window. */
-TFM_PRIVATE tfm_result tfm__sample(tfm_sampler *s, const float *logits, int n, const unsigned char *allowed,
+TFM__PRIVATE tfm_result tfm__sample(tfm_sampler *s, const float *logits, int n, const unsigned char *allowed,
                                    int32_t *out_token) {
     int i;
     int32_t best = -1;
@@ -11445,10 +11445,10 @@ typedef struct tfm__joined {
     size_t n_a, n;
 } tfm__joined;
 
-TFM_PRIVATE char tfm__joined_at(const tfm__joined *v, size_t k) { return k < v->n_a ? v->a[k] : v->b[k - v->n_a]; }
+TFM__PRIVATE char tfm__joined_at(const tfm__joined *v, size_t k) { return k < v->n_a ? v->a[k] : v->b[k - v->n_a]; }
 
 /* Does stop string s match v from position p: fully (2), up to the end of v (1), or not (0)? */
-TFM_PRIVATE int tfm__stop_match(const tfm__joined *v, size_t p, const tfm_text *s) {
+TFM__PRIVATE int tfm__stop_match(const tfm__joined *v, size_t p, const tfm_text *s) {
     size_t k;
     for (k = 0; k < s->n_bytes && p + k < v->n; k++)
         if (tfm__joined_at(v, p + k) != s->text[k]) return 0;
@@ -11458,7 +11458,7 @@ TFM_PRIVATE int tfm__stop_match(const tfm__joined *v, size_t p, const tfm_text *
 /* The first position of v where a stop string matches in full (*which: its index), else v->n;
    *hold: the first position where one matches up to the end, after which nothing may be
    written yet (v->n when none does). */
-TFM_PRIVATE size_t tfm__stop_scan(const tfm__joined *v, const tfm_text *stops, int n_stops, int *which, size_t *hold) {
+TFM__PRIVATE size_t tfm__stop_scan(const tfm__joined *v, const tfm_text *stops, int n_stops, int *which, size_t *hold) {
     size_t p;
     int i;
     *hold = v->n;
@@ -11500,7 +11500,7 @@ TFM_PRIVATE size_t tfm__stop_scan(const tfm__joined *v, const tfm_text *stops, i
 #define TFM__US_PER_S 1000000.0
 
 /* Microseconds on the host's clock, or the platform's monotonic one. */
-TFM_PRIVATE double tfm__now_us(const tfm_session *s) {
+TFM__PRIVATE double tfm__now_us(const tfm_session *s) {
     if (s->clock_us) return (double)(s->clock_us)(s->clock_user);
 #if defined(_WIN32)
     {
@@ -11527,7 +11527,7 @@ TFM_PRIVATE double tfm__now_us(const tfm_session *s) {
 }
 
 /* Record a note (a cancel, which is not an error) in last_error without logging it. */
-TFM_PRIVATE void tfm__session_note(tfm_session *s, const char *fmt, ...) {
+TFM__PRIVATE void tfm__session_note(tfm_session *s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     tfm__format(s->last_error, sizeof s->last_error, fmt, ap);
@@ -11535,15 +11535,15 @@ TFM_PRIVATE void tfm__session_note(tfm_session *s, const char *fmt, ...) {
 }
 
 /* Does the session hold the logits after its last position? */
-TFM_PRIVATE bool tfm__logits_valid(const tfm_session *s) { return s->n_past > 0 && s->logits_pos == s->n_past - 1; }
+TFM__PRIVATE bool tfm__logits_valid(const tfm_session *s) { return s->n_past > 0 && s->logits_pos == s->n_past - 1; }
 
 /* A session busy with a job, or whose rows are in a pass still running. */
-TFM_PRIVATE bool tfm__session_busy(const tfm_session *s) {
+TFM__PRIVATE bool tfm__session_busy(const tfm_session *s) {
     return s->job.info.status == TFM_JOB_RUNNING || s->job.lead != NULL;
 }
 
 /* Does the job want a token sampled now (all its tokens evaluated)? */
-TFM_PRIVATE bool tfm__job_wants_sample(const tfm_session *s) {
+TFM__PRIVATE bool tfm__job_wants_sample(const tfm_session *s) {
     const tfm__job *j = &s->job;
     if (j->info.status != TFM_JOB_RUNNING || s->n_past != j->end) return false;
     return j->desc.n_choices > 0 || j->info.n_generated < j->desc.n_generate;
@@ -11551,7 +11551,7 @@ TFM_PRIVATE bool tfm__job_wants_sample(const tfm_session *s) {
 
 /* The output of position q of s in its job: logits (the last one's into the session; every
    one's into logits_all) and the log-prob of the token after it. */
-TFM_PRIVATE void tfm__orow_for(tfm_session *s, int q, tfm__orow *o) {
+TFM__PRIVATE void tfm__orow_for(tfm_session *s, int q, tfm__orow *o) {
     const tfm__job *j = &s->job;
     size_t n_vocab = (size_t)s->model->config.n_vocab;
     memset(o, 0, sizeof *o);
@@ -11568,12 +11568,12 @@ TFM_PRIVATE void tfm__orow_for(tfm_session *s, int q, tfm__orow *o) {
 }
 
 /* The end of a job whose last token was sampled or whose tokens are all evaluated. */
-TFM_PRIVATE void tfm__job_end(tfm_session *s, tfm_job_status status) {
+TFM__PRIVATE void tfm__job_end(tfm_session *s, tfm_job_status status) {
     s->job.info.status = status;
 }
 
 /* Move the pass's sampling cursor to the next segment whose job wants a token; false at the end. */
-TFM_PRIVATE bool tfm__pass_next_sample(tfm__pass *p) {
+TFM__PRIVATE bool tfm__pass_next_sample(tfm__pass *p) {
     for (; p->sample_seg < p->n_segs; p->sample_seg++)
         if (tfm__job_wants_sample(p->segs[p->sample_seg].s)) return true;
     return false;
@@ -11581,7 +11581,7 @@ TFM_PRIVATE bool tfm__pass_next_sample(tfm__pass *p) {
 
 /* The pass is over: its sessions are free, and jobs whose tokens are all in (and that sample
    nothing more) are done. */
-TFM_PRIVATE void tfm__pass_finish(tfm_session *lead) {
+TFM__PRIVATE void tfm__pass_finish(tfm_session *lead) {
     tfm__pass *p = &lead->pass;
     int k;
     for (k = 0; k < p->n_segs; k++) {
@@ -11596,7 +11596,7 @@ TFM_PRIVATE void tfm__pass_finish(tfm_session *lead) {
 /* Rows the next pass may take: all n_batch without a time budget; with one, as many as make a
    layer unit cost about max_us / 2 (fixed + row * (rows - 1), measured), TFM__PROBE_ROWS before
    anything is measured. */
-TFM_PRIVATE int tfm__rows_for_budget(const tfm_session *lead, int max_us) {
+TFM__PRIVATE int tfm__rows_for_budget(const tfm_session *lead, int max_us) {
     double n;
     if (max_us <= 0) return lead->n_batch;
     if (lead->layer_us_row <= 0.0) return TFM__PROBE_ROWS < lead->n_batch ? TFM__PROBE_ROWS : lead->n_batch;
@@ -11608,7 +11608,7 @@ TFM_PRIVATE int tfm__rows_for_budget(const tfm_session *lead, int max_us) {
    tokens to evaluate gets one row first (so sessions generating side by side decode together),
    then prompts take what rows are left, in order; a job that only needs a token sampled joins
    with no rows. */
-TFM_PRIVATE bool tfm__pass_build(tfm_session *lead, tfm_session *const *sessions, int n_sessions, int max_us) {
+TFM__PRIVATE bool tfm__pass_build(tfm_session *lead, tfm_session *const *sessions, int n_sessions, int max_us) {
     tfm__pass *p = &lead->pass;
     int cap = tfm__rows_for_budget(lead, max_us), i, k, q;
     p->n_segs = p->n_rows = p->n_out = 0;
@@ -11655,7 +11655,7 @@ TFM_PRIVATE bool tfm__pass_build(tfm_session *lead, tfm_session *const *sessions
 }
 
 /* After the last layer: the segments' positions are in their caches. */
-TFM_PRIVATE void tfm__pass_commit(tfm_session *lead) {
+TFM__PRIVATE void tfm__pass_commit(tfm_session *lead) {
     int k;
     for (k = 0; k < lead->pass.n_segs; k++) {
         const tfm__seg *seg = &lead->pass.segs[k];
@@ -11673,7 +11673,7 @@ TFM_PRIVATE void tfm__pass_commit(tfm_session *lead) {
 }
 
 /* After the last slice: log-probs from the running log-sum-exps; the session logits valid. */
-TFM_PRIVATE void tfm__pass_outputs(tfm_session *lead) {
+TFM__PRIVATE void tfm__pass_outputs(tfm_session *lead) {
     size_t n_vocab = (size_t)lead->model->config.n_vocab;
     int k;
     for (k = 0; k < lead->pass.n_out; k++) {
@@ -11692,7 +11692,7 @@ TFM_PRIVATE void tfm__pass_outputs(tfm_session *lead) {
 
 /* Tokens a job samples from: the tokenizer's (not the padding rows of a padded vocabulary), at
    most the sampler's n_vocab. */
-TFM_PRIVATE int tfm__n_pick(const tfm_model *m, const tfm_sampler *sampler) {
+TFM__PRIVATE int tfm__n_pick(const tfm_model *m, const tfm_sampler *sampler) {
     const tfm_config *c = &m->config;
     int n = c->n_tokens > 0 && c->n_tokens < c->n_vocab ? c->n_tokens : c->n_vocab;
     return sampler && sampler->n_vocab < n ? sampler->n_vocab : n;
@@ -11700,14 +11700,14 @@ TFM_PRIVATE int tfm__n_pick(const tfm_model *m, const tfm_sampler *sampler) {
 
 /* Does choice i begin with the g tokens generated so far? The live choices are the leaves below
    the current node of the choices' prefix tree. */
-TFM_PRIVATE bool tfm__choice_live(const tfm_session *s, int i, int g) {
+TFM__PRIVATE bool tfm__choice_live(const tfm_session *s, int i, int g) {
     const tfm_tokens *c = &s->job.desc.choices[i];
     return c->n_ids >= (size_t)g && memcmp(c->ids, s->tokens + s->job.gen_at, (size_t)g * sizeof(int32_t)) == 0;
 }
 
 /* The choice the generated tokens decide: the first live one they complete, or the only live
    one (the rest of it need not be generated); -1 while several remain. */
-TFM_PRIVATE int tfm__choice_decided(const tfm_session *s) {
+TFM__PRIVATE int tfm__choice_decided(const tfm_session *s) {
     int g = s->job.info.n_generated, i, live = 0, last = -1;
     for (i = 0; i < s->job.desc.n_choices; i++) {
         if (!tfm__choice_live(s, i, g)) continue;
@@ -11720,7 +11720,7 @@ TFM_PRIVATE int tfm__choice_decided(const tfm_session *s) {
 
 /* Pick the next token: sampled (or argmax without a sampler) from the tokens the live choices
    continue with, when choosing. */
-TFM_PRIVATE int32_t tfm__job_pick(tfm_session *s) {
+TFM__PRIVATE int32_t tfm__job_pick(tfm_session *s) {
     const tfm__job *j = &s->job;
     int32_t token = -1;
     int i, n = tfm__n_pick(s->model, j->desc.sampler), g = j->info.n_generated;
@@ -11743,7 +11743,7 @@ TFM_PRIVATE int32_t tfm__job_pick(tfm_session *s) {
 
 /* Sample the next token of s's job from its logits, and decide whether the job goes on (the
    token then waits at tokens[end] to be evaluated) or ends. */
-TFM_PRIVATE void tfm__job_sample(tfm_session *s) {
+TFM__PRIVATE void tfm__job_sample(tfm_session *s) {
     tfm__job *j = &s->job;
     const tfm_config *c = &s->model->config;
     int32_t token;
@@ -11769,7 +11769,7 @@ TFM_PRIVATE void tfm__job_sample(tfm_session *s) {
 
 /* Run the next unit of the lead's pass and return its kind; the pass finishes after its last.
    sliced: the projection in slices (there is a budget). */
-TFM_PRIVATE int tfm__pass_unit(tfm_session *lead, bool sliced) {
+TFM__PRIVATE int tfm__pass_unit(tfm_session *lead, bool sliced) {
     tfm__pass *p = &lead->pass;
     int n_layers = lead->model->config.n_layers, n_vocab = lead->model->config.n_vocab, kind;
     if (p->layer < n_layers) {
@@ -11793,7 +11793,7 @@ TFM_PRIVATE int tfm__pass_unit(tfm_session *lead, bool sliced) {
 }
 
 /* The next unit's predicted cost in microseconds (0: not known yet). */
-TFM_PRIVATE double tfm__unit_estimate(const tfm_session *lead) {
+TFM__PRIVATE double tfm__unit_estimate(const tfm_session *lead) {
     const tfm__pass *p = &lead->pass;
     if (p->layer < lead->model->config.n_layers) {
         if (lead->unit_rows == p->n_rows || lead->layer_us_row <= 0.0) return lead->unit_us[TFM__UNIT_LAYER];
@@ -11807,7 +11807,7 @@ TFM_PRIVATE double tfm__unit_estimate(const tfm_session *lead) {
    each older one weighing TFM__UNIT_DECAY less (a busy machine's slow units keep the budget safe
    for a while). A layer over one row gives the fixed cost (the weights read once); over more
    rows, the cost of each row past the first. */
-TFM_PRIVATE void tfm__unit_learn(tfm_session *lead, int kind, int rows, double us) {
+TFM__PRIVATE void tfm__unit_learn(tfm_session *lead, int kind, int rows, double us) {
     double decayed = lead->unit_us[kind] * TFM__UNIT_DECAY;
     bool same = kind != TFM__UNIT_LAYER || rows == lead->unit_rows; /* layers: per pass size */
     lead->unit_us[kind] = same && decayed > us ? decayed : us;
@@ -11824,7 +11824,7 @@ TFM_PRIVATE void tfm__unit_learn(tfm_session *lead, int kind, int rows, double u
 /* Cancel s's job; the positions already in its cache stay. Its output rows in a pass write
    nothing more; the pass is dropped when no running job is left in it (else s stays in it,
    busy, until the others finish it). */
-TFM_PRIVATE void tfm__job_cancel(tfm_session *s) {
+TFM__PRIVATE void tfm__job_cancel(tfm_session *s) {
     tfm_session *lead = s->job.lead;
     int k, live = 0;
     if (s->job.info.status == TFM_JOB_RUNNING) tfm__job_end(s, TFM_JOB_CANCELLED);
@@ -11843,7 +11843,7 @@ TFM_PRIVATE void tfm__job_cancel(tfm_session *s) {
 
 /* Units of the lead's passes over the sessions' jobs until none has work, max_units have run,
    or the next would pass max_us; should_abort cancels every job of the group. */
-TFM_PRIVATE tfm_result tfm__steps(tfm_session *lead, tfm_session *const *sessions, int n_sessions, int max_units,
+TFM__PRIVATE tfm_result tfm__steps(tfm_session *lead, tfm_session *const *sessions, int n_sessions, int max_units,
                                   int max_us, int *n_units) {
     double t0 = tfm__now_us(lead), t;
     bool sliced = max_units > 0 || max_us > 0;
@@ -11878,7 +11878,7 @@ typedef struct tfm__group {
 
 /* tfm__steps on the calling thread, inside one OpenMP team when the lead has threads (see
    tfm__run_tasks): one parallel region per call, its threads spinning only during it. */
-TFM_PRIVATE tfm_result tfm__steps_team(tfm_session *lead, tfm__group *g) {
+TFM__PRIVATE tfm_result tfm__steps_team(tfm_session *lead, tfm__group *g) {
     tfm_result r = TFM_OK;
 #ifdef TFM__OPENMP
     if (lead->n_threads > 1 && !lead->parallel_for) {
@@ -11904,7 +11904,7 @@ TFM_PRIVATE tfm_result tfm__steps_team(tfm_session *lead, tfm__group *g) {
 }
 
 /* Set up s's job from a desc the caller checked (tokens valid and fitting), at n_past. */
-TFM_PRIVATE void tfm__job_begin(tfm_session *s, const tfm_job_desc *desc) {
+TFM__PRIVATE void tfm__job_begin(tfm_session *s, const tfm_job_desc *desc) {
     tfm__job *j = &s->job;
     int n = (int)desc->n_tokens;
     memset(j, 0, sizeof *j);
@@ -11962,7 +11962,7 @@ TFM_PRIVATE void tfm__job_begin(tfm_session *s, const tfm_job_desc *desc) {
 #define TFM__STATE_LOGITS 1u
 
 /* One cached element as a float (f32, or f16 widened exactly). */
-TFM_PRIVATE float tfm__kv_get(const tfm_session *s, const unsigned char *p) {
+TFM__PRIVATE float tfm__kv_get(const tfm_session *s, const unsigned char *p) {
     float v;
     if (s->kv_bytes == 2) return tfm__rd_f16(p);
     memcpy(&v, p, sizeof v);
@@ -11977,7 +11977,7 @@ typedef struct tfm__kv_pos {
     size_t k_stride, e;
 } tfm__kv_pos;
 
-TFM_PRIVATE tfm__kv_pos tfm__kv_locate(const tfm_session *s, int l, int p) {
+TFM__PRIVATE tfm__kv_pos tfm__kv_locate(const tfm_session *s, int l, int p) {
     const tfm_config *c = &s->model->config;
     size_t row = (size_t)p % (size_t)s->kv[l].rows, kv_dim = (size_t)c->n_kv_heads * (size_t)c->d_head;
     tfm__kv_pos at;
@@ -11989,13 +11989,13 @@ TFM_PRIVATE tfm__kv_pos tfm__kv_locate(const tfm_session *s, int l, int p) {
 }
 
 /* Positions from p on (at most n) in consecutive rows of layer l of s: up to the ring's wrap. */
-TFM_PRIVATE int tfm__kv_run(const tfm_session *s, int l, int p, int n) {
+TFM__PRIVATE int tfm__kv_run(const tfm_session *s, int l, int p, int n) {
     int room = s->kv[l].rows - p % s->kv[l].rows;
     return n < room ? n : room;
 }
 
 /* n consecutive elements of a cache (e bytes each) into another (f bytes each; converted). */
-TFM_PRIVATE void tfm__kv_move(tfm_session *to, unsigned char *dst, const tfm_session *from, const unsigned char *src,
+TFM__PRIVATE void tfm__kv_move(tfm_session *to, unsigned char *dst, const tfm_session *from, const unsigned char *src,
                               size_t n) {
     size_t k;
     if (to->kv_bytes == from->kv_bytes) {
@@ -12006,7 +12006,7 @@ TFM_PRIVATE void tfm__kv_move(tfm_session *to, unsigned char *dst, const tfm_ses
 }
 
 /* Positions p0..p1-1 of layer l from src into dst (same model), run by run of rows. */
-TFM_PRIVATE void tfm__kv_copy_range(tfm_session *dst, const tfm_session *src, int l, int p0, int p1) {
+TFM__PRIVATE void tfm__kv_copy_range(tfm_session *dst, const tfm_session *src, int l, int p0, int p1) {
     size_t kv_dim = (size_t)dst->model->config.n_kv_heads * (size_t)dst->model->config.d_head, i;
     int p, n;
     for (p = p0; p < p1; p += n) {
@@ -12020,7 +12020,7 @@ TFM_PRIVATE void tfm__kv_copy_range(tfm_session *dst, const tfm_session *src, in
 /* Positions p0..p1-1 of layer l to bytes (save) or from them (load): keys as kv_dim runs of
    p1 - p0 elements, then values as p1 - p0 rows of kv_dim; `skip` positions of the bytes come
    before p0 (a load that keeps only a ring's last rows). */
-TFM_PRIVATE void tfm__kv_range_bytes(const tfm_session *s, int l, int p0, int p1, int skip, unsigned char *bytes,
+TFM__PRIVATE void tfm__kv_range_bytes(const tfm_session *s, int l, int p0, int p1, int skip, unsigned char *bytes,
                                      const unsigned char *in) {
     size_t kv_dim = (size_t)s->model->config.n_kv_heads * (size_t)s->model->config.d_head, e = s->kv_bytes, i;
     size_t count = (size_t)(p1 - p0 + skip), v_at = kv_dim * count * e;
@@ -12039,14 +12039,14 @@ TFM_PRIVATE void tfm__kv_range_bytes(const tfm_session *s, int l, int p0, int p1
 }
 
 /* The first position layer l of s holds, of those before n (its ring keeps the last rows). */
-TFM_PRIVATE int tfm__kv_first_held(const tfm_session *s, int l, int n) {
+TFM__PRIVATE int tfm__kv_first_held(const tfm_session *s, int l, int n) {
     int first = n - s->kv[l].rows;
     if (first < s->kv[l].low) first = s->kv[l].low;
     return first < 0 ? 0 : first;
 }
 
 /* Bytes of the saved state of s; false on overflow. */
-TFM_PRIVATE bool tfm__state_bytes(const tfm_session *s, size_t *out) {
+TFM__PRIVATE bool tfm__state_bytes(const tfm_session *s, size_t *out) {
     const tfm_config *c = &s->model->config;
     size_t row = 2 * (size_t)c->n_kv_heads * (size_t)c->d_head * s->kv_bytes, n = TFM__STATE_HEADER_BYTES, k;
     int l;
@@ -12060,7 +12060,7 @@ TFM_PRIVATE bool tfm__state_bytes(const tfm_session *s, size_t *out) {
 }
 
 /* Write the saved state of s into out (n bytes, from tfm__state_bytes). */
-TFM_PRIVATE void tfm__state_write(const tfm_session *s, unsigned char *out, size_t n) {
+TFM__PRIVATE void tfm__state_write(const tfm_session *s, unsigned char *out, size_t n) {
     const tfm_config *c = &s->model->config;
     size_t row = 2 * (size_t)c->n_kv_heads * (size_t)c->d_head * s->kv_bytes, at = TFM__STATE_HEADER_BYTES;
     bool logits = tfm__logits_valid(s);
@@ -12091,7 +12091,7 @@ TFM_PRIVATE void tfm__state_write(const tfm_session *s, unsigned char *out, size
 }
 
 /* Check a saved state against s before anything of s changes; *first_at: where first[] starts. */
-TFM_PRIVATE tfm_result tfm__state_check(tfm_session *s, const unsigned char *b, size_t n_bytes) {
+TFM__PRIVATE tfm_result tfm__state_check(tfm_session *s, const unsigned char *b, size_t n_bytes) {
     const tfm_config *c = &s->model->config;
     uint32_t n_past, flags, l, p, first, kv_dtype = s->kv_bytes == 2 ? (uint32_t)TFM_DTYPE_F16 : (uint32_t)TFM_DTYPE_F32;
     size_t at = TFM__STATE_HEADER_BYTES, need = 0, k;
@@ -12137,7 +12137,7 @@ TFM_PRIVATE tfm_result tfm__state_check(tfm_session *s, const unsigned char *b, 
 }
 
 /* Load a checked state into s: every layer keeps the last positions its ring holds. */
-TFM_PRIVATE void tfm__state_read(tfm_session *s, const unsigned char *b) {
+TFM__PRIVATE void tfm__state_read(tfm_session *s, const unsigned char *b) {
     const tfm_config *c = &s->model->config;
     size_t row = 2 * (size_t)c->n_kv_heads * (size_t)c->d_head * s->kv_bytes, at = TFM__STATE_HEADER_BYTES, first_at;
     int n_past = (int)tfm__rd_u32(b + 40), l, p;
@@ -12162,7 +12162,7 @@ TFM_PRIVATE void tfm__state_read(tfm_session *s, const unsigned char *b) {
 }
 
 /* The first n positions of src into dst (checked: same model, not busy, held by src). */
-TFM_PRIVATE void tfm__state_copy(tfm_session *dst, const tfm_session *src, int n) {
+TFM__PRIVATE void tfm__state_copy(tfm_session *dst, const tfm_session *src, int n) {
     const tfm_config *c = &dst->model->config;
     int l;
     for (l = 0; l < c->n_layers; l++) {
@@ -12258,7 +12258,7 @@ TFM_API bool tfm_dtype_from_name(const char *name, tfm_dtype *out) {
 TFM_API size_t tfm_dtype_row_bytes(tfm_dtype dtype, size_t n_cols) { return tfm__row_bytes((uint32_t)dtype, n_cols); }
 
 /* n elements of dtype as a whole number of blocks, else 0. */
-TFM_PRIVATE size_t tfm__dtype_blocks(tfm_dtype dtype, size_t n) {
+TFM__PRIVATE size_t tfm__dtype_blocks(tfm_dtype dtype, size_t n) {
     tfm__dtype_row t;
     return tfm__dtype((uint32_t)dtype, &t) && n % (size_t)t.info.block_elems == 0 ? n / (size_t)t.info.block_elems : 0;
 }
@@ -12279,7 +12279,7 @@ TFM_API tfm_result tfm_dtype_from_f32(tfm_dtype dtype, const float *src, void *d
 
 /* Frees everything tfm_model_open built, in the reverse order of allocation (the tokenizer, the
    model block, then the file when it was read into memory): a host's stack allocator works. */
-TFM_PRIVATE void tfm__model_free(tfm_model *m) {
+TFM__PRIVATE void tfm__model_free(tfm_model *m) {
     tfm_allocator a;
     tfm__file file;
     if (!m) return;
@@ -12291,7 +12291,7 @@ TFM_PRIVATE void tfm__model_free(tfm_model *m) {
 }
 
 /* After the file is in memory: validate it all, then build the model around it. */
-TFM_PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc, tfm_model **out) {
+TFM__PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *desc, tfm_model **out) {
     const tfm_logger *lg = &desc->logger;
     tfm__header h;
     tfm__resolver rs;
@@ -12387,7 +12387,7 @@ TFM_API tfm_config tfm_model_config(const tfm_model *model) {
 }
 
 /* The scalar fields of a session from its resolved desc (everything but the arrays). */
-TFM_PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, const tfm_session_desc *d) {
+TFM__PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, const tfm_session_desc *d) {
     memset(s, 0, sizeof *s);
     s->model = model;
     s->allocator = d->allocator;
@@ -12418,7 +12418,7 @@ TFM_PRIVATE void tfm__session_fields(tfm_session *s, const tfm_model *model, con
 }
 
 /* The resolved desc and the bytes of the session's block. */
-TFM_PRIVATE tfm_result tfm__session_plan(const tfm_model *model, const tfm_session_desc *desc, tfm_session_desc *d,
+TFM__PRIVATE tfm_result tfm__session_plan(const tfm_model *model, const tfm_session_desc *desc, tfm_session_desc *d,
                                          size_t *n_bytes) {
     tfm_session tmp;
     tfm__plan plan;
@@ -12489,7 +12489,7 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
 }
 
 /* The tokens of a job at n_past: valid ids that fit in the context. "what" names the call. */
-TFM_PRIVATE tfm_result tfm__check_tokens(tfm_session *s, const char *what, const int32_t *tokens, size_t n_tokens) {
+TFM__PRIVATE tfm_result tfm__check_tokens(tfm_session *s, const char *what, const int32_t *tokens, size_t n_tokens) {
     int n_vocab = s->model->config.n_vocab;
     size_t i;
     if (n_tokens > (size_t)INT32_MAX || (n_tokens > 0 && !tokens)) /* a negative int count lands here */
@@ -12505,7 +12505,7 @@ TFM_PRIVATE tfm_result tfm__check_tokens(tfm_session *s, const char *what, const
 }
 
 /* Check a job desc against the session and begin it. */
-TFM_PRIVATE tfm_result tfm__job_start(tfm_session *s, const char *what, const tfm_job_desc *job) {
+TFM__PRIVATE tfm_result tfm__job_start(tfm_session *s, const char *what, const tfm_job_desc *job) {
     tfm_result r;
     int i, n_pick = tfm__n_pick(s->model, job->sampler);
     size_t k;
@@ -12538,7 +12538,7 @@ TFM_PRIVATE tfm_result tfm__job_start(tfm_session *s, const char *what, const tf
 }
 
 /* Run one session's job to its end (no budget); should_abort cancels it. */
-TFM_PRIVATE tfm_result tfm__job_run(tfm_session *s, const char *what) {
+TFM__PRIVATE tfm_result tfm__job_run(tfm_session *s, const char *what) {
     tfm__group g;
     tfm_result r;
     g.sessions = &s;
@@ -12581,7 +12581,7 @@ TFM_API tfm_result tfm_session_step(tfm_session *session, int max_units, int max
 
 /* A batch the lead can step: on one model, none twice, at most its n_batch, none in a pass of
    another session. */
-TFM_PRIVATE tfm_result tfm__check_batch(tfm_session *const *sessions, int n, const char *what) {
+TFM__PRIVATE tfm_result tfm__check_batch(tfm_session *const *sessions, int n, const char *what) {
     tfm_session *lead;
     int i, k;
     if (!sessions || n < 1 || !sessions[0]) return TFM_ERR_INVALID_ARG;
@@ -12850,7 +12850,7 @@ TFM_API float tfm_cross_entropy(const float *logits, int n, int32_t target) {
 }
 
 /* Zeros resolved to defaults, ranges checked. */
-TFM_PRIVATE tfm_result tfm__sampler_desc_defaults(const tfm_sampler_desc *desc, tfm_sampler_desc *d) {
+TFM__PRIVATE tfm_result tfm__sampler_desc_defaults(const tfm_sampler_desc *desc, tfm_sampler_desc *d) {
     int i;
     *d = *desc;
     if (!tfm__allocator_valid(&d->allocator) || d->n_vocab <= 0 || d->n_vocab > TFM_MAX_VOCAB ||
