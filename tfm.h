@@ -11495,7 +11495,8 @@ TFM__PRIVATE size_t tfm__stop_scan(const tfm__joined *v, const tfm_text *stops, 
 #if defined(_WIN32) || defined(CLOCK_MONOTONIC) || defined(__unix__) || defined(__APPLE__)
 #define TFM__HAS_CLOCK 1
 #endif
-#define TFM__UNIT_DECAY 0.9 /* per unit, how fast the estimate of a kind forgets a slow one */
+#define TFM__UNIT_DECAY 0.9  /* per unit, how fast the estimate of a kind forgets a slow one */
+#define TFM__UNIT_MARGIN 1.25 /* a unit runs when 1.25 times its estimate still fits the budget */
 #define TFM__PROBE_ROWS 4 /* prompt tokens of the first pass under a time budget, before any cost is known */
 #define TFM__US_PER_S 1000000.0
 
@@ -11854,7 +11855,7 @@ TFM__PRIVATE tfm_result tfm__steps(tfm_session *lead, tfm_session *const *sessio
         if (!lead->pass.active && !tfm__pass_build(lead, sessions, n_sessions, max_us)) break;
         if (units > 0 && max_units > 0 && units >= max_units) break;
         t = tfm__now_us(lead);
-        if (units > 0 && max_us > 0 && t - t0 + tfm__unit_estimate(lead) > (double)max_us) break;
+        if (units > 0 && max_us > 0 && t - t0 + TFM__UNIT_MARGIN * tfm__unit_estimate(lead) > (double)max_us) break;
         if (lead->should_abort && (lead->should_abort)(lead->abort_user)) {
             for (i = 0; i < n_sessions; i++) tfm__job_cancel(sessions[i]);
             if (lead->pass.active) tfm__job_cancel(lead->pass.segs[0].s); /* rows of sessions not listed */

@@ -30,7 +30,7 @@ typedef struct npc {
 } npc;
 
 static tfm_model *model;
-static double worst_ms;
+static double worst_ms, worst_cpu_ms; /* wall clock; CPU time (less when the OS ran others) */
 
 /* Every result is checked: the code's name and the session's detail line. */
 static void check(tfm_result r, const tfm_session *s) {
@@ -78,10 +78,12 @@ static int run_frames(tfm_session **s, int n, int budget_us) {
     tfm_step_info info[2];
     int frames = 0, running = 1, i;
     while (running) {
-        double t0 = now_ms(), dt;
+        double t0 = now_ms(), c0 = (double)clock(), dt, cpu;
         check(tfm_session_step_batch(s, n, 0, budget_us, info), s[0]);
         dt = now_ms() - t0;
+        cpu = ((double)clock() - c0) * 1e3 / CLOCKS_PER_SEC;
         if (dt > worst_ms) worst_ms = dt;
+        if (cpu > worst_cpu_ms) worst_cpu_ms = cpu;
         for (i = 0, running = 0; i < n; i++) running |= info[i].status == TFM_JOB_RUNNING;
         frames++; /* ... the rest of a 16.7 ms frame: the game's own work ... */
     }
@@ -155,8 +157,9 @@ int main(int argc, char **argv) {
     start_reply(&back, ids, 256); /* ...and, restored from the save, says the same */
     frames += run_frames(&back.s, 1, budget_us);
     printf("Alice:%.*s\nAlice, restored:%.*s\n", (int)c[0].n_text, c[0].text, (int)back.n_text, back.text);
-    printf("restored_same=%d frames=%d budget_ms=%.1f worst_step_ms=%.2f\n",
-           c[0].n_text == back.n_text && !memcmp(c[0].text, back.text, back.n_text), frames, budget_us / 1000.0, worst_ms);
+    printf("restored_same=%d frames=%d budget_ms=%.1f worst_step_ms=%.2f worst_step_cpu_ms=%.2f\n",
+           c[0].n_text == back.n_text && !memcmp(c[0].text, back.text, back.n_text), frames, budget_us / 1000.0, worst_ms,
+           worst_cpu_ms);
     for (i = 0; i < 2; i++) { tfm_sampler_destroy(c[i].smp); tfm_session_destroy(c[i].s); }
     tfm_sampler_destroy(back.smp); tfm_session_destroy(back.s); tfm_session_destroy(shared);
     tfm_model_close(model);

@@ -487,6 +487,15 @@ static int run_units(const tfm_model *m, const args *a, int n_threads) {
         printf("                 layer of 1 token: median %.2f ms, max %.2f ms\n", 1e3 * med_1, 1e3 * layer1[n_layer1 - 1]);
         printf("                 vocabulary slice (%d slices of %d rows): median %.3f ms, max %.3f ms\n", n_slices,
                s->slice_rows, 1e3 * med_s, 1e3 * slice[n_slice - 1]);
+        for (k = 0; k < 32; k++) { /* a sampling unit: the sampler over the vocabulary */
+            int32_t tok;
+            t0 = now();
+            tfm_sample(smp, tfm_session_logits(s), c.n_vocab, &tok);
+            steps[k] = now() - t0;
+        }
+        med_s = median(steps, 32);
+        printf("                 sampling (temperature 0.8, top-k 40, top-p 0.95): median %.3f ms, max %.3f ms\n",
+               1e3 * med_s, 1e3 * steps[31]);
     }
     /* the prompt and a->n_gen sampled tokens under the budget, step by step */
     tfm_session_eval(s, NULL, 0, 0, NULL);
