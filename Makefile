@@ -98,6 +98,11 @@ check-compile: | build
 	  clang $(STRICT) -I. -c build/impl.c -o build/impl_clang.o || exit 1; \
 	else echo "SKIP clang compile check: clang not installed"; fi
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -fno-exceptions -fno-rtti -I. -c build/impl.cpp -o build/impl_cpp.o
+	$(CC) $(STRICT) -I. -c tests/hygiene.c -o build/hygiene.o
+	@awk '/^#if defined\(TFM_IMPLEMENTATION\) && !defined\(TFM_IMPLEMENTATION_INCLUDED\)/ {on = 1} \
+	  on && /^[ \t]*#[ \t]*define[ \t]/ { sub(/^[ \t]*#[ \t]*define[ \t]+/, ""); sub(/[^A-Za-z_0-9].*/, ""); \
+	  if ($$0 !~ /^(TFM__|TFM_IMPLEMENTATION_INCLUDED$$|TFM_MALLOC$$|TFM_FREE$$|TFM_ASSERT$$|TFM_MAX_|TFM_SLICE_BYTES$$)/) \
+	  { print "internal macro without the TFM__ prefix: " $$0; bad = 1 } } END { exit bad }' tfm.h
 	@! nm build/impl.o | awk '$$2 ~ /^[BbDdCc]$$/ {print "mutable global: " $$3; bad=1} END {exit !bad}'
 
 # tfm.h's >>unicode tables regenerated (Python standard library, no network) and compared; the

@@ -12,12 +12,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ARENA_BYTES ((size_t)64 << 20)
 
 typedef struct arena { unsigned char *base; size_t used, cap; int n_allocs; } arena;
 
-static void *arena_alloc(size_t bytes, size_t align, void *user) {
+static void *arena_alloc(void *user, size_t bytes, size_t align) {
     arena *a = (arena *)user;
     size_t at = (a->used + align - 1) & ~(align - 1);
     if (at > a->cap || bytes > a->cap - at) return NULL; /* tfm reports TFM_ERR_OUT_OF_MEMORY */
@@ -26,21 +27,24 @@ static void *arena_alloc(size_t bytes, size_t align, void *user) {
     return a->base + at;
 }
 
-static void arena_free(void *ptr, size_t bytes, void *user) {
-    (void)ptr; (void)bytes; (void)user; /* a bump arena frees everything at once, at the end */
+static void arena_free(void *user, void *ptr, size_t bytes) {
+    (void)ptr; (void)bytes; (void)user; /* a bump arena frees everything at once, at the end (tfm.h
+                                           frees in reverse order, so a stack allocator works too) */
 }
 
 int main(int argc, char **argv) {
     arena a = {NULL, 0, ARENA_BYTES, 0};
     tfm_allocator alloc = {arena_alloc, arena_free, &a};
-    tfm_model_desc md = {0};
-    tfm_session_desc sd = {0};
+    tfm_model_desc md;
+    tfm_session_desc sd;
     tfm_model *model;
     tfm_session *s;
     size_t after_model, after_session;
     int allocs_before, pos;
     int32_t token = 0;
     const float *logits;
+    memset(&md, 0, sizeof md); /* all zero: defaults (C: = {0}; C++: = {}) */
+    memset(&sd, 0, sizeof sd);
     a.base = (unsigned char *)malloc(ARENA_BYTES);
     if (!a.base) return 1;
     md.path = argc > 1 ? argv[1] : "build/demo.tfm"; /* default: the model make demo builds */

@@ -32,7 +32,8 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    tfm_model_desc md = {0}; /* all-zero means default; C++: tfm_model_desc md = {}; */
+    tfm_model_desc md; /* all zero means default: C "= {0}", C++ "= {}", or memset (both) */
+    memset(&md, 0, sizeof md);
     md.path = argc > 1 ? argv[1] : "build/demo.tfm";
     md.logger.log = log_error;
     tfm_model *model;
@@ -40,7 +41,8 @@ int main(int argc, char **argv) {
     if (r != TFM_OK) return fail("open", r, "");
     tfm_config cfg = tfm_model_config(model);
 
-    tfm_session_desc sd = {0};
+    tfm_session_desc sd;
+    memset(&sd, 0, sizeof sd);
     tfm_session *s;
     r = tfm_session_create(model, &sd, &s);
     if (r != TFM_OK) return fail("session", r, "");
@@ -53,10 +55,11 @@ int main(int argc, char **argv) {
     n_ids += bos;
     if (n_ids == 0 || n_ids + N_GENERATE > (size_t)tfm_session_n_ctx(s))
         return fail("prompt", TFM_ERR_INVALID_ARG, "empty, or too long for the context");
-    r = tfm_session_eval(s, ids, (int)n_ids, 0, NULL); /* positions 0 .. n_ids-1 */
+    r = tfm_session_eval(s, ids, n_ids, 0, NULL); /* positions 0 .. n_ids-1 */
     if (r != TFM_OK) return fail("eval", r, tfm_session_last_error(s));
 
-    tfm_sampler_desc pd = {0}; /* all-zero: greedy */
+    tfm_sampler_desc pd; /* all zero: greedy */
+    memset(&pd, 0, sizeof pd);
     pd.n_vocab = cfg.n_tokens < cfg.n_vocab ? cfg.n_tokens : cfg.n_vocab; /* no padding ids */
     pd.temperature = 0.8f;
     pd.top_k = 40;
@@ -76,7 +79,7 @@ int main(int argc, char **argv) {
         if (r != TFM_OK) return fail("sample", r, "");
         if (next == cfg.eos_id) break;
         size_t n_text;
-        r = tfm_model_decode(model, &stream, next, text, sizeof text, &n_text);
+        r = tfm_model_detokenize(model, &stream, next, text, sizeof text, &n_text);
         if (r != TFM_OK) return fail("decode", r, "");
         fwrite(text, 1, n_text, stdout);
         fflush(stdout);

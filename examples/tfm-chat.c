@@ -89,7 +89,7 @@ static char *read_file(const char *path, size_t *n) {
     long len;
     if (!f) die("cannot read '%s': %s", path, strerror(errno));
     if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-        !(p = malloc((size_t)len + 1)) || fread(p, 1, (size_t)len, f) != (size_t)len)
+        !(p = (char *)malloc((size_t)len + 1)) || fread(p, 1, (size_t)len, f) != (size_t)len)
         die("cannot read '%s'", path);
     fclose(f);
     p[len] = '\0';
@@ -100,11 +100,11 @@ static char *read_file(const char *path, size_t *n) {
 /* One line of standard input without its newline (malloc'd), or NULL at the end. */
 static char *read_line(size_t *n) {
     size_t cap = 256, len = 0;
-    char *s = malloc(cap);
+    char *s = (char *)malloc(cap);
     int c;
     if (!s) die("out of memory");
     while ((c = getchar()) != EOF && c != '\n') {
-        if (len + 1 == cap && !(s = realloc(s, cap *= 2))) die("out of memory");
+        if (len + 1 == cap && !(s = (char *)realloc(s, cap *= 2))) die("out of memory");
         s[len++] = (char)c;
     }
     if (c == EOF && len == 0) { free(s); return NULL; }
@@ -121,10 +121,10 @@ typedef struct chat_log {
 } chat_log;
 
 static void log_add(chat_log *c, const char *role, const char *text, size_t n) {
-    char *copy = malloc(n + 1);
+    char *copy = (char *)malloc(n + 1);
     if (!copy) die("out of memory");
     memcpy(copy, text, n);
-    if (c->n == c->cap && !(c->m = realloc(c->m, (c->cap = c->cap ? 2 * c->cap : 16) * sizeof *c->m)))
+    if (c->n == c->cap && !(c->m = (tfm_chat_message *)realloc(c->m, (c->cap = c->cap ? 2 * c->cap : 16) * sizeof *c->m)))
         die("out of memory");
     c->m[c->n].role = role;
     c->m[c->n].role_bytes = strlen(role);
@@ -151,7 +151,7 @@ static size_t render(tfm_chat *chat, const tfm_chat_args *base, const chat_log *
     a.add_generation_prompt = true;
     if ((r = tfm_chat_render(chat, &a, NULL, 0, &n)) != TFM_OK)
         die("chat template: %s", tfm_chat_last_error(chat));
-    if (!(*text = malloc(n + 1))) die("out of memory");
+    if (!(*text = (char *)malloc(n + 1))) die("out of memory");
     if ((r = tfm_chat_render(chat, &a, *text, n, &n)) != TFM_OK) die("chat template: %s", tfm_result_string(r));
     return n;
 }
@@ -161,7 +161,7 @@ static int tokenize(const tfm_model *model, const char *text, size_t n, int32_t 
     size_t n_ids = 0;
     tfm_result r = tfm_model_tokenize(model, text, n, NULL, 0, &n_ids);
     if (r != TFM_OK && r != TFM_ERR_INVALID_ARG) die("tokenize: %s", tfm_result_string(r));
-    if (!(*ids = malloc((n_ids + 1) * sizeof **ids))) die("out of memory");
+    if (!(*ids = (int32_t *)malloc((n_ids + 1) * sizeof **ids))) die("out of memory");
     if ((r = tfm_model_tokenize(model, text, n, *ids, n_ids, &n_ids)) != TFM_OK) die("tokenize: %s", tfm_result_string(r));
     return (int)n_ids;
 }
@@ -182,7 +182,7 @@ static int stop_ids(const tfm_model *model, const char *const *extra, int n_extr
         const char *m = k < sizeof markers / sizeof markers[0] ? markers[k] : extra[k - sizeof markers / sizeof markers[0]];
         size_t len = strlen(m);
         if (tfm_model_tokenize(model, m, len, id, 64, &n_ids) != TFM_OK || n_ids != 1 ||
-            tfm_model_token_bytes(model, id[0], &bytes, &nb) != TFM_OK || nb != len || memcmp(bytes, m, len)) {
+            tfm_model_token_piece(model, id[0], &bytes, &nb) != TFM_OK || nb != len || memcmp(bytes, m, len)) {
             if (k >= sizeof markers / sizeof markers[0]) die("--stop '%s' is not one token of this vocabulary", m);
             continue;
         }
@@ -215,12 +215,12 @@ static int eval_prompt(chat_state *s, const int32_t *ids, int n) {
     return n - k;
 }
 
-/* Writes token id's complete UTF-8 characters (tfm_model_decode holds back a partial one). */
+/* Writes token id's complete UTF-8 characters (tfm_model_detokenize holds back a partial one). */
 static void emit(const tfm_model *model, tfm_utf8_stream *stream, int32_t id, size_t n_bytes) {
     char small[256], *buf = small;
     size_t need = 3 * (n_bytes + 4), n_out = 0; /* held bytes + this token, each possibly U+FFFD */
-    if (need > sizeof small && !(buf = malloc(need))) die("out of memory");
-    if (tfm_model_decode(model, stream, id, buf, need, &n_out) == TFM_OK) fwrite(buf, 1, n_out, stdout);
+    if (need > sizeof small && !(buf = (char *)malloc(need))) die("out of memory");
+    if (tfm_model_detokenize(model, stream, id, buf, need, &n_out) == TFM_OK) fwrite(buf, 1, n_out, stdout);
     if (buf != small) free(buf);
     fflush(stdout);
 }
@@ -230,7 +230,7 @@ static size_t reply(chat_state *s, char **out, int *n_gen, const char **stop) {
     tfm_utf8_stream stream = {{0}, 0};
     const float *logits = tfm_session_logits(s->session);
     size_t len = 0, cap = 256, nb, i;
-    char *text = malloc(cap), tail[8];
+    char *text = (char *)malloc(cap), tail[8];
     const char *bytes;
     int32_t next;
     if (!text) die("out of memory");
@@ -240,9 +240,9 @@ static size_t reply(chat_state *s, char **out, int *n_gen, const char **stop) {
         if (tfm_sample(s->sampler, logits, s->n_sample, &next) != TFM_OK) die("sample failed");
         for (i = 0; i < (size_t)s->n_stop && s->stop[i] != next; i++) {}
         if (i < (size_t)s->n_stop) { *stop = "end of turn"; break; }
-        if (tfm_model_token_bytes(s->model, next, &bytes, &nb) == TFM_OK) {
+        if (tfm_model_token_piece(s->model, next, &bytes, &nb) == TFM_OK) {
             while (len + nb + 1 > cap)
-                if (!(text = realloc(text, cap *= 2))) die("out of memory");
+                if (!(text = (char *)realloc(text, cap *= 2))) die("out of memory");
             memcpy(text + len, bytes, nb);
             len += nb;
             emit(s->model, &stream, next, nb);
@@ -325,7 +325,8 @@ int main(int argc, char **argv) {
     const char *model_path = DEFAULT_MODEL, *system = NULL, *template_path = NULL, *vars_path = NULL;
     const char *messages_path = NULL, *extra_stop[MAX_STOP_IDS];
     int n_extra_stop = 0, print_prompt = 0, i, n_threads = 1, n_ctx = 0, max_reply = 512;
-    tfm_sampler_desc pd = {0};
+    tfm_sampler_desc pd;
+    memset(&pd, 0, sizeof pd);
     pd.temperature = 0.7f;
     pd.top_k = 40;
     pd.top_p = 0.95f;
@@ -353,7 +354,9 @@ int main(int argc, char **argv) {
     }
     if (print_prompt != (messages_path != NULL)) die("--messages and --print-prompt go together");
 
-    tfm_model_desc md = {0};
+    tfm_model_desc md;
+
+    memset(&md, 0, sizeof md);
     md.path = model_path;
     md.logger.log = log_to_stderr;
     tfm_model *model;
@@ -362,7 +365,8 @@ int main(int argc, char **argv) {
     if (cfg.n_tokens == 0) die("'%s' has no tokenizer", model_path);
 
     /* The template: --template, else the model's. */
-    tfm_chat_desc cd = {0};
+    tfm_chat_desc cd;
+    memset(&cd, 0, sizeof cd);
     char *template_text = NULL, *vars = NULL;
     size_t n_vars = 0;
     cd.model = model;
@@ -372,7 +376,8 @@ int main(int argc, char **argv) {
         die("'%s' has no chat template: give --template FILE (or convert with tfm-convert --chat-template)", model_path);
     tfm_chat *chat;
     if (tfm_chat_create(&cd, &chat) != TFM_OK) die("the chat template does not parse");
-    tfm_chat_args base = {0};
+    tfm_chat_args base;
+    memset(&base, 0, sizeof base);
     if (vars_path) base.vars_json = vars = read_file(vars_path, &n_vars);
     base.vars_json_bytes = n_vars;
     base.date = today();
@@ -384,7 +389,7 @@ int main(int argc, char **argv) {
         base.messages_json_bytes = n_json;
         base.add_generation_prompt = true;
         if (tfm_chat_render(chat, &base, NULL, 0, &n) != TFM_OK) die("chat template: %s", tfm_chat_last_error(chat));
-        if (!(out = malloc(n + 1)) || tfm_chat_render(chat, &base, out, n, &n) != TFM_OK) die("render failed");
+        if (!(out = (char *)malloc(n + 1)) || tfm_chat_render(chat, &base, out, n, &n) != TFM_OK) die("render failed");
         fwrite(out, 1, n, stdout);
         free(out);
         free(json);
@@ -396,10 +401,12 @@ int main(int argc, char **argv) {
     }
 
     if (cfg.n_layers == 0) die("'%s' has no weights (a vocab-only file?)", model_path);
-    tfm_session_desc sd = {0};
+    tfm_session_desc sd;
+    memset(&sd, 0, sizeof sd);
     sd.n_ctx = n_ctx;
     sd.n_threads = n_threads;
-    chat_state s = {0};
+    chat_state s;
+    memset(&s, 0, sizeof s);
     s.model = model;
     if (tfm_session_create(model, &sd, &s.session) != TFM_OK) die("cannot create a session");
     s.n_ctx = tfm_session_n_ctx(s.session);
@@ -408,11 +415,12 @@ int main(int argc, char **argv) {
     s.reserve = max_reply < s.n_ctx / 4 ? max_reply : s.n_ctx / 4;
     if (s.reserve < 1) s.reserve = 1;
     s.n_stop = stop_ids(model, extra_stop, n_extra_stop, s.stop);
-    if (!(s.cache = malloc((size_t)s.n_ctx * sizeof *s.cache))) die("out of memory");
+    if (!(s.cache = (int32_t *)malloc((size_t)s.n_ctx * sizeof *s.cache))) die("out of memory");
     pd.n_vocab = s.n_sample;
     if (tfm_sampler_create(&pd, &s.sampler) != TFM_OK) die("cannot create the sampler");
 
-    chat_log c = {0};
+    chat_log c;
+    memset(&c, 0, sizeof c);
     size_t first = 0, n_line;
     char *line;
     if (system) { log_add(&c, "system", system, strlen(system)); first = 1; }

@@ -109,7 +109,7 @@ static uint64_t seed_arg(int argc, char **argv, int *i) {
 /* "12,345 6" -> ids; every id must be in [0, n_vocab). Returns the count (malloc'd *out). */
 static int parse_ids(const char *s, int n_vocab, int32_t **out) {
     size_t n = 0, cap = 16;
-    int32_t *ids = malloc(cap * sizeof *ids);
+    int32_t *ids = (int32_t *)malloc(cap * sizeof *ids);
     if (!ids) die("out of memory");
     for (;;) {
         char *end;
@@ -121,7 +121,7 @@ static int parse_ids(const char *s, int n_vocab, int32_t **out) {
         if (end == s || errno == ERANGE || (*end && !strchr(", \t\r\n", *end)))
             die("--tokens: '%s' is not a list of integers", s);
         if (v < 0 || v >= n_vocab) die("--tokens: token id %ld is outside [0, %d)", v, n_vocab);
-        if (n == cap && !(ids = realloc(ids, (cap *= 2) * sizeof *ids))) die("out of memory");
+        if (n == cap && !(ids = (int32_t *)realloc(ids, (cap *= 2) * sizeof *ids))) die("out of memory");
         ids[n++] = (int32_t)v;
         s = end;
     }
@@ -144,11 +144,11 @@ static void emit(const tfm_model *model, const tfm_config *cfg, tfm_utf8_stream 
     if (cfg->n_tokens == 0) {
         printf("%d ", (int)id);
     } else if (id < cfg->n_tokens) { /* ids of a padded vocab past the tokenizer print nothing */
-        if ((r = tfm_model_token_bytes(model, id, &bytes, &n_bytes)) != TFM_OK)
+        if ((r = tfm_model_token_piece(model, id, &bytes, &n_bytes)) != TFM_OK)
             die("token %d: %s", (int)id, tfm_result_string(r));
         need = 3 * (n_bytes + 4); /* held bytes + this token, each possibly U+FFFD */
-        if (need > *buf_cap && !(*buf = realloc(*buf, *buf_cap = need))) die("out of memory");
-        if ((r = tfm_model_decode(model, stream, id, *buf, *buf_cap, &n_out)) != TFM_OK)
+        if (need > *buf_cap && !(*buf = (char *)realloc(*buf, *buf_cap = need))) die("out of memory");
+        if ((r = tfm_model_detokenize(model, stream, id, *buf, *buf_cap, &n_out)) != TFM_OK)
             die("decode token %d: %s", (int)id, tfm_result_string(r));
         fwrite(*buf, 1, n_out, stdout);
     }
@@ -195,7 +195,8 @@ int main(int argc, char **argv) {
     }
 
     /* Open the model. The logger prints the library's detail; we add the headline. */
-    tfm_model_desc md = {0};
+    tfm_model_desc md;
+    memset(&md, 0, sizeof md); /* all zero: defaults */
     md.path = model_path;
     md.logger.log = log_to_stderr;
     tfm_model *model;
@@ -222,7 +223,7 @@ int main(int argc, char **argv) {
         r = tfm_model_tokenize(model, prompt, text_bytes, NULL, 0, &n_ids);
         if (r != TFM_OK && r != TFM_ERR_INVALID_ARG) die("tokenize: %s", tfm_result_string(r));
         int bos = cfg.add_bos; /* the model saw BOS before every text in training */
-        if (!(prompt_ids = malloc((n_ids + 2) * sizeof *prompt_ids))) die("out of memory");
+        if (!(prompt_ids = (int32_t *)malloc((n_ids + 2) * sizeof *prompt_ids))) die("out of memory");
         if (bos) prompt_ids[0] = cfg.bos_id;
         r = tfm_model_tokenize(model, prompt, text_bytes, prompt_ids + bos, n_ids + 1, &n_ids);
         if (r != TFM_OK) die("tokenize: %s", tfm_result_string(r));
@@ -235,7 +236,9 @@ int main(int argc, char **argv) {
         n_prompt = 1;
     }
 
-    tfm_session_desc sd = {0};
+    tfm_session_desc sd;
+
+    memset(&sd, 0, sizeof sd); /* all zero: defaults */
     sd.n_threads = (int)n_threads;
     tfm_session *session;
     if ((r = tfm_session_create(model, &sd, &session)) != TFM_OK)
@@ -243,7 +246,9 @@ int main(int argc, char **argv) {
     int n_ctx = tfm_session_n_ctx(session);
     if (n_prompt > n_ctx) die("the prompt has %d tokens; the context holds %d", n_prompt, n_ctx);
 
-    tfm_sampler_desc pd = {0};
+    tfm_sampler_desc pd;
+
+    memset(&pd, 0, sizeof pd); /* all zero: defaults */
     pd.n_vocab = n_sample;
     pd.temperature = temp;
     pd.top_k = (int)top_k;
@@ -261,7 +266,7 @@ int main(int argc, char **argv) {
     if (dump_path) {
         if (!(dump = fopen(dump_path, "wb")))
             die("cannot write '%s': %s", dump_path, strerror(errno));
-        if (!(dump_buf = malloc((size_t)DUMP_BATCH * (size_t)cfg.n_vocab * sizeof *dump_buf)))
+        if (!(dump_buf = (float *)malloc((size_t)DUMP_BATCH * (size_t)cfg.n_vocab * sizeof *dump_buf)))
             die("out of memory");
     }
 

@@ -77,12 +77,12 @@ static long long_arg(int argc, char **argv, int *i, long lo, long hi) {
 static char *read_file(const char *path, size_t *n_bytes) {
     FILE *f = fopen(path, "rb");
     size_t n = 0, cap = 1 << 16, got;
-    char *buf = malloc(cap);
+    char *buf = (char *)malloc(cap);
     if (!f) die("cannot read '%s': %s", path, strerror(errno));
     if (!buf) die("out of memory");
     while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
         n += got;
-        if (n == cap && !(buf = realloc(buf, cap *= 2))) die("out of memory");
+        if (n == cap && !(buf = (char *)realloc(buf, cap *= 2))) die("out of memory");
     }
     if (ferror(f)) die("cannot read '%s'", path);
     fclose(f);
@@ -116,7 +116,9 @@ int main(int argc, char **argv) {
         n_threads = n_cpu < 1 ? 1 : n_cpu > 8 ? 8 : n_cpu;
     }
 
-    tfm_model_desc md = {0};
+    tfm_model_desc md;
+
+    memset(&md, 0, sizeof md); /* all zero: defaults */
     md.path = model_path;
     md.logger.log = log_to_stderr;
     tfm_model *model;
@@ -138,7 +140,7 @@ int main(int argc, char **argv) {
     r = tfm_model_tokenize(model, text, text_bytes, NULL, 0, &n_ids);
     if (r != TFM_OK && r != TFM_ERR_INVALID_ARG) die("tokenize: %s", tfm_result_string(r));
     size_t bos = cfg.add_bos ? 1 : 0;
-    int32_t *ids = malloc((n_ids + 1 + bos) * sizeof *ids);
+    int32_t *ids = (int32_t *)malloc((n_ids + 1 + bos) * sizeof *ids);
     if (!ids) die("out of memory");
     if (bos) ids[0] = cfg.bos_id;
     if ((r = tfm_model_tokenize(model, text, text_bytes, ids + bos, n_ids + 1, &n_ids)) != TFM_OK)
@@ -148,13 +150,14 @@ int main(int argc, char **argv) {
     size_t n_windows = (n_ids + (size_t)n_win - 1) / (size_t)n_win;
 
     /* A session just long enough for one window. */
-    tfm_session_desc sd = {0};
+    tfm_session_desc sd;
+    memset(&sd, 0, sizeof sd); /* all zero: defaults */
     sd.n_ctx = (int)n_win;
     sd.n_threads = (int)n_threads;
     tfm_session *session;
     if ((r = tfm_session_create(model, &sd, &session)) != TFM_OK)
         die("cannot create session: %s", tfm_result_string(r));
-    float *logits = malloc((size_t)EVAL_BATCH * (size_t)cfg.n_vocab * sizeof *logits);
+    float *logits = (float *)malloc((size_t)EVAL_BATCH * (size_t)cfg.n_vocab * sizeof *logits);
     if (!logits) die("out of memory");
 
     bool progress = isatty(STDERR_FILENO); /* a running figure, on a terminal only */

@@ -56,12 +56,12 @@ static const char *str_arg(int argc, char **argv, int *i) {
 static char *read_all(const char *path, size_t *n_bytes) {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     size_t n = 0, cap = 1 << 16, got;
-    char *buf = malloc(cap);
+    char *buf = (char *)malloc(cap);
     if (!f) die("cannot read '%s': %s", path, strerror(errno));
     if (!buf) die("out of memory");
     while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
         n += got;
-        if (n == cap && !(buf = realloc(buf, cap *= 2))) die("out of memory");
+        if (n == cap && !(buf = (char *)realloc(buf, cap *= 2))) die("out of memory");
     }
     if (ferror(f)) die("cannot read '%s'", path);
     if (f != stdin) fclose(f);
@@ -92,7 +92,7 @@ static void decode_ids(const tfm_model *model, int n_tokens, const char *s, size
             die("--decode: '%s' is not a token id", digits);
         if (id < 0 || id >= n_tokens)
             die("--decode: token id %ld is outside [0, %d)", id, n_tokens);
-        if ((r = tfm_model_token_bytes(model, (int32_t)id, &piece, &piece_bytes)) != TFM_OK)
+        if ((r = tfm_model_token_piece(model, (int32_t)id, &piece, &piece_bytes)) != TFM_OK)
             die("token %ld: %s", id, tfm_result_string(r));
         fwrite(piece, 1, piece_bytes, stdout);
         s += n;
@@ -119,7 +119,9 @@ int main(int argc, char **argv) {
     if ((file != NULL) == (text != NULL)) die("give exactly one of -f FILE and TEXT");
     if (decode && add_special) die("--add-special does not apply to --decode");
 
-    tfm_model_desc md = {0};
+    tfm_model_desc md;
+
+    memset(&md, 0, sizeof md); /* all zero: defaults */
     md.path = model_path;
     md.logger.log = log_to_stderr;
     tfm_model *model;
@@ -140,7 +142,7 @@ int main(int argc, char **argv) {
         size_t n_ids = 0, n_out = 0, k;
         r = tfm_model_tokenize(model, in, n_bytes, NULL, 0, &n_ids);
         if (r != TFM_OK && r != TFM_ERR_INVALID_ARG) die("tokenize: %s", tfm_result_string(r));
-        int32_t *ids = malloc((n_ids + 2) * sizeof *ids); /* + BOS and EOS */
+        int32_t *ids = (int32_t *)malloc((n_ids + 2) * sizeof *ids); /* + BOS and EOS */
         if (!ids) die("out of memory");
         if (add_special && cfg.bos_id >= 0) ids[n_out++] = cfg.bos_id;
         r = tfm_model_tokenize(model, in, n_bytes, ids + n_out, n_ids, &n_ids);

@@ -27,7 +27,8 @@ typedef struct job {
 static void *run(void *arg) {
     job *j = (job *)arg;
     tfm_config cfg = tfm_model_config(j->model);
-    tfm_session_desc sd = {0};
+    tfm_session_desc sd;
+    memset(&sd, 0, sizeof sd); /* all zero: defaults */
     tfm_session *s;
     int32_t ids[MAX_TOKENS];
     size_t n = 0, used = 0, piece;
@@ -42,7 +43,7 @@ static void *run(void *arg) {
         int32_t best = 0; /* argmax: greedy needs no sampler */
         for (k = 1; k < cfg.n_tokens; k++) if (logits[k] > logits[best]) best = k;
         if (best == cfg.eos_id || used + 64 > sizeof j->text) break;
-        j->result = tfm_model_decode(j->model, &stream, best, j->text + used, sizeof j->text - used, &piece);
+        j->result = tfm_model_detokenize(j->model, &stream, best, j->text + used, sizeof j->text - used, &piece);
         used += piece;
         if (j->result == TFM_OK) j->result = tfm_session_decode(s, best, (int)n + i, &logits);
     }
@@ -52,7 +53,8 @@ static void *run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    tfm_model_desc md = {0};
+    tfm_model_desc md;
+    memset(&md, 0, sizeof md); /* all zero: defaults */
     tfm_model *model;
     job jobs[2];
     pthread_t threads[2];

@@ -330,7 +330,7 @@ typedef struct counting {
     size_t live_bytes;
 } counting;
 
-static void *count_alloc(size_t bytes, size_t align, void *user) {
+static void *count_alloc(void *user, size_t bytes, size_t align) {
     counting *c = (counting *)user;
     unsigned char *raw, *p;
     c->n_alloc++;
@@ -344,7 +344,7 @@ static void *count_alloc(size_t bytes, size_t align, void *user) {
     return p;
 }
 
-static void count_free(void *p, size_t bytes, void *user) {
+static void count_free(void *user, void *p, size_t bytes) {
     counting *c = (counting *)user;
     void *raw;
     c->n_live--;

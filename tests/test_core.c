@@ -49,7 +49,7 @@ typedef struct acct {
     long live;
 } acct;
 
-static void *acct_alloc(size_t bytes, size_t align, void *user) {
+static void *acct_alloc(void *user, size_t bytes, size_t align) {
     acct *a = (acct *)user;
     unsigned char *raw, *p;
     if (a->fail_at >= 0 && a->n_alloc == a->fail_at) { a->n_alloc++; return NULL; }
@@ -63,7 +63,7 @@ static void *acct_alloc(size_t bytes, size_t align, void *user) {
     return p;
 }
 
-static void acct_free(void *ptr, size_t bytes, void *user) {
+static void acct_free(void *user, void *ptr, size_t bytes) {
     acct *a = (acct *)user;
     void *raw;
     (void)bytes;

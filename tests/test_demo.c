@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
         for (i = 0; ok && r == TFM_OK && i < nh; i++) {
             const char *tb;
             size_t tn;
-            if (tfm_model_token_bytes(model, hid[i], &tb, &tn) != TFM_OK || nb + tn > n_hold) {
+            if (tfm_model_token_piece(model, hid[i], &tb, &tn) != TFM_OK || nb + tn > n_hold) {
                 ok = 0;
                 break;
             }

@@ -32,7 +32,7 @@ static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols, unsigned grouped) {
     memset(&qa, 0, sizeof qa);
     qa.block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
     qa.sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
-    qa.group = tfm__act_group(f, n_b, grouped);
+    qa.group = TFM__ACT_GROUP(f, n_b, grouped);
     qa.q = (int8_t *)calloc(n_pad * (size_t)cols + 64, 1);
     qa.d = (float *)calloc(n_pad * (size_t)cols / (size_t)qa.block + 16, sizeof(float));
     qa.s = (int32_t *)calloc(n_pad * (size_t)cols / (size_t)qa.sum_len + 16, sizeof(int32_t));

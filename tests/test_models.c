@@ -257,7 +257,7 @@ static void check_tokenizer(const model_case *mc, const tfm_model *model, const 
     for (i = 0; i < g->n_ids; i++) {
         const char *bytes = NULL;
         size_t nb = 0;
-        r = tfm_model_token_bytes(model, g->ids[i], &bytes, &nb);
+        r = tfm_model_token_piece(model, g->ids[i], &bytes, &nb);
         if (r != TFM_OK || n_dec + nb > sizeof decoded) break;
         memcpy(decoded + n_dec, bytes, nb);
         n_dec += nb;

@@ -53,7 +53,7 @@ static size_t round_trip(const tfm_model *m, const int32_t *ids, size_t n_ids, c
     tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
     size_t i, got = 0, total = 0;
     for (i = 0; i < n_ids; i++) {
-        if (tfm_model_decode(m, &st, ids[i], out + total, cap - total, &got) != TFM_OK) return 0;
+        if (tfm_model_detokenize(m, &st, ids[i], out + total, cap - total, &got) != TFM_OK) return 0;
         total += got;
     }
     return total + tfm_utf8_stream_flush(&st, out + total, cap - total);

@@ -434,7 +434,7 @@ static void test_hash_flood(void) {
 
 /* A counting allocator that can fail the Nth allocation. */
 typedef struct counter { long allocs, frees, fail_at; size_t live; } counter;
-static void *count_alloc(size_t bytes, size_t align, void *user) {
+static void *count_alloc(void *user, size_t bytes, size_t align) {
     counter *c = (counter *)user;
     (void)align; /* malloc's 16-byte alignment is all the tokenizer tables need */
     if (c->fail_at >= 0 && c->allocs == c->fail_at) { c->allocs++; return NULL; }
@@ -442,7 +442,7 @@ static void *count_alloc(size_t bytes, size_t align, void *user) {
     c->live += bytes;
     return malloc(bytes);
 }
-static void count_free(void *ptr, size_t bytes, void *user) {
+static void count_free(void *user, void *ptr, size_t bytes) {
     counter *c = (counter *)user;
     c->frees++;
     c->live -= bytes;
@@ -508,16 +508,16 @@ static void test_public_api(const bytes_t *blob) {
     CHECK(tfm_model_tokenize(model, "<|endoftext|>x", 14, ids, 64, &n_ids) == TFM_OK && n_ids == 2 && ids[0] == 50256);
     CHECK(tfm_model_tokenize(model, NULL, 3, ids, 64, &n_ids) == TFM_ERR_INVALID_ARG);
     CHECK(tfm_model_tokenize(NULL, "a", 1, ids, 64, &n_ids) == TFM_ERR_INVALID_ARG);
-    CHECK(tfm_model_token_bytes(model, 15496, &bytes, &n_bytes) == TFM_OK && n_bytes == 5 && !memcmp(bytes, "Hello", 5));
-    CHECK(tfm_model_token_bytes(model, 50257, &bytes, &n_bytes) == TFM_ERR_INVALID_ARG && bytes == NULL);
+    CHECK(tfm_model_token_piece(model, 15496, &bytes, &n_bytes) == TFM_OK && n_bytes == 5 && !memcmp(bytes, "Hello", 5));
+    CHECK(tfm_model_token_piece(model, 50257, &bytes, &n_bytes) == TFM_ERR_INVALID_ARG && bytes == NULL);
     CHECK(tfm_model_tokenize(model, "na\xC3\xAFve \xE2\x9C\x93", 10, ids, 64, &n_ids) == TFM_OK);
     for (i = 0; i < n_ids; i++) {
-        CHECK(tfm_model_decode(model, &st, ids[i], out + total, sizeof out - total, &got) == TFM_OK);
+        CHECK(tfm_model_detokenize(model, &st, ids[i], out + total, sizeof out - total, &got) == TFM_OK);
         total += got;
     }
     total += tfm_utf8_stream_flush(&st, out + total, sizeof out - total);
     CHECK(total == 10 && !memcmp(out, "na\xC3\xAFve \xE2\x9C\x93", 10));
-    CHECK(tfm_model_decode(model, NULL, 0, out, sizeof out, &got) == TFM_ERR_INVALID_ARG);
+    CHECK(tfm_model_detokenize(model, NULL, 0, out, sizeof out, &got) == TFM_ERR_INVALID_ARG);
     tfm_model_close(model);
     /* the same file without its tokenizer: the tokenizer calls say UNSUPPORTED */
     put32(file, 96, 0);
@@ -527,8 +527,8 @@ static void test_public_api(const bytes_t *blob) {
     CHECK(tfm_model_open(&d, &model) == TFM_OK && model);
     if (model) {
         CHECK(tfm_model_tokenize(model, "a", 1, ids, 64, &n_ids) == TFM_ERR_UNSUPPORTED && n_ids == 0);
-        CHECK(tfm_model_token_bytes(model, 0, &bytes, &n_bytes) == TFM_ERR_UNSUPPORTED);
-        CHECK(tfm_model_decode(model, &st, 0, out, sizeof out, &got) == TFM_ERR_UNSUPPORTED);
+        CHECK(tfm_model_token_piece(model, 0, &bytes, &n_bytes) == TFM_ERR_UNSUPPORTED);
+        CHECK(tfm_model_detokenize(model, &st, 0, out, sizeof out, &got) == TFM_ERR_UNSUPPORTED);
         tfm_model_close(model);
     }
     free(file);

@@ -45,7 +45,12 @@ static const char USAGE[] =
     "  -t LIST      one configuration per thread count, e.g. -t 1,2\n"
     "  --kernels S  the kernel set (scalar avx2 avx512 amx neon; default: the best this CPU runs)\n"
     "  --kv f16     a half-precision KV cache\n"
-    "  --json       one JSON object per configuration on its own line (no other output)\n";
+    "  --json       one JSON object per configuration on its own line (no other output)\n"
+    "  --sessions N also decode N sessions side by side with tfm_session_decode_batch (one pass\n"
+    "               over the weights per token for all), against one session\n"
+    "  --units      the cost of each unit of tfm_session_step (a layer of one token, a layer of\n"
+    "               a prompt batch, a slice of the vocabulary projection, a sampling), then\n"
+    "               the prompt and -n tokens generated under a per-step --budget-ms B (default 4)\n";
 
 static double now(void) {
     struct timespec ts;
@@ -292,7 +297,8 @@ static void log_line(void *user, tfm_result r, const char *msg) { (void)user; fp
 typedef struct args {
     const char *path, *type, *kernels;
     const shape *sh;
-    int threads[MAX_THREAD_COUNTS], n_thread_counts, n_prompt, n_gen, repeats, json;
+    int threads[MAX_THREAD_COUNTS], n_thread_counts, n_prompt, n_gen, repeats, json, sessions, units;
+    double budget_ms;
     tfm_dtype kv;
 } args;
 
@@ -321,10 +327,12 @@ static int parse_args(int argc, char **argv, args *a) {
     a->n_gen = 32;
     a->repeats = 3;
     a->kv = TFM_DTYPE_F32;
+    a->budget_ms = 4.0;
     for (i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) { fputs(USAGE, stdout); exit(0); }
         if (!strcmp(o, "--json")) { a->json = 1; continue; }
+        if (!strcmp(o, "--units")) { a->units = 1; continue; }
         if (!v) { fprintf(stderr, "tfm-bench: %s needs a value (see --help)\n", o); return 0; }
         i++;
         if (!strcmp(o, "--shape")) {
@@ -344,10 +352,13 @@ static int parse_args(int argc, char **argv, args *a) {
         } else if (!strcmp(o, "-n")) a->n_gen = atoi(v);
         else if (!strcmp(o, "-p")) a->n_prompt = atoi(v);
         else if (!strcmp(o, "-r")) a->repeats = atoi(v);
+        else if (!strcmp(o, "--sessions")) a->sessions = atoi(v);
+        else if (!strcmp(o, "--budget-ms")) a->budget_ms = atof(v);
         else { fprintf(stderr, "tfm-bench: unknown option %s (see --help)\n", o); return 0; }
     }
-    if (a->n_gen < 1 || a->n_prompt < 1 || a->repeats < 1 || a->repeats > 100) {
-        fprintf(stderr, "tfm-bench: -n and -p must be >= 1, -r 1..100\n");
+    if (a->n_gen < 1 || a->n_prompt < 1 || a->repeats < 1 || a->repeats > 100 || a->sessions < 0 ||
+        a->sessions > 64 || !(a->budget_ms > 0.0)) {
+        fprintf(stderr, "tfm-bench: -n and -p must be >= 1, -r 1..100, --sessions 0..64, --budget-ms > 0\n");
         return 0;
     }
     return 1;
@@ -385,6 +396,127 @@ static int run_config(const tfm_model *m, const args *a, int n_threads, double *
         *t_prompt = median(tp, a->repeats);
         *t_gen = median(tg, a->repeats);
     }
+    tfm_session_destroy(s);
+    free(ids);
+    return ok;
+}
+
+/* N sessions, each after a short prompt, decoding a->n_gen tokens side by side in one pass per
+   token (tfm_session_decode_batch): median seconds per batched step. */
+static int run_sessions(const tfm_model *m, const args *a, int n_threads, int n, double *t_step) {
+    enum { PROMPT = 16 };
+    tfm_config c = tfm_model_config(m);
+    tfm_session_desc sd;
+    tfm_session *s[64] = {0};
+    int32_t ids[PROMPT], tok[64];
+    double t[100];
+    int i, k, rep, ok = 1;
+    memset(&sd, 0, sizeof sd);
+    sd.n_threads = n_threads;
+    sd.n_ctx = PROMPT + a->n_gen * (a->repeats + 1) + 1;
+    sd.n_batch = n > 16 ? n : 16;
+    sd.kv_dtype = a->kv;
+    for (i = 0; i < n && ok; i++) {
+        for (k = 0; k < PROMPT; k++) ids[k] = (int32_t)((k * 31 + i * 7 + 5) % c.n_vocab);
+        ok = tfm_session_create(m, &sd, &s[i]) == TFM_OK && tfm_session_eval(s[i], ids, PROMPT, 0, NULL) == TFM_OK;
+        tok[i] = ids[0];
+    }
+    for (rep = -1; rep < a->repeats && ok; rep++) {
+        double t0 = now();
+        for (k = 0; k < a->n_gen && ok; k++) ok = tfm_session_decode_batch(s, tok, n) == TFM_OK;
+        if (rep >= 0) t[rep] = (now() - t0) / a->n_gen;
+    }
+    if (!ok) fprintf(stderr, "tfm-bench: batched decode failed: %s\n", s[0] ? tfm_session_last_error(s[0]) : "");
+    else *t_step = median(t, a->repeats);
+    for (i = 0; i < n; i++) tfm_session_destroy(s[i]);
+    return ok;
+}
+
+/* Unit costs of tfm_session_step, and a prompt plus generation under a per-step time budget. */
+static int run_units(const tfm_model *m, const args *a, int n_threads) {
+    tfm_config c = tfm_model_config(m);
+    tfm_session_desc sd;
+    tfm_session *s = NULL;
+    tfm_sampler_desc pd;
+    tfm_sampler *smp = NULL;
+    tfm_job_desc job;
+    tfm_step_info info;
+    int32_t *ids = (int32_t *)malloc((size_t)a->n_prompt * sizeof *ids);
+    double layer1[512], layerb[512], slice[4096], steps[8192], worst = 0.0, t0;
+    int n_layer1 = 0, n_layerb = 0, n_slice = 0, n_steps = 0, i, k, ok = 1, n_slices;
+    if (!ids) return 0;
+    memset(&sd, 0, sizeof sd);
+    sd.n_threads = n_threads;
+    sd.n_ctx = a->n_prompt + a->n_gen + 2;
+    sd.kv_dtype = a->kv;
+    memset(&pd, 0, sizeof pd);
+    pd.n_vocab = c.n_vocab; pd.temperature = 0.8f; pd.top_k = 40; pd.top_p = 0.95f; pd.seed = 1;
+    for (i = 0; i < a->n_prompt; i++) ids[i] = (int32_t)(((long)i * 7919 + 13) % c.n_vocab);
+    if (sd.n_ctx > c.n_ctx || tfm_session_create(m, &sd, &s) != TFM_OK || tfm_sampler_create(&pd, &smp) != TFM_OK) {
+        free(ids);
+        tfm_session_destroy(s);
+        return 0;
+    }
+    /* unit by unit: a prompt batch of 64 (layers), then one token at a time (layers, slices) */
+    memset(&job, 0, sizeof job);
+    job.tokens = ids;
+    job.n_tokens = (size_t)(a->n_prompt < 64 ? a->n_prompt : 64);
+    ok = tfm_session_start(s, &job) == TFM_OK;
+    for (k = 0; ok && k < c.n_layers; k++) {
+        t0 = now();
+        ok = tfm_session_step(s, 1, 0, &info) == TFM_OK;
+        layerb[n_layerb++] = now() - t0;
+    }
+    ok = ok && tfm_session_step(s, 0, 0, &info) == TFM_OK; /* its projection */
+    for (i = 0; ok && i < 8; i++) {
+        job.tokens = ids + 64 % a->n_prompt;
+        job.n_tokens = 1;
+        ok = tfm_session_start(s, &job) == TFM_OK;
+        for (k = 0; ok && tfm_session_job(s).status == TFM_JOB_RUNNING; k++) {
+            t0 = now();
+            ok = tfm_session_step(s, 1, 0, &info) == TFM_OK;
+            if (k < c.n_layers && n_layer1 < 512) layer1[n_layer1++] = now() - t0;
+            else if (n_slice < 4096) slice[n_slice++] = now() - t0;
+        }
+    }
+    n_slices = n_slice / 8;
+    if (ok) {
+        double med_b = median(layerb, n_layerb), med_1 = median(layer1, n_layer1), med_s = median(slice, n_slice);
+        printf("  units          layer of a %d-token batch: median %.2f ms, max %.2f ms\n", (int)(a->n_prompt < 64 ? a->n_prompt : 64),
+               1e3 * med_b, 1e3 * layerb[n_layerb - 1]); /* median() sorted them */
+        printf("                 layer of 1 token: median %.2f ms, max %.2f ms\n", 1e3 * med_1, 1e3 * layer1[n_layer1 - 1]);
+        printf("                 vocabulary slice (%d slices of %d rows): median %.3f ms, max %.3f ms\n", n_slices,
+               s->slice_rows, 1e3 * med_s, 1e3 * slice[n_slice - 1]);
+        for (k = 0; k < 32; k++) { /* a sampling unit: the sampler over the vocabulary */
+            int32_t tok;
+            t0 = now();
+            tfm_sample(smp, tfm_session_logits(s), c.n_vocab, &tok);
+            steps[k] = now() - t0;
+        }
+        med_s = median(steps, 32);
+        printf("                 sampling (temperature 0.8, top-k 40, top-p 0.95): median %.3f ms, max %.3f ms\n",
+               1e3 * med_s, 1e3 * steps[31]);
+    }
+    /* the prompt and a->n_gen sampled tokens under the budget, step by step */
+    tfm_session_eval(s, NULL, 0, 0, NULL);
+    memset(&job, 0, sizeof job);
+    job.tokens = ids; job.n_tokens = (size_t)a->n_prompt; job.n_generate = a->n_gen; job.sampler = smp;
+    job.no_stop_at_eos = true;
+    ok = ok && tfm_session_start(s, &job) == TFM_OK;
+    t0 = now();
+    while (ok && tfm_session_job(s).status == TFM_JOB_RUNNING && n_steps < 8192) {
+        double t1 = now(), dt;
+        ok = tfm_session_step(s, 0, (int)(a->budget_ms * 1000.0), &info) == TFM_OK;
+        dt = now() - t1;
+        steps[n_steps++] = dt;
+        if (dt > worst) worst = dt;
+    }
+    if (ok) {
+        double total = now() - t0, med = median(steps, n_steps);
+        printf("  budget %.1f ms  %d-token prompt + %d generated in %d steps (%.2f s): worst step %.2f ms, median %.2f ms\n",
+               a->budget_ms, a->n_prompt, a->n_gen, n_steps, total, 1e3 * worst, 1e3 * med);
+    }
+    tfm_sampler_destroy(smp);
     tfm_session_destroy(s);
     free(ids);
     return ok;
@@ -455,6 +587,17 @@ int main(int argc, char **argv) {
             printf("\n  decode         %d tokens: %.2f tokens/s = %.1f GB/s of weights = %.0f%% of read bandwidth\n",
                    a.n_gen, tg, bytes * tg / 1e9, 100.0 * eff);
         }
+        if (a.sessions > 0) {
+            double t_batch = 0.0;
+            if (!run_sessions(model, &a, nt, a.sessions, &t_batch)) { tfm_model_close(model); free(raw); return 1; }
+            if (a.json)
+                printf("{\"threads\": %d, \"sessions\": %d, \"batch_step_ms\": %.3f, \"one_token_ms\": %.3f}\n", nt,
+                       a.sessions, 1e3 * t_batch, 1e3 / tg);
+            else
+                printf("  %d sessions    one batched decode step %.2f ms (%.1f tokens/s in all) = %.2fx one session's "
+                       "token (%.2f ms)\n", a.sessions, 1e3 * t_batch, a.sessions / t_batch, t_batch * tg, 1e3 / tg);
+        }
+        if (a.units && !a.json && !run_units(model, &a, nt)) { tfm_model_close(model); free(raw); return 1; }
         fflush(stdout);
     }
     tfm_model_close(model);

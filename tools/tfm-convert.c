@@ -3075,7 +3075,7 @@ static int tc_check_tokenizer(const tfm_model *model) {
         const char *piece;
         size_t piece_bytes;
         printf(" %d", (int)ids[i]);
-        if (tfm_model_token_bytes(model, ids[i], &piece, &piece_bytes) != TFM_OK ||
+        if (tfm_model_token_piece(model, ids[i], &piece, &piece_bytes) != TFM_OK ||
             n + piece_bytes > sizeof joined) {
             printf("\n");
             tc_error("check: token %d has no bytes", (int)ids[i]);
