@@ -857,11 +857,13 @@ TFM_API tfm_result tfm_sampler_load(tfm_sampler *sampler, const void *data, size
 #if !defined(TFM_NO_SIMD) && (defined(__x86_64__) || defined(_M_X64))
 #define TFM__X86 1
 #if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-/* GCC 12's AVX-512 intrinsics warn -Wmaybe-uninitialized in C++ at -O2 (their own `__Y = __Y`,
-   GCC bug 105593, fixed in 13): silenced for this implementation only, restored at its end. */
+/* GCC 12's AVX-512 intrinsics warn -Wmaybe-uninitialized / -Wuninitialized in C++ at -O2 (their
+   own `__Y = __Y`, GCC bug 105593, fixed in 13): silenced for this implementation only,
+   restored at its end. */
 #define TFM__GCC12_INTRIN_WARNING 1
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 #if defined(_MSC_VER) && !defined(__clang__)
@@ -2462,22 +2464,101 @@ TFM__PRIVATE void tfm__rmsnorm(float *out, const float *x, const float *w, int n
     for (i = 0; i < n; i++) out[i] = x[i] * inv * w[i];
 }
 
-/* GELU, exact form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (GPT-NeoX/Pythia "gelu").
+/* The activations' e^x, erfc and the activations themselves, written as fixed sequences of
+   float operations (fmaf for every multiply-add) so that the vector kernels (>>simd) repeat
+   them lane by lane and give the same bits; within a few ulp of libm (tests/test_kernels.c
+   checks against double).
+   e^x: x = n ln 2 + r (n = floor(x log2 e + 1/2), r by two steps: ln 2 in a high part exact in
+   float and a low part), e^r by its Taylor series to r^7 (|r| <= ln2 / 2: the term left out
+   is below 6e-9), times 2^n made in the exponent bits. Past the ends: 0 below
+   TFM__EXP_LO (e^x below FLT_MIN), +inf above TFM__EXP_HI (2^n must fit the exponent; e^88 is
+   1.7e38, near FLT_MAX); NaN stays NaN. */
+#define TFM__LOG2E 1.44269504088896341f
+#define TFM__LN2_HI 0.693145751953125f          /* ln 2 = TFM__LN2_HI + TFM__LN2_LO */
+#define TFM__LN2_LO 1.42860682030941723212e-6f
+#define TFM__EXP_LO -87.33654f
+#define TFM__EXP_HI 88.0f
+#define TFM__EXP_TERMS 8                         /* 1, r, r^2 / 2!, ..., r^7 / 7! */
+#define TFM__EXP_C2 0.5f
+#define TFM__EXP_C3 0.16666667f
+#define TFM__EXP_C4 0.041666668f
+#define TFM__EXP_C5 0.008333334f
+#define TFM__EXP_C6 0.0013888889f
+#define TFM__EXP_C7 0.0001984127f
+#define TFM__EXP_BIAS 127 /* float exponent bias */
+
+TFM__PRIVATE float tfm__exp(float x) {
+    float xc, n, r, p, scale;
+    uint32_t bits;
+    if (x != x) return x;
+    if (x < TFM__EXP_LO) return 0.0f;
+    if (x > TFM__EXP_HI) return INFINITY;
+    xc = x;
+    n = floorf(fmaf(xc, TFM__LOG2E, 0.5f));
+    r = fmaf(n, -TFM__LN2_HI, xc);
+    r = fmaf(n, -TFM__LN2_LO, r);
+    p = fmaf(TFM__EXP_C7, r, TFM__EXP_C6);
+    p = fmaf(p, r, TFM__EXP_C5);
+    p = fmaf(p, r, TFM__EXP_C4);
+    p = fmaf(p, r, TFM__EXP_C3);
+    p = fmaf(p, r, TFM__EXP_C2);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    bits = (uint32_t)((int32_t)n + TFM__EXP_BIAS) << 23;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+/* erfc(z) for z >= 0 as e^(-z^2) g(t), t = 1 / (1 + z / 2), g a degree-9 polynomial in t fitted
+   to erfc(z) e^(z^2) over z in [0, 10] by least squares on the relative error (numpy, float64;
+   tools/fit_erfc.py): relative error under 4e-7 in float for z <= 2, growing to 4e-6 at z = 10
+   from the rounding of z^2 (where erfc is below 1e-43: nothing for GELU's absolute error). */
+#define TFM__ERFC_DEGREE 9
+static const float tfm__erfc_coef[TFM__ERFC_DEGREE + 1] = {
+    -2.039129640252213e-06f, 0.2821257412433624f,  0.2820708453655243f,  0.24431540071964264f,
+    0.20011216402053833f,    -0.02417006716132164f, 0.27863168716430664f, -0.49074968695640564f,
+    0.2876026928424835f,     -0.05993686243891716f};
+
+TFM__PRIVATE float tfm__erfc_pos(float z) {
+    float t = 1.0f / fmaf(0.5f, z, 1.0f), p = tfm__erfc_coef[TFM__ERFC_DEGREE];
+    int k;
+    for (k = TFM__ERFC_DEGREE - 1; k >= 0; k--) p = fmaf(p, t, tfm__erfc_coef[k]);
+    return p * tfm__exp(-(z * z));
+}
+
+/* GELU, exact form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (GPT-NeoX/Pythia "gelu"); Phi from
+   h = erfc(|x| / sqrt 2) / 2: 1 - h for x >= 0, h below.
    Why any activation: without a nonlinearity between its two matrices the FFN would collapse
    into one linear map. GELU gates each value by how likely it is to be positive under N(0,1). */
-TFM__PRIVATE float tfm__gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * TFM__INV_SQRT_2)); }
+TFM__PRIVATE float tfm__gelu_erf(float x) {
+    float h = 0.5f * tfm__erfc_pos(fabsf(x) * TFM__INV_SQRT_2);
+    return x * (x >= 0.0f ? 1.0f - h : h);
+}
 
 /* GELU, tanh approximation (GPT-2 "gelu_new", "gelu_pytorch_tanh"): models trained with it need
-   it exactly; the two forms differ by up to ~1e-3. */
+   it exactly; the two forms differ by up to ~1e-3. 0.5 (1 + tanh u) is the logistic of 2u, so
+   this is x / (1 + e^(-2u)), u = sqrt(2 / pi) (x + 0.044715 x^3). */
+#define TFM__GELU_TANH_K (-2.0f * TFM__SQRT_2_OVER_PI)
 TFM__PRIVATE float tfm__gelu_tanh(float x) {
-    return 0.5f * x * (1.0f + tanhf(TFM__SQRT_2_OVER_PI * (x + TFM__GELU_CUBIC * x * x * x)));
+    return x / (1.0f + tfm__exp(TFM__GELU_TANH_K * fmaf(TFM__GELU_CUBIC * x, x * x, x)));
 }
 
 /* SiLU (swish): x * sigmoid(x), the gate activation of SwiGLU FFNs (Llama). */
-TFM__PRIVATE float tfm__silu(float x) { return x / (1.0f + expf(-x)); }
+TFM__PRIVATE float tfm__silu(float x) { return x / (1.0f + tfm__exp(-x)); }
 
 TFM__PRIVATE float tfm__act(tfm_act act, float x) {
     return act == TFM_ACT_SILU ? tfm__silu(x) : act == TFM_ACT_GELU_TANH ? tfm__gelu_tanh(x) : tfm__gelu_erf(x);
+}
+
+/* The FFN's activation over n values: y[i] = act(y[i]), or y[i] *= act(gate[i]) when gate is
+   not NULL (gated FFNs). The vector sets have twins of this (isa.act). */
+TFM__PRIVATE void tfm__act_rows_scalar(tfm_act act, float *y, const float *gate, size_t n) {
+    size_t i;
+    if (gate) {
+        for (i = 0; i < n; i++) y[i] *= tfm__act(act, gate[i]);
+    } else {
+        for (i = 0; i < n; i++) y[i] = tfm__act(act, y[i]);
+    }
 }
 
 /* Softmax in place over x[n], max-subtracted so exp never overflows: x_i = e^(x_i - m) / sum.
@@ -2865,6 +2946,59 @@ TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum8(__m256 v) {
 TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
 #define TFM__AVX2_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
 TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
+
+/* The activations of >>kernels (tfm__exp, tfm__erfc_pos, tfm__gelu_erf, tfm__gelu_tanh,
+   tfm__silu) on the W lanes of vector type V, step for step the same operations; the ends of
+   e^x blended in after. P the set, T its target, OP(name) its intrinsic for name (add_ps ...),
+   CMP(a, b, predicate) a comparison mask, BLEND(mask, a, b) b where mask is set else a, FLOOR
+   rounding down, EXP2(n) 2^n for integral n in [-126, 127] (the exponent bits). */
+#define TFM__ACT_KERNELS(P, T, V, W, OP, CMP, BLEND, FLOOR, EXP2)                                    \
+    T TFM__PRIVATE V tfm__##P##_exp(V x) {                                                                 \
+        V xc = OP(min_ps)(OP(max_ps)(x, OP(set1_ps)(TFM__EXP_LO)), OP(set1_ps)(TFM__EXP_HI));              \
+        V n = FLOOR(OP(fmadd_ps)(xc, OP(set1_ps)(TFM__LOG2E), OP(set1_ps)(0.5f)));                         \
+        V r = OP(fmadd_ps)(n, OP(set1_ps)(-TFM__LN2_HI), xc), p;                                           \
+        r = OP(fmadd_ps)(n, OP(set1_ps)(-TFM__LN2_LO), r);                                                 \
+        p = OP(fmadd_ps)(OP(set1_ps)(TFM__EXP_C7), r, OP(set1_ps)(TFM__EXP_C6));                           \
+        p = OP(fmadd_ps)(p, r, OP(set1_ps)(TFM__EXP_C5));                                                  \
+        p = OP(fmadd_ps)(p, r, OP(set1_ps)(TFM__EXP_C4));                                                  \
+        p = OP(fmadd_ps)(p, r, OP(set1_ps)(TFM__EXP_C3));                                                  \
+        p = OP(fmadd_ps)(p, r, OP(set1_ps)(TFM__EXP_C2));                                                  \
+        p = OP(fmadd_ps)(p, r, OP(set1_ps)(1.0f));                                                         \
+        p = OP(fmadd_ps)(p, r, OP(set1_ps)(1.0f));                                                         \
+        p = OP(mul_ps)(p, EXP2(n));                                                                        \
+        p = BLEND(CMP(x, OP(set1_ps)(TFM__EXP_LO), _CMP_LT_OQ), p, OP(setzero_ps)());                      \
+        p = BLEND(CMP(x, OP(set1_ps)(TFM__EXP_HI), _CMP_GT_OQ), p, OP(set1_ps)(INFINITY));                 \
+        return BLEND(CMP(x, x, _CMP_UNORD_Q), p, x);                                                       \
+    }                                                                                                      \
+    T TFM__PRIVATE V tfm__##P##_neg(V x) { return OP(xor_ps)(x, OP(set1_ps)(-0.0f)); }                     \
+    T TFM__PRIVATE V tfm__##P##_act(tfm_act act, V x) {                                                   \
+        const V one = OP(set1_ps)(1.0f);                                                                   \
+        if (act == TFM_ACT_SILU) return OP(div_ps)(x, OP(add_ps)(one, tfm__##P##_exp(tfm__##P##_neg(x)))); \
+        if (act == TFM_ACT_GELU_TANH) {                                                                    \
+            V in = OP(fmadd_ps)(OP(mul_ps)(OP(set1_ps)(TFM__GELU_CUBIC), x), OP(mul_ps)(x, x), x);         \
+            return OP(div_ps)(x, OP(add_ps)(one, tfm__##P##_exp(OP(mul_ps)(OP(set1_ps)(TFM__GELU_TANH_K), in)))); \
+        } else {                                                                                           \
+            V z = OP(mul_ps)(OP(andnot_ps)(OP(set1_ps)(-0.0f), x), OP(set1_ps)(TFM__INV_SQRT_2)), h;      \
+            V t = OP(div_ps)(one, OP(fmadd_ps)(OP(set1_ps)(0.5f), z, one));                                \
+            V p = OP(set1_ps)(tfm__erfc_coef[TFM__ERFC_DEGREE]);                                           \
+            int k;                                                                                         \
+            for (k = TFM__ERFC_DEGREE - 1; k >= 0; k--) p = OP(fmadd_ps)(p, t, OP(set1_ps)(tfm__erfc_coef[k])); \
+            h = OP(mul_ps)(OP(set1_ps)(0.5f), OP(mul_ps)(p, tfm__##P##_exp(tfm__##P##_neg(OP(mul_ps)(z, z))))); \
+            return OP(mul_ps)(x, BLEND(CMP(x, OP(setzero_ps)(), _CMP_GE_OQ), h, OP(sub_ps)(one, h)));     \
+        }                                                                                                  \
+    }                                                                                                      \
+    T TFM__PRIVATE void tfm__##P##_act_rows(tfm_act act, float *y, const float *gate, size_t n) {           \
+        size_t i = 0;                                                                                      \
+        for (; i + W <= n; i += W) {                                                                       \
+            V v = tfm__##P##_act(act, OP(loadu_ps)(gate ? gate + i : y + i));                              \
+            OP(storeu_ps)(y + i, gate ? OP(mul_ps)(OP(loadu_ps)(y + i), v) : v);                           \
+        }                                                                                                  \
+        tfm__act_rows_scalar(act, y + i, gate ? gate + i : NULL, n - i);                                   \
+    }
+#define TFM__OP256(name) _mm256_##name
+#define TFM__AVX2_BLEND(m, a, b) _mm256_blendv_ps(a, b, m)
+#define TFM__AVX2_EXP2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(TFM__EXP_BIAS)), 23))
+TFM__ACT_KERNELS(avx2, TFM__T_AVX2, __m256, 8, TFM__OP256, _mm256_cmp_ps, TFM__AVX2_BLEND, _mm256_floor_ps, TFM__AVX2_EXP2)
 #endif
 
 /* --- AVX-512: a 16-lane vector is one __m512 --- */
@@ -2888,6 +3022,10 @@ TFM__T_AVX512 TFM__PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into 
 }
 #define TFM__AVX512_FMM_C 6 /* tokens of the batched float register block (4 rows x 6) */
 TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 4, TFM__AVX512_FMM_C)
+#define TFM__OP512(name) _mm512_##name
+#define TFM__AVX512_FLOOR(v) _mm512_floor_ps(v)
+#define TFM__AVX512_EXP2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(TFM__EXP_BIAS)), 23))
+TFM__ACT_KERNELS(avx512, TFM__T_AVX512, __m512, 16, TFM__OP512, _mm512_cmp_ps_mask, _mm512_mask_blend_ps, TFM__AVX512_FLOOR, TFM__AVX512_EXP2)
 #endif
 
 /* --- NEON (AArch64): a 16-lane vector is four float32x4_t --- */
@@ -3951,6 +4089,7 @@ typedef struct tfm__isa {
     void (*axpy_h)(float *y, float a, const unsigned char *x, int n); /* the same, f16 values */
     void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
                                                           /* attention scores, keys f32 [0] / f16 [1] */
+    void (*act)(tfm_act act, float *y, const float *gate, size_t n); /* the FFN's activation (tfm__act_rows_scalar) */
     size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
 } tfm__isa;
@@ -4005,6 +4144,7 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->axpy_h = tfm__axpy_h_scalar;
     t->scores[0] = tfm__scores_f32_scalar;
     t->scores[1] = tfm__scores_h_scalar;
+    t->act = tfm__act_rows_scalar;
     t->scratch_bytes = NULL;
     t->grouped = 1u << TFM__ACT_Q8 | 1u << TFM__ACT_Q8_K;
 }
@@ -4023,6 +4163,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->dot = tfm__avx2_dot;
         out->axpy = tfm__avx2_axpy;
         out->axpy_h = tfm__avx2_axpy_h;
+        out->act = tfm__avx2_act_rows;
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
         out->scratch_bytes = tfm__avx2_scratch_bytes;
@@ -4036,6 +4177,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
         out->axpy_h = tfm__avx512_axpy_h;
+        out->act = tfm__avx512_act_rows;
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__avx512_scratch_bytes;
@@ -4049,6 +4191,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
         out->axpy_h = tfm__avx512_axpy_h;
+        out->act = tfm__avx512_act_rows;
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__amx_set_scratch_bytes;
@@ -5233,7 +5376,7 @@ TFM__PRIVATE void tfm__attn_block(tfm_session *lead, int l, const float *in, flo
 }
 
 /* The FFN's activation on s->up[0..n) (times it, of s->gate, when gated), in chunks, one per
-   task: the nonlinearity (libm's erff, expf, tanhf) is a visible share of a step. */
+   task: the nonlinearity is a visible share of a step. */
 typedef struct tfm__act_job {
     tfm_session *s;
     size_t n, per_task;
@@ -5244,11 +5387,7 @@ TFM__PRIVATE void tfm__act_task(void *ctx, int t) {
     const tfm_config *c = &j->s->model->config;
     float *up = j->s->up, *gate = j->s->gate;
     size_t i = (size_t)t * j->per_task, end = i + j->per_task < j->n ? i + j->per_task : j->n;
-    if (c->ffn == TFM_FFN_GATED) {
-        for (; i < end; i++) up[i] *= tfm__act(c->act, gate[i]);
-    } else {
-        for (; i < end; i++) up[i] = tfm__act(c->act, up[i]);
-    }
+    if (i < end) (j->s->model->isa.act)(c->act, up + i, c->ffn == TFM_FFN_GATED ? gate + i : NULL, end - i);
 }
 
 TFM__PRIVATE void tfm__act_run(tfm_session *s, size_t n) {

@@ -317,10 +317,72 @@ static void test_vector_ops(void) {
     free(a); free(b); free(y1); free(y2);
 }
 
+/* The activations: every set's act equal to tfm__act_rows_scalar bit for bit (NaN lanes: NaN)
+   on a grid through the range, the ends of e^x and specials, gated and not, every tail length;
+   the scalar twins within stated bounds of double precision (exp, erfc, the three activations). */
+static double gelu_erf_ref(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
+static double gelu_tanh_ref(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.141592653589793) * (x + 0.044715 * x * x * x))); }
+static double silu_ref(double x) { return x / (1.0 + exp(-x)); }
+static int same_bits(float a, float b) { return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0; }
+
+static void test_activations(void) {
+    enum { N = 4096 + 13 };
+    static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 87.9f, 88.0f, 88.01f, -87.33654f, -87.34f,
+                                     -88.5f, 1e-30f, -1e-30f, 1e30f, -1e30f, 3.9e-39f, 12.5f, -12.5f, 9.2f, -9.2f};
+    float *x = (float *)malloc(N * sizeof(float)), *g = (float *)malloc(N * sizeof(float));
+    float *y1 = (float *)malloc(N * sizeof(float)), *y2 = (float *)malloc(N * sizeof(float));
+    double e_exp = 0.0, e_erfc = 0.0, e_erfc2 = 0.0, e_act[3] = {0.0, 0.0, 0.0};
+    int si, i, a, gated, n;
+    char what[96];
+    for (i = 0; i < N; i++) x[i] = i < 20 ? specials[i] : (float)(-40.0 + 80.0 * (i - 20) / (N - 21));
+    for (i = 0; i < N; i++) g[i] = rng_sym(3.0f);
+    for (si = 0; si < TFM__SET_COUNT; si++) {
+        tfm__isa set;
+        int bad = 0;
+        if (!tfm__isa_get(si, &set) || !tfm__isa_runs(set.name)) continue;
+        for (a = 0; a < 3; a++)
+            for (gated = 0; gated < 2; gated++)
+                for (n = 0; n <= 40; n += 1 + (n > 20) * 7) {
+                    int len = n == 40 ? N : n;
+                    memcpy(y1, gated ? g : x, N * sizeof(float));
+                    memcpy(y2, gated ? g : x, N * sizeof(float));
+                    (set.act)((tfm_act)a, y1, gated ? x : NULL, (size_t)len);
+                    tfm__act_rows_scalar((tfm_act)a, y2, gated ? x : NULL, (size_t)len);
+                    for (i = 0; i < N; i++) bad += !same_bits(y1[i], y2[i]);
+                }
+        CHECK_MSG(bad == 0, "set %s: %d activation values differ from the scalar twin", set.name, bad);
+        printf("set %-8s activations (gelu, gelu_tanh, silu) equal the scalar twin (%s)\n", set.name, bad ? "NO" : "yes");
+    }
+    for (i = 0; i < 200001; i++) { /* the scalar twins against double */
+        float v = (float)(-87.3 + 175.3 * i / 200000.0), z = (float)(10.0 * i / 200000.0), w = (float)(-30.0 + 60.0 * i / 200000.0);
+        double r = exp((double)v), c = erfc((double)z), ref[3];
+        double f[3];
+        if (r > 1.2e-38) e_exp = fmax(e_exp, fabs((double)tfm__exp(v) - r) / r);
+        if (c > 1.2e-38) e_erfc = fmax(e_erfc, fabs((double)tfm__erfc_pos(z) - c) / c);
+        if (z <= 2.0f) e_erfc2 = fmax(e_erfc2, fabs((double)tfm__erfc_pos(z) - c) / c);
+        ref[TFM_ACT_GELU_ERF] = gelu_erf_ref(w); ref[TFM_ACT_GELU_TANH] = gelu_tanh_ref(w); ref[TFM_ACT_SILU] = silu_ref(w);
+        f[TFM_ACT_GELU_ERF] = tfm__gelu_erf(w); f[TFM_ACT_GELU_TANH] = tfm__gelu_tanh(w); f[TFM_ACT_SILU] = tfm__silu(w);
+        for (a = 0; a < 3; a++) e_act[a] = fmax(e_act[a], fabs(f[a] - ref[a]) / fmax(fabs((double)w), 1e-3));
+    }
+    report("tfm__exp vs double, relative, [-87.3, 88]", e_exp, 5e-7);
+    report("tfm__erfc_pos vs double, relative, [0, 2]", e_erfc2, 6e-7);
+    /* e^(-z^2) inherits the rounding of z^2: half an ulp of 100 is 3.8e-6 */
+    report("tfm__erfc_pos vs double, relative, [0, 10]", e_erfc, 5e-6);
+    for (a = 0; a < 3; a++) {
+        snprintf(what, sizeof what, "activation %d vs double, |err| / max(|x|, 1e-3), [-30, 30]", a);
+        report(what, e_act[a], 5e-7);
+    }
+    CHECK(isnan(tfm__exp(NAN)) && tfm__exp(-100.0f) == 0.0f && tfm__exp(89.0f) == INFINITY && tfm__exp(0.0f) == 1.0f);
+    CHECK(isnan(tfm__gelu_erf(NAN)) && isnan(tfm__silu(NAN)) && isnan(tfm__gelu_tanh(NAN)));
+    CHECK(tfm__gelu_erf(INFINITY) == INFINITY && tfm__silu(INFINITY) == INFINITY && tfm__silu(-100.0f) == 0.0f);
+    free(x); free(g); free(y1); free(y2);
+}
+
 int main(void) {
     test_block_layouts();
     test_quantizers();
     test_vector_ops();
+    test_activations();
     test_matmul();
     return check_summary("test_kernels");
 }
