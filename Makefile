@@ -12,7 +12,7 @@ LDLIBS    = -lm
 SHARED   ?= ../shared
 PYTHON   ?= /usr/bin/python3
 
-PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench build/tfm-chat
+PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench build/tfm-chat build/tfm-lab
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
 .PHONY: all test sanitize test-nosimd valgrind tsan thread-check check-compile unicode-check demo bench fuzz clean
