@@ -3,7 +3,7 @@
    (tests/tiny_model.h), checked against what the transformer's design implies:
      - defaults and identity settings change no logit (bit for bit), nor does the hook;
      - the hook's sums do not depend on the thread count, nor a session's ablations on the
-       sessions it is batched with;
+       sessions it is batched with (batched decode, bounded steps);
      - without positions and with attention both ways, the last token's output does not depend
        on the order of the tokens before it (up to rounding); with positions it does;
      - attention entropy falls as the score scale grows; without 1/sqrt(d_head) the score
@@ -226,6 +226,47 @@ static void test_batched(const tfm_model *m, const int32_t *ids, size_t n) {
     }
 }
 
+/* Bounded steps: an ablated job and a plain one stepped together one unit at a time, in passes
+   of 8 rows that mix both sessions' prompt rows; each job's logits are bit for bit its session's
+   alone (an eval of the same n_batch). */
+static void test_steps(const tfm_model *m, const int32_t *ids, size_t n) {
+    tfm_config c = tfm_model_config(m);
+    size_t nl = n * (size_t)c.n_vocab;
+    tfm_ablation ab;
+    tfm_session *s[2];
+    tfm_job_desc job[2];
+    float *got[2], *want = (float *)malloc(nl * sizeof(float));
+    int i, guard;
+    memset(&ab, 0, sizeof ab);
+    ab.no_ffn = true;
+    ab.heads_kept = 5;
+    ab.score_scale = 0.5f;
+    for (i = 0; i < 2; i++) {
+        got[i] = (float *)malloc(nl * sizeof(float));
+        s[i] = open_session(m, i ? &ab : NULL, NULL, 2, 8);
+        CHECK(got[i] && s[i]);
+        if (!got[i] || !s[i] || !want) return;
+        memset(&job[i], 0, sizeof job[i]);
+        job[i].tokens = ids;
+        job[i].n_tokens = n;
+        job[i].logits_all = got[i];
+        CHECK(tfm_session_start(s[i], &job[i]) == TFM_OK);
+    }
+    for (guard = 0; guard < 10000; guard++) {
+        if (tfm_session_job(s[0]).status != TFM_JOB_RUNNING && tfm_session_job(s[1]).status != TFM_JOB_RUNNING) break;
+        CHECK(tfm_session_step_batch(s, 2, 1, 0, NULL) == TFM_OK);
+    }
+    for (i = 0; i < 2; i++) {
+        CHECK(tfm_session_job(s[i]).status == TFM_JOB_DONE);
+        CHECK(eval_all(m, i ? &ab : NULL, NULL, 1, 8, ids, n, want) == 0);
+        CHECK_MSG(memcmp(want, got[i], nl * sizeof(float)) == 0, "stepped job %d: maxdiff %g", i,
+                  max_abs_diff(want, got[i], nl));
+        tfm_session_destroy(s[i]);
+        free(got[i]);
+    }
+    free(want);
+}
+
 /* The first n - 1 tokens reversed, the last kept: its logits with positions and the causal mask,
    and without positions with attention both ways (then a set: invariant). */
 static void test_permutation(const tfm_model *m, const int32_t *ids, size_t n) {
@@ -399,6 +440,7 @@ int main(int argc, char **argv) {
         test_identity(m, ids, N_PROMPT);
         test_each_changes(m, ids, N_PROMPT);
         test_batched(m, ids, N_PROMPT);
+        test_steps(m, ids, N_PROMPT);
         test_permutation(m, ids, N_PROMPT);
         test_entropy_scale(m, ids, N_PROMPT);
         test_causal_split(m, ids, N_PROMPT);
