@@ -11,7 +11,9 @@
    (with positions they move; without positions, attending both ways, they must not, up to
    rounding: exit status 1 if they do), and the causal-mask test (with the mask off, one eval
    of the prompt and two give different logits: the cache breaks).
-   --json writes the same as one JSON object; --plot an SVG of RMS and entropy by layer. */
+   Last, a sweep of the score scale (1/8 .. 8): cross-entropy and attention entropy.
+   --json writes the same as one JSON object; --plot an SVG of RMS and entropy by layer and of
+   the sweep. */
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 
@@ -44,7 +46,8 @@ static const char *const usage =
     "  -n N           tokens scored per run (default 256, at most the model's n_ctx)\n"
     "  -t N           threads (default 1; the results are the same for any count)\n"
     "  --json         one JSON object on stdout instead of the table\n"
-    "  --plot FILE    also write an SVG chart: residual RMS and attention entropy by layer\n"
+    "  --plot FILE    also write an SVG chart: residual RMS and attention entropy by layer, the\n"
+    "                 score-scale sweep\n"
     "  -h, --help     show this help\n"
     "\n"
     "Each run is the model with one design decision undone (tfm_session_desc.ablation); the\n"
@@ -65,6 +68,7 @@ typedef struct lab_run {
     const char *name;
     tfm_ablation ab;
     double ce, entropy, max_weight, score_var;
+    double act_negative, act_linear; /* shares of the FFN activation inputs, over every layer */
     double rms[MAX_LAYERS_SHOWN], layer_entropy[MAX_LAYERS_SHOWN];
 } lab_run;
 
@@ -141,12 +145,17 @@ static void measure(const tfm_model *m, lab_run *run, const int32_t *ids, int n,
         run->max_weight += st.heads[i].max_weight;
         run->score_var += st.heads[i].score_var;
         q += st.heads[i].n_queries;
-        if (layer < MAX_LAYERS_SHOWN) run->layer_entropy[layer] += st.heads[i].entropy / st.heads[i].n_queries / c.n_heads;
+        if (layer < MAX_LAYERS_SHOWN)
+            run->layer_entropy[layer] += st.heads[i].entropy / st.heads[i].n_queries / c.n_heads;
     }
     run->entropy /= q;
     run->max_weight /= q;
     run->score_var /= q;
-    for (l = 0; l < c.n_layers && l < MAX_LAYERS_SHOWN; l++) run->rms[l] = st.layers[l].rms_out / st.layers[l].n_rows;
+    for (l = 0; l < c.n_layers; l++) {
+        run->act_negative += st.layers[l].act_negative / st.layers[l].n_act / c.n_layers;
+        run->act_linear += st.layers[l].act_linear / st.layers[l].n_act / c.n_layers;
+        if (l < MAX_LAYERS_SHOWN) run->rms[l] = st.layers[l].rms_out / st.layers[l].n_rows;
+    }
     free(st.layers);
     free(st.heads);
     free(lp);
@@ -199,14 +208,37 @@ static void order_tests(const tfm_model *m, const int32_t *ids, int n, double *d
     free(b);
 }
 
-static void print_table(const lab_run *runs, int n_layers, int n_tokens, const double *d) {
+/* The score-scale sweep: factors, and the text's cross-entropy and mean entropy at each. */
+#define N_SWEEP 7
+static const float sweep_scales[N_SWEEP] = {0.125f, 0.25f, 0.5f, 1.0f, 2.0f, 4.0f, 8.0f};
+
+typedef struct lab_sweep {
+    double ce[N_SWEEP], entropy[N_SWEEP];
+} lab_sweep;
+
+static void sweep(const tfm_model *m, const int32_t *ids, int n, int n_threads, lab_sweep *sw) {
+    int k;
+    for (k = 0; k < N_SWEEP; k++) {
+        lab_run run;
+        memset(&run, 0, sizeof run);
+        run.ce = NAN;
+        run.ab.score_scale = sweep_scales[k];
+        measure(m, &run, ids, n, n_threads);
+        sw->ce[k] = run.ce;
+        sw->entropy[k] = run.entropy;
+    }
+}
+
+static void print_table(const lab_run *runs, int n_layers, int n_tokens, const double *d, const lab_sweep *sw) {
     int i, l;
-    printf("%d tokens; entropy in nats, RMS of the residual stream after each layer\n\n", n_tokens);
-    printf("%-22s %8s %10s %8s %6s %10s  RMS by layer\n", "run", "CE", "ppl", "entropy", "max w", "score var");
+    printf("%d tokens; CE in nats/token, entropy in nats; act<0 and act>=3: shares of FFN activation\n"
+           "inputs; RMS of the residual stream after each layer\n\n", n_tokens);
+    printf("%-22s %8s %10s %8s %6s %10s %6s %6s  RMS by layer\n", "run", "CE", "ppl", "entropy", "max w",
+           "score var", "act<0", "act>=3");
     for (i = 0; i < N_RUNS; i++) {
         const lab_run *r = &runs[i];
-        printf("%-22s %8.4f %10.2f %8.4f %6.3f %10.4g ", r->name, r->ce, exp(r->ce), r->entropy, r->max_weight,
-               r->score_var);
+        printf("%-22s %8.4f %10.2f %8.4f %6.3f %10.4g %6.3f %6.3f ", r->name, r->ce, exp(r->ce), r->entropy,
+               r->max_weight, r->score_var, r->act_negative, r->act_linear);
         for (l = 0; l < n_layers && l < MAX_LAYERS_SHOWN; l++) printf(" %.3g", r->rms[l]);
         printf("\n");
     }
@@ -216,6 +248,9 @@ static void print_table(const lab_run *runs, int n_layers, int n_tokens, const d
     printf("  no positions, both ways   %.4g  %s\n", d[2], d[2] < PERM_TOL ? "invariant: PASS" : "NOT invariant: FAIL");
     printf("causal mask, one eval of the prompt vs two, last-token logits maxdiff:\n");
     printf("  mask on  %.4g    mask off  %.4g  (the cache no longer matches one pass)\n", d[3], d[4]);
+    printf("score-scale sweep: %-6s %8s %8s\n", "scale", "CE", "entropy");
+    for (i = 0; i < N_SWEEP; i++)
+        printf("                   %-6g %8.4f %8.4f\n", (double)sweep_scales[i], sw->ce[i], sw->entropy[i]);
 }
 
 /* A JSON number, or null for NaN / Inf (a run whose logits overflowed). */
@@ -224,7 +259,7 @@ static void json_num(const char *key, double v, const char *after) {
     else printf("\"%s\": null%s", key, after);
 }
 
-static void print_json(const lab_run *runs, int n_layers, int n_tokens, const double *d) {
+static void print_json(const lab_run *runs, int n_layers, int n_tokens, const double *d, const lab_sweep *sw) {
     int i, l;
     printf("{\"tokens\": %d, \"runs\": [", n_tokens);
     for (i = 0; i < N_RUNS; i++) {
@@ -234,67 +269,104 @@ static void print_json(const lab_run *runs, int n_layers, int n_tokens, const do
         json_num("ppl", exp(r->ce), ", ");
         json_num("entropy", r->entropy, ", ");
         json_num("max_weight", r->max_weight, ", ");
-        json_num("score_var", r->score_var, ", \"rms\": [");
+        json_num("score_var", r->score_var, ", ");
+        json_num("act_negative", r->act_negative, ", ");
+        json_num("act_linear", r->act_linear, ", \"rms\": [");
         for (l = 0; l < n_layers && l < MAX_LAYERS_SHOWN; l++) printf("%s%.6g", l ? ", " : "", r->rms[l]);
         printf("], \"entropy_by_layer\": [");
         for (l = 0; l < n_layers && l < MAX_LAYERS_SHOWN; l++) printf("%s%.6g", l ? ", " : "", r->layer_entropy[l]);
         printf("]}");
     }
     printf("\n],\n\"permutation\": {\"positions\": %.6g, \"no_positions_causal\": %.6g, "
-           "\"no_positions_both_ways\": %.6g, \"invariant\": %s},\n", d[0], d[1], d[2], d[2] < PERM_TOL ? "true" : "false");
-    printf("\"causal_split\": {\"mask_on\": %.6g, \"mask_off\": %.6g}}\n", d[3], d[4]);
+           "\"no_positions_both_ways\": %.6g, \"invariant\": %s},\n", d[0], d[1], d[2],
+           d[2] < PERM_TOL ? "true" : "false");
+    printf("\"causal_split\": {\"mask_on\": %.6g, \"mask_off\": %.6g},\n\"scale_sweep\": [", d[3], d[4]);
+    for (i = 0; i < N_SWEEP; i++) {
+        printf("%s{\"scale\": %g, ", i ? ", " : "", (double)sweep_scales[i]);
+        json_num("ce", sw->ce[i], ", ");
+        json_num("entropy", sw->entropy[i], "}");
+    }
+    printf("]}\n");
 }
 
-/* --plot: an SVG of panels, each a line per run over the layers (no dependencies). */
+/* --plot: an SVG of panels, each up to N_PLOTTED lines over evenly spaced points (no
+   dependencies). */
 #define PLOT_W 360       /* one panel's width and height, pixels */
 #define PLOT_H 240
 #define PLOT_MARGIN 40
 #define N_PLOTTED 4
+#define N_PANELS 3
 
 static const char *const plot_colors[N_PLOTTED] = {"#222222", "#d62728", "#1f77b4", "#2ca02c"};
 
-/* A panel at x0: series[k][0..n) for the runs picked[k], y from 0 to the largest value. */
-static void plot_panel(FILE *f, int x0, const char *title, const lab_run *runs, const int *picked, int n,
-                       int entropy) {
+/* One panel's lines: names[k] and values[k][0..n_points) for k < n_lines. */
+typedef struct plot_lines {
+    const char *title, *x_label;
+    const char *names[N_PLOTTED];
+    const double *values[N_PLOTTED];
+    int n_lines, n_points;
+} plot_lines;
+
+/* A panel at x0, y from 0 to the largest finite value (larger ones drawn at the top). */
+static void plot_panel(FILE *f, int x0, const plot_lines *pl) {
     double top = 0.0, v;
-    int k, l;
-    for (k = 0; k < N_PLOTTED; k++)
-        for (l = 0; l < n; l++) {
-            v = entropy ? runs[picked[k]].layer_entropy[l] : runs[picked[k]].rms[l];
-            if (v > top && v < INFINITY) top = v;
-        }
+    int k, i, inner_w = PLOT_W - 2 * PLOT_MARGIN, inner_h = PLOT_H - 2 * PLOT_MARGIN;
+    for (k = 0; k < pl->n_lines; k++)
+        for (i = 0; i < pl->n_points; i++)
+            if ((v = pl->values[k][i]) > top && v < INFINITY) top = v;
     if (top <= 0.0) top = 1.0;
-    fprintf(f, "<g transform=\"translate(%d,0)\"><text x=\"%d\" y=\"20\" font-size=\"14\">%s</text>\n", x0,
-            PLOT_MARGIN, title);
+    fprintf(f, "<g transform=\"translate(%d,0)\"><text x=\"%d\" y=\"20\" font-size=\"13\">%s</text>\n", x0,
+            PLOT_MARGIN, pl->title);
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n",
-            PLOT_MARGIN, PLOT_MARGIN, PLOT_W - 2 * PLOT_MARGIN, PLOT_H - 2 * PLOT_MARGIN);
+            PLOT_MARGIN, PLOT_MARGIN, inner_w, inner_h);
     fprintf(f, "<text x=\"4\" y=\"%d\" font-size=\"10\">%.3g</text><text x=\"4\" y=\"%d\" font-size=\"10\">0</text>\n",
             PLOT_MARGIN + 4, top, PLOT_H - PLOT_MARGIN);
-    for (k = 0; k < N_PLOTTED; k++) {
+    for (k = 0; k < pl->n_lines; k++) {
         fprintf(f, "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"%s\" points=\"", plot_colors[k]);
-        for (l = 0; l < n; l++) {
-            double x = PLOT_MARGIN + (n > 1 ? (double)l / (n - 1) : 0.5) * (PLOT_W - 2 * PLOT_MARGIN);
-            v = entropy ? runs[picked[k]].layer_entropy[l] : runs[picked[k]].rms[l];
-            v = v < INFINITY ? v : top;
-            fprintf(f, "%.1f,%.1f ", x, PLOT_H - PLOT_MARGIN - v / top * (PLOT_H - 2 * PLOT_MARGIN));
+        for (i = 0; i < pl->n_points; i++) {
+            double x = PLOT_MARGIN + (pl->n_points > 1 ? (double)i / (pl->n_points - 1) : 0.5) * inner_w;
+            v = pl->values[k][i] < INFINITY ? pl->values[k][i] : top;
+            fprintf(f, "%.1f,%.1f ", x, PLOT_H - PLOT_MARGIN - v / top * inner_h);
         }
         fprintf(f, "\"/><text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"%s\">%s</text>\n", PLOT_MARGIN + 6,
-                PLOT_MARGIN + 14 + 13 * k, plot_colors[k], runs[picked[k]].name);
+                PLOT_MARGIN + 14 + 13 * k, plot_colors[k], pl->names[k]);
     }
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">layer 0 .. %d</text></g>\n", PLOT_W / 2 - 30,
-            PLOT_H - 12, n - 1);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text></g>\n", PLOT_MARGIN, PLOT_H - 12, pl->x_label);
 }
 
-static void write_plot(const char *path, const lab_run *runs, int n_layers) {
+/* Residual RMS by layer, entropy by layer, and the score-scale sweep. */
+static void write_plot(const char *path, const lab_run *runs, int n_layers, const lab_sweep *sw) {
     static const int rms_runs[N_PLOTTED] = {0, 8, 7, 9};     /* baseline, no norms, no residual, no act */
     static const int ent_runs[N_PLOTTED] = {0, 2, 3, 1};     /* baseline, x0.25, x4, no 1/sqrt(d) */
+    plot_lines pl[N_PANELS];
+    char layers[64];
     FILE *f = fopen(path, "w");
-    int n = n_layers < MAX_LAYERS_SHOWN ? n_layers : MAX_LAYERS_SHOWN;
+    int n = n_layers < MAX_LAYERS_SHOWN ? n_layers : MAX_LAYERS_SHOWN, k, p;
     if (!f) die("cannot write '%s': %s", path, strerror(errno));
+    memset(pl, 0, sizeof pl);
+    snprintf(layers, sizeof layers, "layer 0 .. %d", n - 1);
+    pl[0].title = "residual RMS after each layer";
+    pl[1].title = "attention entropy by layer (nats)";
+    pl[2].title = "score scale 1/8 .. 8: CE and entropy";
+    pl[0].x_label = pl[1].x_label = layers;
+    pl[2].x_label = "score scale (x2 a step)";
+    for (k = 0; k < N_PLOTTED; k++) {
+        pl[0].names[k] = runs[rms_runs[k]].name;
+        pl[0].values[k] = runs[rms_runs[k]].rms;
+        pl[1].names[k] = runs[ent_runs[k]].name;
+        pl[1].values[k] = runs[ent_runs[k]].layer_entropy;
+    }
+    pl[0].n_lines = pl[1].n_lines = N_PLOTTED;
+    pl[0].n_points = pl[1].n_points = n;
+    pl[2].names[0] = "cross-entropy (nats/token)";
+    pl[2].values[0] = sw->ce;
+    pl[2].names[1] = "attention entropy (nats)";
+    pl[2].values[1] = sw->entropy;
+    pl[2].n_lines = 2;
+    pl[2].n_points = N_SWEEP;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\">\n",
-            2 * PLOT_W, PLOT_H);
-    plot_panel(f, 0, "residual RMS after each layer", runs, rms_runs, n, 0);
-    plot_panel(f, PLOT_W, "attention entropy by layer (nats)", runs, ent_runs, n, 1);
+            N_PANELS * PLOT_W, PLOT_H);
+    for (p = 0; p < N_PANELS; p++) plot_panel(f, p * PLOT_W, &pl[p]);
     fprintf(f, "</svg>\n");
     if (fclose(f) != 0) die("cannot write '%s'", path);
 }
@@ -303,6 +375,7 @@ int main(int argc, char **argv) {
     const char *model_path = DEFAULT_MODEL, *text_path = NULL, *plot_path = NULL;
     int n_tokens = DEFAULT_TOKENS, n_threads = 1, json = 0, i;
     lab_run runs[N_RUNS];
+    lab_sweep sw;
     double d[5];
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -344,9 +417,10 @@ int main(int argc, char **argv) {
     setup_runs(runs);
     for (i = 0; i < N_RUNS; i++) measure(model, &runs[i], ids, n_tokens, n_threads);
     order_tests(model, ids, PERM_TOKENS, d);
-    if (json) print_json(runs, cfg.n_layers, n_tokens, d);
-    else print_table(runs, cfg.n_layers, n_tokens, d);
-    if (plot_path) write_plot(plot_path, runs, cfg.n_layers);
+    sweep(model, ids, n_tokens, n_threads, &sw);
+    if (json) print_json(runs, cfg.n_layers, n_tokens, d, &sw);
+    else print_table(runs, cfg.n_layers, n_tokens, d, &sw);
+    if (plot_path) write_plot(plot_path, runs, cfg.n_layers, &sw);
 
     free(ids);
     free(text);

@@ -133,7 +133,8 @@ static void test_identity(const tfm_model *m, const int32_t *ids, size_t n) {
     ab.score_scale = 1.0f;
     ab.heads_kept = ~(uint64_t)0;
     CHECK(eval_all(m, &ab, NULL, 2, 0, ids, n, other) == 0);
-    CHECK_MSG(memcmp(base, other, nl * sizeof(float)) == 0, "identity ablations: maxdiff %g", max_abs_diff(base, other, nl));
+    CHECK_MSG(memcmp(base, other, nl * sizeof(float)) == 0, "identity ablations: maxdiff %g",
+              max_abs_diff(base, other, nl));
     CHECK(eval_all(m, NULL, &a.st, 2, 0, ids, n, other) == 0);
     CHECK_MSG(memcmp(base, other, nl * sizeof(float)) == 0, "hook on: maxdiff %g", max_abs_diff(base, other, nl));
     CHECK(eval_all(m, NULL, &b.st, 1, 5, ids, n, other) == 0); /* 1 thread, batches of 5 rows */
