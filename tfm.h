@@ -89,6 +89,8 @@
        that must survive that passes its own parallel_for (or n_threads 1).
        tfm_session_step_batch and tfm_session_decode_batch use all their sessions on the
        calling thread (and the lead's team).
+       The inspection hook's arrays (tfm_session_desc.stats) belong to one session: each task
+       of a pass writes only the slots of its own head and session, in token order.
 
    tfm does NOT: train, use a GPU, create threads of its own (OpenMP aside), print, exit, abort
    on bad input, keep global state, or allocate after create time.

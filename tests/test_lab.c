@@ -334,7 +334,7 @@ static void test_variance_dhead(void) {
         tiny_spec sp;
         tfm_model_desc md;
         tfm_model *m = NULL;
-        size_t bytes;
+        size_t bytes = 0;
         unsigned char *file;
         memset(&sp, 0, sizeof sp);
         sp.n_vocab = 64; sp.n_ctx = 64; sp.n_layers = 1; sp.n_heads = 2; sp.d_model = 64; sp.d_ff = 64;
