@@ -118,6 +118,13 @@ static double head_mean(const lab_stats *ls, int n_heads, int l, size_t field_of
     return n > 0.0 ? sum / n : NAN;
 }
 
+/* A host parallel_for that runs the tasks last to first: any order must give the same sums. */
+static void reversed_for(void *user, int n_tasks, tfm_task_fn task, void *task_ctx) {
+    int i;
+    (void)user;
+    for (i = n_tasks - 1; i >= 0; i--) task(task_ctx, i);
+}
+
 /* Defaults, identity settings and the hook: the same logits bit for bit; the hook's sums the
    same for 1 and 2 threads and for one batch or several. */
 static void test_identity(const tfm_model *m, const int32_t *ids, size_t n) {
@@ -145,6 +152,21 @@ static void test_identity(const tfm_model *m, const int32_t *ids, size_t n) {
     memset(b.st.layers, 0, b.n_layers * sizeof(tfm_layer_stats));
     CHECK(eval_all(m, NULL, &b.st, 1, 0, ids, n, other) == 0);
     CHECK(memcmp(a.st.layers, b.st.layers, a.n_layers * sizeof(tfm_layer_stats)) == 0);
+    { /* the tasks in reverse order, through the host's parallel_for (4 threads' worth of tasks) */
+        tfm_session_desc sd;
+        tfm_session *s = NULL;
+        memset(&sd, 0, sizeof sd);
+        memset(b.st.layers, 0, b.n_layers * sizeof(tfm_layer_stats));
+        memset(b.st.heads, 0, b.n_heads * sizeof(tfm_head_stats));
+        sd.stats = b.st;
+        sd.n_threads = 4;
+        sd.parallel_for = reversed_for;
+        CHECK(tfm_session_create(m, &sd, &s) == TFM_OK && tfm_session_eval(s, ids, n, 0, other) == TFM_OK);
+        tfm_session_destroy(s);
+        CHECK(memcmp(base, other, nl * sizeof(float)) == 0);
+        CHECK(memcmp(a.st.heads, b.st.heads, a.n_heads * sizeof(tfm_head_stats)) == 0);
+        CHECK(memcmp(a.st.layers, b.st.layers, a.n_layers * sizeof(tfm_layer_stats)) == 0);
+    }
     stats_free(&a);
     stats_free(&b);
     free(base);
