@@ -12,10 +12,10 @@ LDLIBS    = -lm
 SHARED   ?= ../shared
 PYTHON   ?= /usr/bin/python3
 
-PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench build/tfm-chat
+PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench build/tfm-chat build/tfm-lab
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test sanitize test-nosimd valgrind tsan thread-check check-compile unicode-check demo bench fuzz clean
+.PHONY: all test sanitize test-nosimd valgrind tsan thread-check check-compile unicode-check demo lab bench fuzz clean
 all: $(PROGRAMS)
 
 # Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/, every architecture)
@@ -186,6 +186,11 @@ demo: all build/demo.tfm
 	@echo "== build/tfm-generate -m build/demo.tfm -p \"$(DEMO_PROMPT)\" -n 160 --temp 0.8 --top-k 40 --repeat-penalty 1.1 --seed 42"
 	@build/tfm-generate -m build/demo.tfm -p "$(DEMO_PROMPT)" -n 160 --temp 0.8 --top-k 40 \
 	  --repeat-penalty 1.1 --seed 42
+
+# The lab on the demo model: every ablation's table (README "Why it works, measured") and the
+# chart models/demo/lab.svg, rewritten (examples/tfm-lab.c).
+lab: build/tfm-lab build/demo.tfm
+	build/tfm-lab build/demo.tfm --plot models/demo/lab.svg
 
 # libFuzzer (clang) over every reader: the .tfm loader, the tokenizer, chat templates, and
 # tfm-convert's JSON, GGUF, safetensors (Hugging Face), tokenizer.json and llama2.c readers

@@ -8,7 +8,8 @@
 #   npc: both characters speak, the restored save says what the original said, worst_step_ms;
 #   choose: the replies ranked best first, their log-probs equal to log-softmax of tfm-generate's
 #           dumped logits (computed here, in Python), the action one of the strings;
-#   pak: a model read through tfm_io from a pak continues a prompt as tfm-generate does.
+#   pak: a model read through tfm_io from a pak continues a prompt as tfm-generate does;
+#   tfm-lab: every ablation in the table, the permutation test passing, --json and --plot.
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0
 ok() { pass=$((pass + 1)); }
@@ -85,5 +86,16 @@ fi
 $GEN -m "$M" -p "In the beginning" -n 12 --temp 0 -t 1 > "$T/want" 2> /dev/null
 tail -n 1 "$T/pak.out" > "$T/got"
 cmp -s "$T/want" "$T/got" && ok || { bad "pak: the model read from the pak continues differently"; diff "$T/want" "$T/got" | head -4; }
+# tfm-lab: the table with every run, the permutation test passing (exit 0), --json that parses
+# with the baseline's perplexity below the residual ablation's, and an SVG.
+"$T/tfm-lab" "$M" -n 64 --plot "$T/lab.svg" > "$T/lab.out" 2> "$T/err" && ok || { bad "tfm-lab exit $?"; cat "$T/err"; }
+grep -q "invariant: PASS" "$T/lab.out" && grep -q "^no residual" "$T/lab.out" && ok || bad "tfm-lab: table or permutation test missing"
+grep -q "^<svg" "$T/lab.svg" && grep -q "</svg>" "$T/lab.svg" && ok || bad "tfm-lab --plot: no SVG"
+if [ -x "$PYTHON" ]; then
+  "$T/tfm-lab" "$M" -n 64 --json | "$PYTHON" -c '
+import json, sys
+d = json.load(sys.stdin); r = {x["name"]: x for x in d["runs"]}
+sys.exit(0 if d["permutation"]["invariant"] and r["baseline"]["ppl"] * 10 < r["no residual"]["ppl"] else 1)' && ok || bad "tfm-lab --json"
+fi
 echo "test_examples: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
