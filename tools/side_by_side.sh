@@ -2,17 +2,17 @@
 # Side by side: llama-bench and tfm-bench on the same GGUF files, back to back, per type and
 # thread count; prints both and the ratios (tfm.h / llama.cpp).
 # usage: tools/side_by_side.sh LLAMA_BENCH GGUF_DIR [types] [threads] [prompt] [decode]
-#   GGUF_DIR holds pythia410m-TYPE.gguf (../shared/bench/peer-setup.sh writes them); each is
-#   converted once to build/side/pythia410m-TYPE.tfm.
+#   GGUF_DIR holds SHAPE-TYPE.gguf (../shared/bench/peer-setup.sh writes them; SHAPE=pythia410m
+#   unless set, e.g. SHAPE=pythia160m); each is converted once to build/side/SHAPE-TYPE.tfm.
 #   e.g. tools/side_by_side.sh ../llama.cpp/build/bin/llama-bench ../peer-models "q8_0 q4_0" "1 2"
 set -eu
 L=${1:?usage: side_by_side.sh LLAMA_BENCH GGUF_DIR [types] [threads] [prompt] [decode]}
 D=${2:?GGUF_DIR}
 TYPES=${3:-"f32 f16 q8_0 q4_0 q4_k_m"}; THREADS=${4:-"1 2"}; P=${5:-128}; N=${6:-32}
-B=${BIN:-build}
+B=${BIN:-build}; S=${SHAPE:-pythia410m}
 mkdir -p build/side
 for ty in $TYPES; do
-  g=$D/pythia410m-$ty.gguf; t=build/side/pythia410m-$ty.tfm
+  g=$D/$S-$ty.gguf; t=build/side/$S-$ty.tfm
   [ -f "$t" ] || "$B/tfm-convert" "$g" -o "$t" > /dev/null
   for th in $THREADS; do
     l=$("$L" -m "$g" -p "$P" -n "$N" -t "$th" -r 3 -o csv 2>/dev/null |
