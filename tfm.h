@@ -2554,14 +2554,13 @@ TFM__PRIVATE void tfm__rmsnorm(float *out, const float *x, const float *w, int n
 #define TFM__EXP_BIAS 127 /* float exponent bias */
 
 TFM__PRIVATE float tfm__exp(float x) {
-    float xc, n, r, p, scale;
+    float n, r, p, scale;
     uint32_t bits;
     if (x != x) return x;
     if (x < TFM__EXP_LO) return 0.0f;
     if (x > TFM__EXP_HI) return INFINITY;
-    xc = x;
-    n = floorf(fmaf(xc, TFM__LOG2E, 0.5f));
-    r = fmaf(n, -TFM__LN2_HI, xc);
+    n = floorf(fmaf(x, TFM__LOG2E, 0.5f));
+    r = fmaf(n, -TFM__LN2_HI, x);
     r = fmaf(n, -TFM__LN2_LO, r);
     p = fmaf(TFM__EXP_C7, r, TFM__EXP_C6);
     p = fmaf(p, r, TFM__EXP_C5);
