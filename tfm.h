@@ -3437,18 +3437,6 @@ TFM__PRIVATE size_t tfm__kq_scratch_bytes(int cols) {
 
 TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xffff) | (uint32_t)(hi & 0xffff) << 16; }
 
-/* o->flip and o->sc_pair for n_sub sub-blocks. */
-TFM__PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
-    int c, i, len = TFM__QK_K / n_sub;
-    o->flip = 0;
-    for (c = 0; c < n_sub; c++) {
-        int32_t sum = 0;
-        for (i = 0; i < len; i++) sum += o->codes[c * len + i];
-        o->flip += TFM__Q8_FLIP * o->sc[c] * sum;
-        o->sc_pair[c] = tfm__pair16(o->sc[c], o->sc[c]);
-    }
-}
-
 /* --- q4_k, q5_k and q6_k, AVX2 and AVX-512 ---
    Activations in rows (G = 1 for Q8_K at any batch size); one weight row at a time, its
    super-blocks' scales unpacked once and used for every token. Per sub-block the codes times the
@@ -3586,6 +3574,30 @@ TFM__PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
                 for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];      \
         }                                                                                                 \
     }                                                                                                     \
+    /* o->flip and o->sc_pair for n_sub (8 or 16) sub-blocks: each sub-block's code sum from the sums \
+       of absolute differences of codes + 128 against zero (psadbw: four sums of 8 bytes). */            \
+    T TFM__PRIVATE void tfm__##P##_kq_finish(tfm__kq_sb *o, int n_sub) {                                 \
+        const __m256i flip = _mm256_set1_epi8((char)TFM__Q8_FLIP);                                        \
+        int32_t sum[TFM__Q6_K_SUB];                                                                       \
+        int k, c;                                                                                         \
+        for (k = 0; k < TFM__QK_K / 32; k++) {                                                            \
+            __m256i v = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, o->codes + 32 * k))); \
+            __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(v, flip), _mm256_setzero_si256());             \
+            int32_t lo = (int32_t)(_mm256_extract_epi64(sad, 0) + _mm256_extract_epi64(sad, 1)) - 16 * TFM__Q8_FLIP; \
+            int32_t hi = (int32_t)(_mm256_extract_epi64(sad, 2) + _mm256_extract_epi64(sad, 3)) - 16 * TFM__Q8_FLIP; \
+            if (n_sub == TFM__Q6_K_SUB) {                                                                 \
+                sum[2 * k] = lo;                                                                          \
+                sum[2 * k + 1] = hi;                                                                      \
+            } else {                                                                                      \
+                sum[k] = lo + hi;                                                                         \
+            }                                                                                             \
+        }                                                                                                 \
+        o->flip = 0;                                                                                      \
+        for (c = 0; c < n_sub; c++) {                                                                     \
+            o->flip += TFM__Q8_FLIP * o->sc[c] * sum[c];                                                  \
+            o->sc_pair[c] = tfm__pair16(o->sc[c], o->sc[c]);                                              \
+        }                                                                                                 \
+    }                                                                                                     \
     /* One row's super-block for the batched kernels (tfm__kq_sb). */                                  \
     T TFM__PRIVATE void tfm__##P##_kq_unpack(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *o) {      \
         const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1); \
@@ -3626,7 +3638,7 @@ TFM__PRIVATE void tfm__kq_finish(tfm__kq_sb *o, int n_sub) {
             o->d = tfm__avx2_h2f(blk);                                                                    \
             o->dmin = tfm__avx2_h2f(blk + 2);                                                             \
         }                                                                                                 \
-        tfm__kq_finish(o, dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_SUB : TFM__Q4_K_SUB);                         \
+        tfm__##P##_kq_finish(o, dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_SUB : TFM__Q4_K_SUB);                         \
     }                                                                                                     \
     /* Rows [r, r + TFM__KQ_ROWS) of m (the last one repeated past r1), every super-block, unpacked. */ \
     T TFM__PRIVATE void tfm__##P##_kq_unpack_rows(const tfm__mm *m, int r, int r1, tfm__kq_sb *out) {      \
