@@ -4056,12 +4056,10 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_config(void) {
 }
 
 /* The float step for 16 rows of one C tile: acc[i] (16 tokens of row i) += sums x d_w d_x. */
-TFM__T_AMX TFM__PRIVATE void tfm__amx_step(const int32_t *c, const float *dw, __m512 dx, __m512i zs, __m512 *acc) {
+TFM__T_AMX TFM__ALWAYS_INLINE void tfm__amx_step(const int32_t *c, const float *dw, __m512 dx, __m512 *acc) {
     int i;
-    for (i = 0; i < TFM__AMX_ROWS; i++) {
-        __m512i isum = _mm512_sub_epi32(_mm512_loadu_si512(c + 16 * i), zs);
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(_mm512_set1_ps(dw[i]), dx), acc[i]);
-    }
+    TFM__UNROLL for (i = 0; i < TFM__AMX_ROWS; i++)
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16 * i)), _mm512_mul_ps(_mm512_set1_ps(dw[i]), dx), acc[i]);
 }
 
 /* Tile product of block j into C tile CT (A tile AT, B tile BT: immediates, as AMX wants). */
@@ -4070,42 +4068,50 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_step(const int32_t *c, const float *dw, __
         _tile_zero(CT);                                                                                  \
         _tile_loadd(AT, a_base + (size_t)(j) * a_block, (long long)a_stride);                            \
         _tile_loadd(BT, qa->q + (g0 + (size_t)(j)) * TFM__QK * TFM__GROUP, 64);                          \
-        if (unsigned_a) _tile_dpbusd(CT, AT, BT);                                                        \
-        else _tile_dpbssd(CT, AT, BT);                                                                   \
+        _tile_dpbssd(CT, AT, BT);                                                                        \
     } while (0)
 
-/* 16 rows from r (A: a_base, rows a_stride bytes apart, block j at + j * a_block; dw_all their
-   scales [n_blocks][16]) x the 16 tokens of group g. zero: the weights' zero point (q4_0). The
-   product of block j + 1 is issued before the sums of block j are read. */
+/* acc[i] (16 tokens of row r + i, token group g) into y [token][row] with the bias: transposed
+   through a 16 x 16 buffer, so each token's 16 rows are one store. */
+TFM__T_AMX TFM__PRIVATE void tfm__avx512_put16(const tfm__mm *m, const __m512 *acc, int g, int r) {
+    float buf[TFM__AMX_ROWS * TFM__GROUP];
+    __m512i col = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                     _mm512_set1_epi32(TFM__GROUP));
+    __m512 bias = m->bias ? _mm512_loadu_ps(m->bias + r) : _mm512_setzero_ps();
+    float *y = m->y + (size_t)g * TFM__GROUP * m->y_stride + (size_t)r;
+    int i, t, n = m->n_b - g * TFM__GROUP < TFM__GROUP ? m->n_b - g * TFM__GROUP : TFM__GROUP;
+    TFM__UNROLL for (i = 0; i < TFM__AMX_ROWS; i++) _mm512_storeu_ps(buf + TFM__GROUP * i, acc[i]);
+    for (t = 0; t < n; t++) {
+        __m512 v = _mm512_i32gather_ps(_mm512_add_epi32(col, _mm512_set1_epi32(t)), buf, 4);
+        _mm512_storeu_ps(y + (size_t)t * m->y_stride, m->bias ? _mm512_add_ps(v, bias) : v);
+    }
+}
+
+/* 16 rows from r (A: a_base, signed codes, rows a_stride bytes apart, block j at + j * a_block;
+   dw_all their scales [n_blocks][16]) x the 16 tokens of group g. The product of block j + 1 is
+   issued before the sums of block j are read. */
 TFM__T_AMX TFM__PRIVATE void tfm__amx_tile_rows(const tfm__mm *m, const unsigned char *a_base, size_t a_stride,
-                                               size_t a_block, const float *dw_all, bool unsigned_a, int zero,
-                                               int g, int r) {
+                                               size_t a_block, const float *dw_all, int g, int r) {
     const tfm__qacts *qa = m->qa;
-    int32_t c[TFM__AMX_ROWS * TFM__GROUP];
+    int32_t c[2][TFM__AMX_ROWS * TFM__GROUP];
     __m512 acc[TFM__AMX_ROWS];
-    float out[TFM__GROUP];
-    int i, j, t, nb = qa->n_blocks;
+    int i, j, nb = qa->n_blocks;
     size_t g0 = (size_t)g * (size_t)nb;
-    for (i = 0; i < TFM__AMX_ROWS; i++) acc[i] = _mm512_setzero_ps();
+    TFM__UNROLL for (i = 0; i < TFM__AMX_ROWS; i++) acc[i] = _mm512_setzero_ps();
     TFM__AMX_PRODUCT(0, 2, 4, 0);
     for (j = 0; j < nb; j++) {
-        size_t bi = g0 + (size_t)j;
-        __m512i s = _mm512_loadu_si512(qa->s + bi * TFM__GROUP);
-        __m512i zs = _mm512_mullo_epi32(s, _mm512_set1_epi32(zero));
         if (j % 2 == 0) {
             if (j + 1 < nb) TFM__AMX_PRODUCT(1, 3, 5, j + 1);
-            _tile_stored(0, c, 64);
+            _tile_stored(0, c[0], 64);
         } else {
             if (j + 1 < nb) TFM__AMX_PRODUCT(0, 2, 4, j + 1);
-            _tile_stored(1, c, 64);
+            _tile_stored(1, c[1], 64);
         }
-        tfm__amx_step(c, dw_all + (size_t)j * TFM__AMX_ROWS, _mm512_loadu_ps(qa->d + bi * TFM__GROUP), zs, acc);
+        if (j > 0)
+            tfm__amx_step(c[(j - 1) % 2], dw_all + (size_t)(j - 1) * TFM__AMX_ROWS, _mm512_loadu_ps(qa->d + (g0 + (size_t)j - 1) * TFM__GROUP), acc);
     }
-    for (i = 0; i < TFM__AMX_ROWS; i++) {
-        _mm512_storeu_ps(out, acc[i]);
-        for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++)
-            m->y[(size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)(r + i)] = m->bias ? out[t] + m->bias[r + i] : out[t];
-    }
+    tfm__amx_step(c[(nb - 1) % 2], dw_all + (size_t)(nb - 1) * TFM__AMX_ROWS, _mm512_loadu_ps(qa->d + (g0 + (size_t)nb - 1) * TFM__GROUP), acc);
+    tfm__avx512_put16(m, acc, g, r);
 }
 
 /* Scratch of one task: 16 rows of unpacked q4_0 codes plus the 16 rows' scales per block. */
@@ -4114,29 +4120,40 @@ TFM__PRIVATE size_t tfm__amx_scratch_bytes(int cols) {
 }
 
 
+/* Share g of n of the weight rows [r, r + 16) of w (the next tile's, fetched while this one
+   computes; none past the task's r1). */
+TFM__PRIVATE void tfm__amx_prefetch(const tfm__tensor *w, int r, int r1, int g, int n) {
+    size_t bytes = r + TFM__AMX_ROWS <= r1 ? (size_t)TFM__AMX_ROWS * w->row_bytes : 0, l;
+    const unsigned char *base = bytes ? tfm__tensor_at(w, r) : NULL;
+    for (l = bytes * (size_t)g / (size_t)n / TFM__ALIGN * TFM__ALIGN; l < bytes * (size_t)(g + 1) / (size_t)n; l += TFM__ALIGN)
+        TFM__PREFETCH(base + l);
+}
+
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
     const tfm__tensor *w = m->w;
     int nb = w->cols / TFM__QK, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, i, j;
     size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u, codes_bytes = (size_t)TFM__AMX_ROWS * (size_t)w->cols;
     float *dw = TFM__CAST(float *, TFM__CAST(void *, scratch + codes_bytes));
-    const __m128i low4 = _mm_set1_epi8(0xf);
+    const __m128i low4 = _mm_set1_epi8(0xf), zero = _mm_set1_epi8(TFM__Q4_0_ZERO);
     tfm__amx_config();
     for (r = r0; r + TFM__AMX_ROWS <= r1; r += TFM__AMX_ROWS) {
         const unsigned char *w0 = tfm__tensor_at(w, r);
         for (j = 0; j < nb; j++)
             for (i = 0; i < TFM__AMX_ROWS; i++) dw[j * TFM__AMX_ROWS + i] = tfm__avx2_h2f(w0 + (size_t)i * w->row_bytes + (size_t)j * bb);
-        if (ty == TFM_DTYPE_Q4_0) { /* unpack: scratch [16 rows][cols] codes 0..15 */
+        if (ty == TFM_DTYPE_Q4_0) { /* unpack: scratch [16 rows][cols] codes -8..7 */
             for (i = 0; i < TFM__AMX_ROWS; i++)
                 for (j = 0; j < nb; j++) {
                     __m128i b = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, w0 + (size_t)i * w->row_bytes + (size_t)j * bb + 2)));
                     unsigned char *o = scratch + (size_t)i * (size_t)w->cols + (size_t)j * TFM__QK;
-                    _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, o)), _mm_and_si128(b, low4));
-                    _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, o + 16)), _mm_and_si128(_mm_srli_epi16(b, 4), low4));
+                    _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, o)), _mm_sub_epi8(_mm_and_si128(b, low4), zero));
+                    _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, o + 16)),
+                                     _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), low4), zero));
                 }
-            for (g = 0; g < n_groups; g++)
-                tfm__amx_tile_rows(m, scratch, (size_t)w->cols, TFM__QK, dw, true, TFM__Q4_0_ZERO, g, r);
-        } else {
-            for (g = 0; g < n_groups; g++) tfm__amx_tile_rows(m, w0 + 2, w->row_bytes, bb, dw, false, 0, g, r);
+        }
+        for (g = 0; g < n_groups; g++) {
+            tfm__amx_prefetch(w, r + TFM__AMX_ROWS, r1, g, n_groups);
+            if (ty == TFM_DTYPE_Q4_0) tfm__amx_tile_rows(m, scratch, (size_t)w->cols, TFM__QK, dw, g, r);
+            else tfm__amx_tile_rows(m, w0 + 2, w->row_bytes, bb, dw, g, r);
         }
     }
     _tile_release();
