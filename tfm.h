@@ -3836,6 +3836,24 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q(const tfm__mm *m, int r
 
 TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512)
 
+/* The code sums of 32 (sub-blocks 2p, 2p + 1 as int16 pairs) of 16 tokens, from their sums of 16
+   s16 [16][16 tokens]. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_kq_pairs(const int32_t *s16, __m512i *pz) {
+    int p;
+    TFM__UNROLL for (p = 0; p < TFM__Q4_K_SUB / 2; p++) {
+        __m512i lo = _mm512_add_epi32(_mm512_loadu_si512(s16 + TFM__GROUP * (4 * p)), _mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 1)));
+        __m512i hi = _mm512_add_epi32(_mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 2)), _mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 3)));
+        pz[p] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(hi, 16));
+    }
+}
+/* imin of one row (its mins as int16 pairs) for 16 tokens: sum_c min_c (code sum of c). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_kq_imin(const uint32_t *mins, const __m512i *pz) {
+    __m512i imin = _mm512_setzero_si512();
+    int p;
+    TFM__UNROLL for (p = 0; p < TFM__Q4_K_SUB / 2; p++) imin = _mm512_dpwssd_epi32(imin, _mm512_set1_epi32((int)mins[p]), pz[p]);
+    return imin;
+}
+
 /* A batch of q4_k / q5_k / q6_k: per TFM__KQ_ROWS rows (unpacked into scratch once) x 16 tokens.
    The activation codes flipped to x + 128 (unsigned) times the weight codes (signed, broadcast)
    are summed exactly per sub-block (vpdpbusd), times its scale (vpmulld) and added up; less
@@ -3850,7 +3868,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_kq_step(const tfm__kq_sb *w, c
     const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
     __m512 dx = _mm512_loadu_ps(qa->d + bi * TFM__GROUP);
     __m512i isum[TFM__KQ_ROWS];
-    int c, k, i, p;
+    int c, k, i;
     TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) isum[i] = _mm512_set1_epi32(-w[i].flip);
     for (c = 0; c < n_sub; c += TFM__KQ_SUBS) {
         __m512i dot[TFM__KQ_SUBS][TFM__KQ_ROWS];
@@ -3876,14 +3894,9 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_kq_step(const tfm__kq_sb *w, c
             acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(_mm512_set1_ps(w[i].d), dx), acc[i]);
     } else {
         __m512i pz[TFM__Q4_K_SUB / 2];
-        TFM__UNROLL for (p = 0; p < TFM__Q4_K_SUB / 2; p++) { /* sums of 32 codes of sub-blocks 2p, 2p + 1 in int16 */
-            __m512i lo = _mm512_add_epi32(_mm512_loadu_si512(s16 + TFM__GROUP * (4 * p)), _mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 1)));
-            __m512i hi = _mm512_add_epi32(_mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 2)), _mm512_loadu_si512(s16 + TFM__GROUP * (4 * p + 3)));
-            pz[p] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(hi, 16));
-        }
+        tfm__avx512_kq_pairs(s16, pz);
         TFM__UNROLL for (i = 0; i < TFM__KQ_ROWS; i++) {
-            __m512i imin = _mm512_setzero_si512();
-            TFM__UNROLL for (p = 0; p < TFM__Q4_K_SUB / 2; p++) imin = _mm512_dpwssd_epi32(imin, _mm512_set1_epi32((int)w[i].mins[p]), pz[p]);
+            __m512i imin = tfm__avx512_kq_imin(w[i].mins, pz);
             acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(_mm512_set1_ps(w[i].d), dx), acc[i]);
             acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(_mm512_set1_ps(w[i].dmin), dx), acc[i]);
         }
@@ -4168,6 +4181,136 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q4_0(const tfm__mm *m, int r0, int r1, 
     if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
     else tfm__amx_mm(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
 }
+
+/* --- AMX: the batched q4_k / q5_k / q6_k product on tiles ---
+   The sub-block scales go into the weights: each weight becomes w' = scale x code (q6_k: its
+   zero point taken first), exact in int16, stored as two int8 planes w' = 128 hi + lo (lo
+   0..127), unpacked once per 16 rows and used by every token group. A super-block of 16 rows x
+   16 tokens is then 4 tile products of 64 codes per plane into one C tile per plane: isum =
+   128 C_hi + C_lo is the scalar twin's exact sum. The mins (q4_k, q5_k) times the code sums are
+   a small product left to the vector unit (vpdpwssd, as the VNNI kernel), which runs beside
+   the tiles; then the twin's two float steps. */
+#define TFM__AMX_KQ_PLANES 2 /* hi, lo */
+#define TFM__AMX_KQ_SHIFT 7  /* w' = hi << 7 + lo */
+#define TFM__AMX_KQ_K 64     /* codes per tile product */
+
+/* Scratch of one task: the planes [2][16 rows][cols], d and dmin [n_blocks][16], the mins as
+   int16 pairs [n_blocks][16][4], one unpacked super-block. */
+TFM__PRIVATE size_t tfm__amx_kq_scratch_bytes(int cols) {
+    return (size_t)TFM__AMX_KQ_PLANES * TFM__AMX_ROWS * (size_t)cols +
+           (2 * sizeof(float) + sizeof(uint32_t) * TFM__Q4_K_SUB / 2) * TFM__AMX_ROWS * (size_t)(cols / TFM__QK_K) +
+           sizeof(tfm__kq_sb);
+}
+
+/* Tiles 0, 1 C (16 x 16 int32), 3 B (16 quads x 16 tokens), 4, 5 A (16 rows x 64 codes). */
+TFM__T_AMX TFM__PRIVATE void tfm__amx_config_kq(void) {
+    tfm__tilecfg cfg;
+    int i;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (i = 0; i < 7; i++) {
+        cfg.rows[i] = 16;
+        cfg.colsb[i] = 64;
+    }
+    __asm__ volatile("" : : "r"(&cfg) : "memory");
+    _tile_loadconfig(&cfg);
+}
+
+/* One row's super-block blk into the planes at hi, lo (256 codes each), its d, dmin and mins. */
+TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_planes(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *u, signed char *hi,
+                                               signed char *lo, float *d, float *dmin, uint32_t *mins) {
+    bool q6 = dt == TFM_DTYPE_Q6_K;
+    int k;
+    tfm__avx512_kq_unpack(dt, blk, u);
+    for (k = 0; k < TFM__QK_K; k += 32) {
+        __m512i c = _mm512_cvtepi8_epi16(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, u->codes + k))));
+        __m512i sc = q6 ? _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)u->sc[k / 16])),
+                                             _mm256_set1_epi16((short)u->sc[k / 16 + 1]), 1)
+                        : _mm512_set1_epi16((short)u->sc[k / 32]);
+        __m512i w = _mm512_mullo_epi16(c, sc);
+        _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, hi + k)), _mm512_cvtepi16_epi8(_mm512_srai_epi16(w, TFM__AMX_KQ_SHIFT)));
+        _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, lo + k)),
+                            _mm512_cvtepi16_epi8(_mm512_and_si512(w, _mm512_set1_epi16((1 << TFM__AMX_KQ_SHIFT) - 1))));
+    }
+    for (k = 0; k < TFM__Q4_K_SUB / 2; k++) mins[k] = q6 ? 0 : u->mins[k];
+    *d = u->d;
+    *dmin = u->dmin;
+}
+
+/* 16 rows from r (their planes, rows cols apart; dw, dmw [n_blocks][16], mn [n_blocks][16][4])
+   x token group g. */
+TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_tile_rows(const tfm__mm *m, const signed char *planes, const float *dw,
+                                                  const float *dmw, const uint32_t *mn, bool mins, int g, int r) {
+    const tfm__qacts *qa = m->qa;
+    int nb = qa->n_blocks, j, k, i;
+    size_t cols = (size_t)nb * TFM__QK_K, plane = (size_t)TFM__AMX_ROWS * cols;
+    int32_t c[TFM__AMX_KQ_PLANES][TFM__AMX_ROWS * TFM__GROUP];
+    __m512 acc[TFM__AMX_ROWS];
+    (void)plane;
+    TFM__UNROLL for (i = 0; i < TFM__AMX_ROWS; i++) acc[i] = _mm512_setzero_ps();
+    for (j = 0; j < nb; j++) {
+        size_t bi = (size_t)g * (size_t)nb + (size_t)j;
+        const int8_t *b = qa->q + bi * TFM__QK_K * TFM__GROUP; /* [64 quads][16 tokens][4] */
+        const signed char *a = planes + (size_t)j * TFM__QK_K;
+        __m512 dx = _mm512_loadu_ps(qa->d + bi * TFM__GROUP);
+        __m512i pz[TFM__Q4_K_SUB / 2];
+        _tile_zero(0);
+        _tile_zero(1);
+        for (k = 0; k < TFM__QK_K; k += TFM__AMX_KQ_K) {
+            _tile_loadd(3, b + (size_t)k * TFM__GROUP, 64);
+            _tile_loadd(4, a + k, (long long)cols);
+            _tile_loadd(5, a + plane + (size_t)k, (long long)cols);
+            _tile_dpbssd(0, 4, 3);
+            _tile_dpbssd(1, 5, 3);
+        }
+        if (mins) tfm__avx512_kq_pairs(qa->s + bi * (TFM__QK_K / 16) * TFM__GROUP, pz);
+        _tile_stored(0, c[0], 64);
+        _tile_stored(1, c[1], 64);
+        TFM__UNROLL for (i = 0; i < TFM__AMX_ROWS; i++) {
+            size_t at = (size_t)j * TFM__AMX_ROWS + (size_t)i;
+            __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_loadu_si512(c[0] + 16 * i), TFM__AMX_KQ_SHIFT),
+                                            _mm512_loadu_si512(c[1] + 16 * i));
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(_mm512_set1_ps(dw[at]), dx), acc[i]);
+            if (mins)
+                acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(tfm__avx512_kq_imin(mn + at * (TFM__Q4_K_SUB / 2), pz)),
+                                          _mm512_mul_ps(_mm512_set1_ps(dmw[at]), dx), acc[i]);
+        }
+    }
+    tfm__avx512_put16(m, acc, g, r);
+}
+
+TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    const tfm__tensor *w = m->w;
+    int nb = w->cols / TFM__QK_K, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, i, j;
+    size_t cols = (size_t)w->cols, plane = (size_t)TFM__AMX_ROWS * cols, bb = (size_t)tfm__dtype_of(w->dtype).info.block_bytes;
+    signed char *planes = TFM__CAST(signed char *, TFM__CAST(void *, scratch));
+    float *dw = TFM__CAST(float *, TFM__CAST(void *, scratch + TFM__AMX_KQ_PLANES * plane)), *dmw = dw + (size_t)nb * TFM__AMX_ROWS;
+    uint32_t *mn = TFM__CAST(uint32_t *, TFM__CAST(void *, dmw + (size_t)nb * TFM__AMX_ROWS)); /* [nb][16][4] */
+    tfm__kq_sb *u = TFM__CAST(tfm__kq_sb *, TFM__CAST(void *, mn + (size_t)nb * TFM__AMX_ROWS * TFM__Q4_K_SUB / 2));
+    bool mins = w->dtype != TFM_DTYPE_Q6_K;
+    if (m->qa->group == 1) {
+        tfm__avx512_gemv_kquant(m, r0, r1);
+        return;
+    }
+    tfm__amx_config_kq();
+    for (r = r0; r + TFM__AMX_ROWS <= r1; r += TFM__AMX_ROWS) {
+        for (i = 0; i < TFM__AMX_ROWS; i++) {
+            const unsigned char *row = tfm__tensor_at(w, r + i);
+            for (j = 0; j < nb; j++) {
+                size_t at = (size_t)i * cols + (size_t)j * TFM__QK_K;
+                size_t k = (size_t)j * TFM__AMX_ROWS + (size_t)i;
+                tfm__amx_kq_planes(w->dtype, row + (size_t)j * bb, u, planes + at, planes + plane + at, &dw[k], &dmw[k],
+                                   mn + k * (TFM__Q4_K_SUB / 2));
+            }
+        }
+        for (g = 0; g < n_groups; g++) {
+            tfm__amx_prefetch(w, r + TFM__AMX_ROWS, r1, g, n_groups);
+            tfm__amx_kq_tile_rows(m, planes, dw, dmw, mn, mins, g, r);
+        }
+    }
+    _tile_release();
+    if (r < r1) tfm__avx512_gemm_kquant(m, r, r1, scratch); /* fewer than 16 rows left */
+}
 #endif /* TFM__X86_AMX */
 
 /* >>dispatch -------------------------------------------------------------------------------------
@@ -4210,7 +4353,7 @@ TFM__PRIVATE size_t tfm__avx512_scratch_bytes(int cols) {
 #endif
 #ifdef TFM__X86_AMX
 TFM__PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
-    return tfm__max_size(tfm__amx_scratch_bytes(cols), tfm__avx512_scratch_bytes(cols));
+    return tfm__max_size(tfm__max_size(tfm__amx_scratch_bytes(cols), tfm__amx_kq_scratch_bytes(cols)), tfm__avx512_scratch_bytes(cols));
 }
 #endif
 #ifdef TFM__NEON
@@ -4280,7 +4423,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AMX
     case TFM__SET_AMX:
         tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
-                      tfm__amx_mm_q4_0, tfm__avx512_mm_kquant);
+                      tfm__amx_mm_q4_0, tfm__amx_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->axpy = tfm__avx512_axpy;
