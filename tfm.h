@@ -2218,16 +2218,23 @@ TFM__PRIVATE float tfm__dot_half_scalar(const unsigned char *w, bool bf16, const
     return tfm__lanes_sum(acc);
 }
 
-/* y[0..n) += a * x[0..n), one fused multiply-add per element (the attention value sum). */
-TFM__PRIVATE void tfm__axpy_scalar(float *y, float a, const float *x, int n) {
-    int i;
-    for (i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+/* Attention's value sum: out[0..d_head) += sum over j < n of w[j] v_j, v_j the row at v + j *
+   stride elements, one fused multiply-add per element and key in increasing j. v in f32, or f16
+   for the _h twin (a half-precision KV cache). */
+TFM__PRIVATE void tfm__values_scalar(const float *w, const unsigned char *v, size_t stride, int n, int d_head,
+                                    float *out) {
+    int j, i;
+    for (j = 0; j < n; j++) {
+        const float *vj = TFM__CAST(const float *, TFM__CAST(const void *, v + 4 * (size_t)j * stride));
+        for (i = 0; i < d_head; i++) out[i] = fmaf(w[j], vj[i], out[i]);
+    }
 }
 
-/* y[0..n) += a * x[0..n) with x in f16 (a half-precision KV cache's values). */
-TFM__PRIVATE void tfm__axpy_h_scalar(float *y, float a, const unsigned char *x, int n) {
-    int i;
-    for (i = 0; i < n; i++) y[i] = fmaf(a, tfm__rd_f16(x + 2 * i), y[i]);
+TFM__PRIVATE void tfm__values_h_scalar(const float *w, const unsigned char *v, size_t stride, int n, int d_head,
+                                      float *out) {
+    int j, i;
+    for (j = 0; j < n; j++)
+        for (i = 0; i < d_head; i++) out[i] = fmaf(w[j], tfm__rd_f16(v + 2 * ((size_t)j * stride + (size_t)i)), out[i]);
 }
 
 /* Attention scores of one query against n keys stored transposed, kt[d][j] with rows `stride`
@@ -2713,7 +2720,7 @@ TFM__PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    the integer block rule written there), so a set is chosen for speed only. The rest of the
    file reaches them through a tfm__isa table (>>dispatch) and never sees an intrinsic.
 
-   The float kernels (f32, f16, bf16 weights; attention's dot and axpy) are written once, in
+   The float kernels (f32, f16, bf16 weights; attention's dot, scores and value sums) are written once, in
    TFM__FLOAT_KERNELS, against a small vector layer: a 16-lane float vector and its operations
    (zero, set1, load f32 / f16 / bf16, fma, store, and sum: the lanes in tfm__lanes_sum's order), defined per set
    (one __m512, two __m256, four float32x4_t). The integer kernels differ too much between
@@ -2779,7 +2786,9 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
 /* The float kernels of one set P (its vector layer is tfm__P_v and tfm__P_<op>), T its target
    attribute, R x C the register block of the batched product (rows x tokens):
      tfm__P_dot     the float dot product (attention q . k)
-     tfm__P_axpy    y += a x, one fma per element (attention's value sum)
+     tfm__P_values_f32, _f16   attention's value sum (tfm__values_scalar's chains), 64 outputs
+                    kept in registers over all the keys
+     tfm__P_scores_f32, _f16   attention scores, 4 x 16 keys per pass (independent chains)
      tfm__P_mm_f32, _f16, _bf16   matrix kernels (tfm__mm_fn): one token -> 4 rows at a time
                     with the next rows prefetched; a batch -> R rows x C tokens at a time,
                     every weight row read once per C tokens. Rows and tokens past the end of a
@@ -2797,52 +2806,91 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
         for (l = 0; k + l < n; l++) lanes[l] = fmaf(a[k + l], b[k + l], lanes[l]);                        \
         return tfm__lanes_sum(lanes);                                                                     \
     }                                                                                                     \
-    T TFM__PRIVATE void tfm__##P##_axpy(float *y, float a, const float *x, int n) {                       \
-        tfm__##P##_v va = tfm__##P##_set1(a);                                                             \
-        int k = 0;                                                                                        \
-        for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
-            tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld(x + k), tfm__##P##_ld(y + k)));         \
-        for (; k < n; k++) y[k] = fmaf(a, x[k], y[k]);                                                    \
-    }                                                                                                     \
-    T TFM__PRIVATE void tfm__##P##_axpy_h(float *y, float a, const unsigned char *x, int n) {             \
-        tfm__##P##_v va = tfm__##P##_set1(a);                                                             \
-        int k = 0;                                                                                        \
-        for (; k + TFM__LANES <= n; k += TFM__LANES)                                                      \
-            tfm__##P##_st(y + k, tfm__##P##_fma(va, tfm__##P##_ld_h(x + 2 * k), tfm__##P##_ld(y + k)));   \
-        for (; k < n; k++) y[k] = fmaf(a, tfm__w_f16(x, k), y[k]);                                        \
-    }                                                                                                     \
-    TFM__SCORES(P, T, f32, tfm__##P##_ld_w32, tfm__w_f32, 4)                                              \
-    TFM__SCORES(P, T, f16, tfm__##P##_ld_h, tfm__w_f16, 2)                                                \
+    TFM__VALUES(P, T, f32, tfm__##P##_ld_w32, tfm__w_f32, 4)                                              \
+    TFM__VALUES(P, T, f16, tfm__##P##_ld_h, tfm__w_f16, 2)                                                \
+    TFM__SCORES(P, T, f32, tfm__##P##_ld_w32, 4)                                                          \
+    TFM__SCORES(P, T, f16, tfm__##P##_ld_h, 2)                                                            \
     TFM__FLOAT_MM(P, T, R, C, f32, tfm__##P##_ld_w32, tfm__w_f32)                                         \
     TFM__FLOAT_MM(P, T, R, C, f16, tfm__##P##_ld_h, tfm__w_f16)                                           \
     TFM__FLOAT_MM(P, T, R, C, bf16, tfm__##P##_ld_b, tfm__w_bf16)
 
-/* Attention scores (tfm__scores_scalar's chains), 16 keys per vector; the keys past the last
-   whole vector one chain each. ESZ: bytes per cached element. */
-#define TFM__SCORES(P, T, W, LD, WS, ESZ)                                                                 \
+/* Attention scores (tfm__scores_scalar's chains), 16 keys per vector, four vectors at once (a
+   chain of d_head dependent fmas each). The keys past the last whole vector are one more: it
+   reads up to 15 elements past the n keys of each row of kt, which the caller provides (the
+   key cache is padded by TFM__LANES elements), and drops their lanes. ESZ: bytes per cached
+   element. */
+#define TFM__SCORES(P, T, W, LD, ESZ)                                                                     \
     T TFM__PRIVATE void tfm__##P##_scores_##W(const float *q, const unsigned char *kt, size_t stride, int d_head, \
-                                              int n, float *out) {                                       \
+                                              int n, float *out) {                                        \
         int j = 0, d;                                                                                     \
+        for (; j + 4 * TFM__LANES <= n; j += 4 * TFM__LANES) {                                            \
+            tfm__##P##_v a0 = tfm__##P##_zero(), a1 = a0, a2 = a0, a3 = a0;                               \
+            for (d = 0; d < d_head; d++) {                                                                \
+                tfm__##P##_v qd = tfm__##P##_set1(q[d]);                                                  \
+                a0 = tfm__##P##_fma(qd, LD(kt + ESZ * ((size_t)d * stride + (size_t)(j))), a0);           \
+                a1 = tfm__##P##_fma(qd, LD(kt + ESZ * ((size_t)d * stride + (size_t)(j + TFM__LANES))), a1); \
+                a2 = tfm__##P##_fma(qd, LD(kt + ESZ * ((size_t)d * stride + (size_t)(j + 2 * TFM__LANES))), a2); \
+                a3 = tfm__##P##_fma(qd, LD(kt + ESZ * ((size_t)d * stride + (size_t)(j + 3 * TFM__LANES))), a3); \
+            }                                                                                             \
+            tfm__##P##_st(out + j, a0);                                                                   \
+            tfm__##P##_st(out + j + TFM__LANES, a1);                                                      \
+            tfm__##P##_st(out + j + 2 * TFM__LANES, a2);                                                  \
+            tfm__##P##_st(out + j + 3 * TFM__LANES, a3);                                                  \
+        }                                                                                                 \
         for (; j + TFM__LANES <= n; j += TFM__LANES) {                                                    \
             tfm__##P##_v acc = tfm__##P##_zero();                                                         \
             for (d = 0; d < d_head; d++)                                                                  \
                 acc = tfm__##P##_fma(tfm__##P##_set1(q[d]), LD(kt + ESZ * ((size_t)d * stride + (size_t)j)), acc); \
             tfm__##P##_st(out + j, acc);                                                                  \
         }                                                                                                 \
-        for (; j < n; j++) {                                                                              \
-            float acc = 0.0f;                                                                             \
-            for (d = 0; d < d_head; d++) acc = fmaf(q[d], WS(kt + ESZ * ((size_t)d * stride + (size_t)j), 0), acc); \
-            out[j] = acc;                                                                                 \
+        if (j < n) { /* the last keys: one more whole vector, the lanes past n dropped */                 \
+            float lanes[TFM__LANES];                                                                      \
+            tfm__##P##_v acc = tfm__##P##_zero();                                                         \
+            for (d = 0; d < d_head; d++)                                                                  \
+                acc = tfm__##P##_fma(tfm__##P##_set1(q[d]), LD(kt + ESZ * ((size_t)d * stride + (size_t)j)), acc); \
+            tfm__##P##_st(lanes, acc);                                                                    \
+            memcpy(out + j, lanes, (size_t)(n - j) * sizeof(float));                                      \
         }                                                                                                 \
+    }
+
+/* Attention's value sum (tfm__values_scalar's chains): out in registers, 4 vectors of 16 at a
+   time, each advanced by one fma per key in key order; the outputs past the last whole vector
+   one chain each. */
+#define TFM__VALUES(P, T, W, LD, WS, ESZ)                                                                 \
+    T TFM__PRIVATE void tfm__##P##_values_##W(const float *w, const unsigned char *v, size_t stride, int n, \
+                                              int d_head, float *out) {                                   \
+        int k = 0, j;                                                                                     \
+        for (; k + 4 * TFM__LANES <= d_head; k += 4 * TFM__LANES) {                                       \
+            tfm__##P##_v a0 = tfm__##P##_ld(out + k), a1 = tfm__##P##_ld(out + k + TFM__LANES);           \
+            tfm__##P##_v a2 = tfm__##P##_ld(out + k + 2 * TFM__LANES), a3 = tfm__##P##_ld(out + k + 3 * TFM__LANES); \
+            for (j = 0; j < n; j++) {                                                                     \
+                tfm__##P##_v wj = tfm__##P##_set1(w[j]);                                                  \
+                a0 = tfm__##P##_fma(wj, LD(v + ESZ * ((size_t)j * stride + (size_t)(k))), a0);            \
+                a1 = tfm__##P##_fma(wj, LD(v + ESZ * ((size_t)j * stride + (size_t)(k + TFM__LANES))), a1); \
+                a2 = tfm__##P##_fma(wj, LD(v + ESZ * ((size_t)j * stride + (size_t)(k + 2 * TFM__LANES))), a2); \
+                a3 = tfm__##P##_fma(wj, LD(v + ESZ * ((size_t)j * stride + (size_t)(k + 3 * TFM__LANES))), a3); \
+            }                                                                                             \
+            tfm__##P##_st(out + k, a0);                                                                   \
+            tfm__##P##_st(out + k + TFM__LANES, a1);                                                      \
+            tfm__##P##_st(out + k + 2 * TFM__LANES, a2);                                                  \
+            tfm__##P##_st(out + k + 3 * TFM__LANES, a3);                                                  \
+        }                                                                                                 \
+        for (; k + TFM__LANES <= d_head; k += TFM__LANES) {                                               \
+            tfm__##P##_v a0 = tfm__##P##_ld(out + k);                                                     \
+            for (j = 0; j < n; j++) a0 = tfm__##P##_fma(tfm__##P##_set1(w[j]), LD(v + ESZ * ((size_t)j * stride + (size_t)(k))), a0); \
+            tfm__##P##_st(out + k, a0);                                                                   \
+        }                                                                                                 \
+        for (; k < d_head; k++)                                                                           \
+            for (j = 0; j < n; j++) out[k] = fmaf(w[j], WS(v + ESZ * (size_t)j * stride, k), out[k]);     \
     }
 
 /* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, WS one weight
    as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
    scalar twin does. */
 #define TFM__FLOAT_MM(P, T, R, C, W, LD, WS)                                                              \
-    T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                            \
+    T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                           \
         const tfm__tensor *w = m->w;                                                                      \
-        size_t rb = w->row_bytes, esz = rb / (size_t)w->cols;                                            \
+        size_t rb = w->row_bytes, esz = rb / (size_t)w->cols;                                             \
         int n = w->cols, r, i, k, l;                                                                      \
         for (r = r0; r < r1; r += 4) {                                                                    \
             const unsigned char *row[4], *pf;                                                             \
@@ -4322,8 +4370,8 @@ typedef struct tfm__isa {
     tfm__mm_fn mm[TFM_DTYPE_COUNT];                       /* matrix kernels by weight dtype */
     void (*quant)(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa);
     float (*dot)(const float *a, const float *b, int n); /* the float dot product */
-    void (*axpy)(float *y, float a, const float *x, int n);           /* attention's value sums */
-    void (*axpy_h)(float *y, float a, const unsigned char *x, int n); /* the same, f16 values */
+    void (*values[2])(const float *w, const unsigned char *v, size_t stride, int n, int d_head, float *out);
+                                                          /* attention's value sums, f32 [0] / f16 [1] */
     void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
                                                           /* attention scores, keys f32 [0] / f16 [1] */
     void (*act)(tfm_act act, float *y, const float *gate, size_t n); /* the FFN's activation (tfm__act_rows_scalar) */
@@ -4377,8 +4425,8 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->mm[TFM_DTYPE_Q6_K] = kquant;
     t->quant = tfm__quant_scalar_fn;
     t->dot = tfm__dot_f32_scalar;
-    t->axpy = tfm__axpy_scalar;
-    t->axpy_h = tfm__axpy_h_scalar;
+    t->values[0] = tfm__values_scalar;
+    t->values[1] = tfm__values_h_scalar;
     t->scores[0] = tfm__scores_f32_scalar;
     t->scores[1] = tfm__scores_h_scalar;
     t->act = tfm__act_rows_scalar;
@@ -4398,8 +4446,8 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
                       tfm__avx2_mm_q4_0, tfm__avx2_mm_kquant);
         out->quant = tfm__avx2_quant;
         out->dot = tfm__avx2_dot;
-        out->axpy = tfm__avx2_axpy;
-        out->axpy_h = tfm__avx2_axpy_h;
+        out->values[0] = tfm__avx2_values_f32;
+        out->values[1] = tfm__avx2_values_f16;
         out->act = tfm__avx2_act_rows;
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
@@ -4412,8 +4460,8 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
                       tfm__avx512_mm_q4_0, tfm__avx512_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
-        out->axpy = tfm__avx512_axpy;
-        out->axpy_h = tfm__avx512_axpy_h;
+        out->values[0] = tfm__avx512_values_f32;
+        out->values[1] = tfm__avx512_values_f16;
         out->act = tfm__avx512_act_rows;
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
@@ -4426,8 +4474,8 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
                       tfm__amx_mm_q4_0, tfm__amx_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
-        out->axpy = tfm__avx512_axpy;
-        out->axpy_h = tfm__avx512_axpy_h;
+        out->values[0] = tfm__avx512_values_f32;
+        out->values[1] = tfm__avx512_values_f16;
         out->act = tfm__avx512_act_rows;
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
@@ -4440,8 +4488,8 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
                       tfm__neon_mm_q, tfm__neon_mm_q);
         out->grouped = 0;
         out->dot = tfm__neon_dot;
-        out->axpy = tfm__neon_axpy;
-        out->axpy_h = tfm__neon_axpy_h;
+        out->values[0] = tfm__neon_values_f32;
+        out->values[1] = tfm__neon_values_f16;
         out->scores[0] = tfm__neon_scores_f32;
         out->scores[1] = tfm__neon_scores_f16;
         out->scratch_bytes = tfm__neon_scratch_bytes;
@@ -5034,6 +5082,7 @@ TFM__PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsig
         kv_rows += (size_t)rows; /* <= n_layers * n_ctx: no overflow */
     }
     s->k_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, kv_rows, kv_dim, 1, s->kv_bytes));
+    (void)tfm__carve_elems(p, base, TFM__LANES, 1, 1, s->kv_bytes); /* the scores kernels read past a row's end (>>simd) */
     s->v_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, kv_rows, kv_dim, 1, s->kv_bytes));
     s->k_new = tfm__carve(p, base, nb, kv_dim, 1);
     s->v_new = tfm__carve(p, base, nb, kv_dim, 1);
@@ -5473,17 +5522,14 @@ TFM__PRIVATE void tfm__attn_logits(const tfm__isa *isa, const float *q, const tf
     }
 }
 
-/* out [d_head] = sum_j w_j v_j over the span's values (w: the softmax weights). */
+/* out [d_head] = sum_j w_j v_j over the span's values (w: the softmax weights), in key order:
+   the ring's rows from s0, then its start when the span wraps. */
 TFM__PRIVATE void tfm__attn_values(const tfm__isa *isa, const tfm__kv_span *sp, const float *w, int d_head,
                                   float *out) {
     size_t vb = sp->kv_dim * (sp->f16 ? 2u : 4u);
-    int j;
     memset(out, 0, (size_t)d_head * sizeof(float));
-    for (j = 0; j < sp->n; j++) {
-        const unsigned char *vj = sp->v + (size_t)(j < sp->n0 ? sp->s0 + j : j - sp->n0) * vb;
-        if (sp->f16) (isa->axpy_h)(out, w[j], vj, d_head);
-        else (isa->axpy)(out, w[j], TFM__CAST(const float *, TFM__CAST(const void *, vj)), d_head);
-    }
+    (isa->values[sp->f16])(w, sp->v + (size_t)sp->s0 * vb, sp->kv_dim, sp->n0, d_head, out);
+    if (sp->n > sp->n0) (isa->values[sp->f16])(w + sp->n0, sp->v, sp->kv_dim, sp->n - sp->n0, d_head, out);
 }
 
 TFM__PRIVATE void tfm__attention_head(const tfm__isa *isa, const float *q, const tfm__kv_span *sp, int d_head,

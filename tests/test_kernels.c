@@ -1,7 +1,7 @@
 /* test_kernels.c - the weight types and the matrix kernels of every instruction set this CPU
    runs: each set's results equal the scalar twin's bit for bit (matrix products of every
    dtype over odd shapes, batches of 1..40 tokens and split row ranges; activation
-   quantization; attention's dot and axpy), the scalar twins are within stated bounds of a
+   quantization; attention's dot, scores and value sums), the scalar twins are within stated bounds of a
    double-precision product of the dequantized weights, and the quantizers' round trips are
    within stated error bounds. Needs nothing from ../shared. */
 #define TFM_IMPLEMENTATION
@@ -232,7 +232,7 @@ static void test_block_layouts(void) {
     CHECK(out[0] == 1.0f && out[1] == 1.0f);
 }
 
-/* Activation quantizers, dot and axpy of every set against the scalar twins, bit for bit. */
+/* Activation quantizers, dot, attention scores and value sums of every set against the scalar twins, bit for bit. */
 static void test_vector_ops(void) {
     enum { MAXN = 300 };
     float *a = (float *)malloc((MAXN + 8) * sizeof(float)), *b = (float *)malloc((MAXN + 8) * sizeof(float));
@@ -248,16 +248,11 @@ static void test_vector_ops(void) {
             for (off = 0; off < 4; off++) {
                 float d1 = isa->dot(a + off, b + 3 - off % 3, n), d2 = tfm__dot_f32_scalar(a + off, b + 3 - off % 3, n);
                 if (memcmp(&d1, &d2, sizeof d1) != 0) bad++;
-                memcpy(y1, b, (MAXN + 8) * sizeof(float));
-                memcpy(y2, b, (MAXN + 8) * sizeof(float));
-                isa->axpy(y1 + off, 0.37f, a + 1, n);
-                tfm__axpy_scalar(y2 + off, 0.37f, a + 1, n);
-                if (memcmp(y1, y2, (MAXN + 8) * sizeof(float)) != 0) bad++;
             }
         { /* attention scores (keys f32 and f16, transposed) and the f16 value sum */
             enum { DH = 24, NK = 70, KS = 75 };
-            static float kt[DH * KS], s1[NK], s2[NK];
-            static unsigned char kth[2 * DH * KS];
+            static float kt[DH * KS + 16], s1[NK], s2[NK]; /* padded as the key cache: reads past a row's end */
+            static unsigned char kth[2 * (DH * KS + 16)];
             for (i = 0; i < DH * KS; i++) { kt[i] = rng_sym(1.0f); tfm__wr_u16(kth + 2 * i, tfm__f32_to_f16(kt[i])); }
             for (n = 0; n <= NK; n += 3) {
                 isa->scores[0](a, (const unsigned char *)kt, KS, DH, n, s1);
@@ -266,12 +261,24 @@ static void test_vector_ops(void) {
                 isa->scores[1](a + 1, kth, KS, DH - 5, n, s1);
                 tfm__scores_h_scalar(a + 1, kth, KS, DH - 5, n, s2);
                 if (memcmp(s1, s2, (size_t)n * sizeof(float)) != 0) bad++;
-                memcpy(y1, b, (MAXN + 8) * sizeof(float));
-                memcpy(y2, b, (MAXN + 8) * sizeof(float));
-                isa->axpy_h(y1 + 1, -0.61f, kth + 2, n);
-                tfm__axpy_h_scalar(y2 + 1, -0.61f, kth + 2, n);
-                if (memcmp(y1, y2, (MAXN + 8) * sizeof(float)) != 0) bad++;
             }
+        }
+        { /* the value sums (values f32 and f16 in rows VS apart), d_head across the vector paths */
+            enum { NV = 40, VS = 150 };
+            static float vv[NV * VS];
+            static unsigned char vh[2 * NV * VS];
+            int dh, h;
+            for (i = 0; i < NV * VS; i++) { vv[i] = rng_sym(1.0f); tfm__wr_u16(vh + 2 * i, tfm__f32_to_f16(vv[i])); }
+            for (n = 0; n <= NV; n += 7)
+                for (dh = 1; dh <= VS; dh += 13)
+                    for (h = 0; h < 2; h++) {
+                        memcpy(y1, b, (MAXN + 8) * sizeof(float));
+                        memcpy(y2, b, (MAXN + 8) * sizeof(float));
+                        isa->values[h](a, h ? vh : (const unsigned char *)vv, VS, n, dh, y1 + 1);
+                        if (h) tfm__values_h_scalar(a, vh, VS, n, dh, y2 + 1);
+                        else tfm__values_scalar(a, (const unsigned char *)vv, VS, n, dh, y2 + 1);
+                        if (memcmp(y1, y2, (MAXN + 8) * sizeof(float)) != 0) bad++;
+                    }
         }
         for (f = TFM__ACT_Q8; f < TFM__ACT_COUNT; f++) {
             int nbs[3] = {1, 3, 17}, k;
