@@ -72,7 +72,7 @@ bench: build/tfm-bench
 build/%: examples/%.c tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
-build/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h | build
+build/test_%: tests/test_%.c tests/check.h tests/alloc.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h | build
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS)
 
 # The header must compile warning-free as strict C99 (gcc and clang), as C++11, and with its
@@ -118,7 +118,7 @@ test: all $(TESTS) $(TEST_MODELS) $(DEMO_MODEL) check-compile
 SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
 SAN_TESTS = $(patsubst build/%,build/san/%,$(TESTS))
 SAN_PROGRAMS = $(patsubst build/%,build/san/%,$(PROGRAMS))
-build/san/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h
+build/san/test_%: tests/test_%.c tests/check.h tests/alloc.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h
 	@mkdir -p build/san
 	$(CC) $(SAN_FLAGS) $(OPENMP) $(WARN) -I. -o $@ $< $(LDLIBS)
 build/san/tfm-convert: $(CONVERT_SRC) tools/convert.h tools/tfm_write.h tools/json.h tools/gguf.h tools/quant.h tfm.h
@@ -136,7 +136,7 @@ sanitize: all $(SAN_TESTS) $(SAN_PROGRAMS) $(TEST_MODELS) $(DEMO_MODEL) | build
 # The test programs with TFM_NO_SIMD (the scalar kernels only: what a compiler or CPU without
 # the vector sets runs).
 NOSIMD_TESTS = $(patsubst build/%,build/nosimd/%,$(TESTS))
-build/nosimd/test_%: tests/test_%.c tests/check.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h
+build/nosimd/test_%: tests/test_%.c tests/check.h tests/alloc.h tests/tfm_writer.h tests/tok_data.h tests/tiny_model.h tfm.h
 	@mkdir -p build/nosimd
 	$(CC) $(CFLAGS_ALL) -DTFM_NO_SIMD -o $@ $< $(LDLIBS)
 test-nosimd: all $(NOSIMD_TESTS) $(TEST_MODELS) $(DEMO_MODEL)

@@ -6,6 +6,7 @@
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "check.h"
+#include "alloc.h"
 
 #define DATA "tests/data/chat/"
 #define BOS "<s>"
@@ -323,42 +324,12 @@ static void test_desc_limits(void) {
     CHECK(tfm_chat_create(&cd, &chat) == TFM_ERR_TEMPLATE && chat == NULL);
 }
 
-/* --- allocators: counting, and failing at the Nth allocation --- */
-
-typedef struct counting {
-    long n_alloc, n_live, fail_at;              /* fail_at: 0 never, else that allocation fails */
-    size_t live_bytes;
-} counting;
-
-static void *count_alloc(void *user, size_t bytes, size_t align) {
-    counting *c = (counting *)user;
-    unsigned char *raw, *p;
-    c->n_alloc++;
-    if (c->fail_at && c->n_alloc == c->fail_at) return NULL;
-    if (!(raw = (unsigned char *)malloc(bytes + align + sizeof(void *)))) return NULL;
-    p = raw + sizeof(void *);
-    p += (align - ((size_t)p & (align - 1))) & (align - 1);
-    memcpy(p - sizeof(void *), &raw, sizeof raw);
-    c->n_live++;
-    c->live_bytes += bytes;
-    return p;
-}
-
-static void count_free(void *user, void *p, size_t bytes) {
-    counting *c = (counting *)user;
-    void *raw;
-    c->n_live--;
-    c->live_bytes -= bytes;
-    memcpy(&raw, (unsigned char *)p - sizeof(void *), sizeof raw);
-    free(raw);
-}
-
 /* Every allocation of a create + render of a real-sized template fails in turn: each gives
    OUT_OF_MEMORY (or succeeds) and leaves nothing behind. */
 static void test_allocation(void) {
     size_t nt, nm, n = 0;
     char *tmpl = read_file(DATA "templates/kitchen.jinja", &nt), *msgs = read_file(DATA "messages/tool_calls.json", &nm);
-    counting c;
+    test_alloc c;
     tfm_chat_desc cd;
     tfm_chat_args a;
     tfm_chat *chat;
@@ -369,16 +340,14 @@ static void test_allocation(void) {
     memset(&cd, 0, sizeof cd);
     cd.template_text = tmpl;
     cd.template_bytes = nt;
-    cd.allocator.alloc = count_alloc;
-    cd.allocator.free = count_free;
+    cd.allocator = test_allocator(&c);
     fixed_args(&a, msgs, nm, NULL, 0, true);
     memset(&c, 0, sizeof c);
-    cd.allocator.user = &c;
     CHECK(tfm_chat_create(&cd, &chat) == TFM_OK);
     CHECK(tfm_chat_render(chat, &a, NULL, 0, &n) == TFM_OK && n > 1000);
     tfm_chat_destroy(chat);
     total = c.n_alloc;
-    CHECK(c.n_live == 0 && c.live_bytes == 0 && total > 2);
+    CHECK(c.live == 0 && c.live_bytes == 0 && total > 2);
     for (k = 1; k <= total; k++) {
         memset(&c, 0, sizeof c);
         c.fail_at = k;
@@ -390,7 +359,7 @@ static void test_allocation(void) {
             CHECK(chat == NULL);
         }
         ooms += r == TFM_ERR_OUT_OF_MEMORY;
-        if (r != TFM_ERR_OUT_OF_MEMORY || c.n_live != 0) clean = 0;
+        if (r != TFM_ERR_OUT_OF_MEMORY || c.live != 0) clean = 0;
     }
     printf("chat allocation: %ld allocations, each failing in turn gives OUT_OF_MEMORY and no leak: %s\n",
            total, clean ? "yes" : "NO");
@@ -416,7 +385,7 @@ static void test_api(void) {
     cd.template_text = tmpl;
     cd.template_bytes = sizeof tmpl - 1;
     cd.allocator.alloc = NULL;
-    cd.allocator.free = count_free;
+    cd.allocator.free = test_free_fn;
     CHECK(tfm_chat_create(&cd, &chat) == TFM_ERR_INVALID_ARG);
     cd.allocator.free = NULL;
     CHECK(tfm_chat_create(&cd, &chat) == TFM_OK && chat != NULL);

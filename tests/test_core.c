@@ -11,6 +11,7 @@
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "check.h"
+#include "alloc.h"
 #include "tfm_writer.h"
 #include <math.h>
 #include <stdint.h>
@@ -40,45 +41,6 @@ static double maxdiff_f(const float *a, const double *b, int n) {
 static void report(const char *what, double md, double tol) {
     printf("%-44s maxdiff %.3g (tol %.1g)\n", what, md, tol);
     CHECK_MSG(md <= tol, "%s: maxdiff %g > %g", what, md, tol);
-}
-
-/* ---- a counting allocator that can fail the Nth allocation --------------------------------- */
-
-typedef struct acct {
-    int n_alloc, n_free, fail_at; /* fail_at < 0: never */
-    long live;
-} acct;
-
-static void *acct_alloc(void *user, size_t bytes, size_t align) {
-    acct *a = (acct *)user;
-    unsigned char *raw, *p;
-    if (a->fail_at >= 0 && a->n_alloc == a->fail_at) { a->n_alloc++; return NULL; }
-    a->n_alloc++;
-    raw = (unsigned char *)malloc(bytes + align + sizeof(void *));
-    if (!raw) return NULL;
-    p = raw + sizeof(void *);
-    p += (align - ((uintptr_t)p % align)) % align;
-    memcpy(p - sizeof(void *), &raw, sizeof raw);
-    a->live++;
-    return p;
-}
-
-static void acct_free(void *user, void *ptr, size_t bytes) {
-    acct *a = (acct *)user;
-    void *raw;
-    (void)bytes;
-    memcpy(&raw, (unsigned char *)ptr - sizeof(void *), sizeof raw);
-    free(raw);
-    a->n_free++;
-    a->live--;
-}
-
-static tfm_allocator acct_allocator(acct *a) {
-    tfm_allocator al;
-    al.alloc = acct_alloc;
-    al.free = acct_free;
-    al.user = a;
-    return al;
 }
 
 /* ---- the logger keeps the last message --------------------------------------------------- */
@@ -1080,7 +1042,7 @@ static void test_api(void) {
     md.data = f; md.data_bytes = bytes; md.path = "x.tfm";
     CHECK(tfm_model_open(&md, &m) == TFM_ERR_INVALID_ARG); /* two sources */
     md.path = NULL;
-    half.alloc = acct_alloc; half.free = NULL; half.user = NULL;
+    half.alloc = test_alloc_fn; half.free = NULL; half.user = NULL;
     md.allocator = half;
     CHECK(tfm_model_open(&md, &m) == TFM_ERR_INVALID_ARG);
     md.allocator.alloc = NULL;
@@ -1224,11 +1186,12 @@ static void test_files(void) {
             s = NULL;
         }
         for (mode = 0; mode < 2; mode++) {
-            acct ac = {0, 0, -1, 0};
+            test_alloc ac;
+            memset(&ac, 0, sizeof ac);
             memset(&md, 0, sizeof md);
             md.path = path;
             md.no_mmap = mode == 1;
-            md.allocator = acct_allocator(&ac);
+            md.allocator = test_allocator(&ac);
             CHECK(tfm_model_open(&md, &m2) == TFM_OK);
             if (m2 && tfm_session_create(m2, NULL, &s) == TFM_OK) {
                 CHECK(tfm_session_eval(s, tok, 4, 0, NULL) == TFM_OK);
@@ -1286,7 +1249,7 @@ static void test_files(void) {
 
 /* Fail allocation N for every N: a clean error and nothing leaked; then a counting allocator
    shows that eval and tfm_sample allocate nothing. */
-static void test_alloc(void) {
+static void test_alloc_failures(void) {
     spec sp = make_spec(2);
     wmodel wm;
     unsigned char *f;
@@ -1296,7 +1259,7 @@ static void test_alloc(void) {
     build_model(&wm, &sp);
     f = write_model(&wm, &bytes);
     for (n = 0; n < 64; n++) {
-        acct ac = {0, 0, -1, 0};
+        test_alloc ac;
         tfm_model_desc md;
         tfm_session_desc sd;
         tfm_sampler_desc pd;
@@ -1304,23 +1267,24 @@ static void test_alloc(void) {
         tfm_session *s = NULL;
         tfm_sampler *smp = NULL;
         tfm_result r;
-        ac.fail_at = n;
+        memset(&ac, 0, sizeof ac);
+        ac.fail_at = n + 1; /* allocation n (0-based) fails */
         memset(&md, 0, sizeof md);
-        md.data = f; md.data_bytes = bytes; md.allocator = acct_allocator(&ac);
+        md.data = f; md.data_bytes = bytes; md.allocator = test_allocator(&ac);
         memset(&sd, 0, sizeof sd);
-        sd.allocator = acct_allocator(&ac);
+        sd.allocator = test_allocator(&ac);
         memset(&pd, 0, sizeof pd);
         pd.n_vocab = sp.n_vocab; pd.temperature = 0.9f; pd.top_k = 5; pd.top_p = 0.9f; pd.repeat_penalty = 1.2f;
-        pd.allocator = acct_allocator(&ac);
+        pd.allocator = test_allocator(&ac);
         r = tfm_model_open(&md, &m);
         if (r == TFM_OK) r = tfm_session_create(m, &sd, &s);
         if (r == TFM_OK) r = tfm_sampler_create(&pd, &smp);
         if (r == TFM_OK) {
-            int before = ac.n_alloc;
+            long before = ac.n_alloc;
             CHECK(tfm_session_eval(s, tok, 5, 0, NULL) == TFM_OK);
             for (i = 0; i < 20; i++) CHECK(tfm_sample(smp, tfm_session_logits(s), sp.n_vocab, &next) == TFM_OK);
             CHECK(tfm_session_decode(s, next, 5, NULL) == TFM_OK);
-            CHECK_MSG(ac.n_alloc == before, "eval/sample allocated %d times", ac.n_alloc - before);
+            CHECK_MSG(ac.n_alloc == before, "eval/sample allocated %ld times", ac.n_alloc - before);
             total = n;
         } else {
             CHECK_MSG(r == TFM_ERR_OUT_OF_MEMORY, "fail at %d: %s", n, tfm_result_string(r));
@@ -1525,7 +1489,7 @@ int main(void) {
     test_threads();
     test_api();
     test_files();
-    test_alloc();
+    test_alloc_failures();
     test_corrupt();
     test_sampler();
     test_logit_math();

@@ -6,6 +6,7 @@
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "check.h"
+#include "alloc.h"
 #include "tfm_writer.h"
 #include <math.h>
 #include <stdint.h>
@@ -141,38 +142,6 @@ static tfm_allocator stack_allocator(stack *st) {
     return a;
 }
 
-/* Counts allocations and their bytes (malloc underneath). */
-typedef struct counter { int n_alloc, n_free; size_t last_bytes, max_bytes; long live; } counter;
-static void *count_alloc(void *user, size_t bytes, size_t align) {
-    counter *c = (counter *)user;
-    unsigned char *raw = (unsigned char *)malloc(bytes + align + sizeof(void *)), *p;
-    if (!raw) return NULL;
-    p = raw + sizeof(void *);
-    p += (align - (uintptr_t)p % align) % align;
-    memcpy(p - sizeof(void *), &raw, sizeof raw);
-    c->n_alloc++;
-    c->live++;
-    c->last_bytes = bytes;
-    if (bytes > c->max_bytes) c->max_bytes = bytes;
-    return p;
-}
-static void count_free(void *user, void *ptr, size_t bytes) {
-    counter *c = (counter *)user;
-    void *raw;
-    (void)bytes;
-    memcpy(&raw, (unsigned char *)ptr - sizeof(void *), sizeof raw);
-    free(raw);
-    c->n_free++;
-    c->live--;
-}
-static tfm_allocator counting(counter *c) {
-    tfm_allocator a;
-    a.alloc = count_alloc;
-    a.free = count_free;
-    a.user = c;
-    return a;
-}
-
 /* ---- a pak file read through tfm_io ------------------------------------------------------ */
 
 typedef struct pak {
@@ -281,14 +250,14 @@ static void test_mapped_path(void) {
     CHECK(fp != NULL && ref != NULL && logits_of(ref, want));
     if (fp) { fwrite(mf.bytes, 1, mf.n_bytes, fp); fclose(fp); }
     for (no_mmap = 0; no_mmap < 2; no_mmap++) {
-        counter c;
+        test_alloc c;
         tfm_model_desc md;
         tfm_model *m = NULL;
         memset(&c, 0, sizeof c);
         memset(&md, 0, sizeof md);
         md.path = path;
         md.no_mmap = no_mmap != 0;
-        md.allocator = counting(&c);
+        md.allocator = test_allocator(&c);
         CHECK(tfm_model_open(&md, &m) == TFM_OK);
         CHECK(m && logits_of(m, got) && memcmp(want, got, sizeof want) == 0);
         tfm_model_close(m);
@@ -380,14 +349,14 @@ static void test_session_memory(void) {
     tfm_model *m = open_bytes(&mf);
     tfm_session_desc sd;
     tfm_session *a = NULL, *b = NULL;
-    counter c;
+    test_alloc c;
     size_t need = 0, need2 = 0;
     unsigned char *raw;
     int32_t tok[5] = {5, 6, 7, 8, 9};
     if (!m) { CHECK(m != NULL); free(mf.bytes); return; }
     memset(&c, 0, sizeof c);
     memset(&sd, 0, sizeof sd);
-    sd.n_ctx = 24; sd.n_batch = 3; sd.allocator = counting(&c);
+    sd.n_ctx = 24; sd.n_batch = 3; sd.allocator = test_allocator(&c);
     CHECK(tfm_session_memory_bytes(m, &sd, &need) == TFM_OK && need > 0);
     CHECK(tfm_session_create(m, &sd, &a) == TFM_OK && c.n_alloc == 1 && c.last_bytes == need);
     sd.n_ctx = 12;
@@ -467,12 +436,12 @@ static void test_step_units(void) {
     int i, steps = 0, n_units = 0, want_units;
     prog pr;
     tok_log tl;
-    counter c;
+    test_alloc c;
     if (!m) { CHECK(m != NULL); free(mf.bytes); return; }
     make_ids(ids, PROMPT, NV, 1);
     memset(&c, 0, sizeof c);
     memset(&sd, 0, sizeof sd);
-    sd.n_batch = BATCH; sd.allocator = counting(&c);
+    sd.n_batch = BATCH; sd.allocator = test_allocator(&c);
     memset(&pr, 0, sizeof pr);
     pr.monotonic = 1;
     sd.eval_progress = on_progress; sd.progress_user = &pr;
@@ -646,7 +615,7 @@ static void test_decode_batch(void) {
     tfm_session *bs[N] = {0}, *solo[N] = {0}, *x = NULL, *dup[2];
     tfm_session_desc sd;
     int32_t prompt[12], tok[N];
-    counter c;
+    test_alloc c;
     int i, k, same = 1;
     if (!m || !m2) { CHECK(0); goto done; }
     memset(&c, 0, sizeof c);
@@ -655,7 +624,7 @@ static void test_decode_batch(void) {
         sd.n_batch = 8;
         sd.kv_dtype = i == 1 ? TFM_DTYPE_F16 : TFM_DTYPE_F32;
         sd.n_ctx = i == 2 ? 20 : 0;
-        sd.allocator = counting(&c);
+        sd.allocator = test_allocator(&c);
         CHECK(tfm_session_create(m, &sd, &bs[i]) == TFM_OK && tfm_session_create(m, &sd, &solo[i]) == TFM_OK);
         if (!bs[i] || !solo[i]) goto done;
         make_ids(prompt, 3 + 3 * i, NV, i);
@@ -799,13 +768,13 @@ static void test_state_save_load(void) {
     float want[NV], got[NV];
     unsigned char *buf = NULL, *bad = NULL;
     size_t n10 = 0, n20 = 0, n = 0, cut;
-    counter c;
+    test_alloc c;
     int bad_loads = 0, i;
     if (!m || !m2) { CHECK(0); goto done; }
     make_ids(ids, 30, NV, 5);
     memset(&c, 0, sizeof c);
     memset(&sd, 0, sizeof sd);
-    sd.allocator = counting(&c);
+    sd.allocator = test_allocator(&c);
     CHECK(tfm_session_create(m, &sd, &a) == TFM_OK);
     sd.n_ctx = 32; sd.n_batch = 3;
     CHECK(tfm_session_create(m, &sd, &b) == TFM_OK);
@@ -1300,7 +1269,7 @@ done:
 static void test_no_allocation(void) {
     enum { NV = 48 };
     model_file mf = make_model(2, NV, 40, 1, 61);
-    counter c;
+    test_alloc c;
     tfm_model_desc md;
     tfm_model *m = NULL;
     tfm_session_desc sd;
@@ -1317,15 +1286,16 @@ static void test_no_allocation(void) {
     float lp[12];
     char out[64];
     size_t n;
-    int before, i, choice;
+    long before;
+    int i, choice;
     memset(&c, 0, sizeof c);
     memset(&md, 0, sizeof md);
-    md.data = mf.bytes; md.data_bytes = mf.n_bytes; md.allocator = counting(&c);
+    md.data = mf.bytes; md.data_bytes = mf.n_bytes; md.allocator = test_allocator(&c);
     memset(&sd, 0, sizeof sd);
-    sd.allocator = counting(&c);
+    sd.allocator = test_allocator(&c);
     memset(&pd, 0, sizeof pd);
     pd.n_vocab = NV; pd.temperature = 0.7f; pd.top_k = 5; pd.top_p = 0.9f; pd.repeat_penalty = 1.1f;
-    pd.allocator = counting(&c);
+    pd.allocator = test_allocator(&c);
     if (tfm_model_open(&md, &m) != TFM_OK || tfm_session_create(m, &sd, &s[0]) != TFM_OK ||
         tfm_session_create(m, &sd, &s[1]) != TFM_OK || tfm_sampler_create(&pd, &smp) != TFM_OK) {
         CHECK(0);
@@ -1351,7 +1321,7 @@ static void test_no_allocation(void) {
     memset(&st, 0, sizeof st);
     stop.text = "ab"; stop.n_bytes = 2;
     CHECK(tfm_stop_stream_feed(&st, &stop, 1, "xxa", 3, out, sizeof out, &n) == TFM_OK);
-    CHECK_MSG(c.n_alloc == before, "%d allocations after create", c.n_alloc - before);
+    CHECK_MSG(c.n_alloc == before, "%ld allocations after create", c.n_alloc - before);
 done:
     tfm_sampler_destroy(smp);
     tfm_session_destroy(s[1]); tfm_session_destroy(s[0]);

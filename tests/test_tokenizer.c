@@ -6,6 +6,7 @@
 #define TFM_IMPLEMENTATION
 #include "tfm.h"
 #include "check.h"
+#include "alloc.h"
 #include "tfm_writer.h"
 #include "tok_data.h"
 
@@ -432,26 +433,9 @@ static void test_hash_flood(void) {
     }
 }
 
-/* A counting allocator that can fail the Nth allocation. */
-typedef struct counter { long allocs, frees, fail_at; size_t live; } counter;
-static void *count_alloc(void *user, size_t bytes, size_t align) {
-    counter *c = (counter *)user;
-    (void)align; /* malloc's 16-byte alignment is all the tokenizer tables need */
-    if (c->fail_at >= 0 && c->allocs == c->fail_at) { c->allocs++; return NULL; }
-    c->allocs++;
-    c->live += bytes;
-    return malloc(bytes);
-}
-static void count_free(void *user, void *ptr, size_t bytes) {
-    counter *c = (counter *)user;
-    c->frees++;
-    c->live -= bytes;
-    free(ptr);
-}
-
 /* Create allocates (once), encode and decode never do; a failed allocation is a clean error. */
 static void test_allocation(const bytes_t *blob) {
-    counter c = {0, 0, -1, 0};
+    test_alloc c;
     tfm_allocator a;
     tfm__tokenizer *t = NULL;
     static int32_t ids[4096];
@@ -460,21 +444,22 @@ static void test_allocation(const bytes_t *blob) {
     char out[64];
     tfm_utf8_stream st = {{0, 0, 0, 0}, 0};
     const char *text = "Hello  world<|endoftext|> caf\x65\xCC\x81 \xF0\x9F\x98\x80 \xFF 12345 it's";
-    a.alloc = count_alloc; a.free = count_free; a.user = &c;
+    memset(&c, 0, sizeof c);
+    a = test_allocator(&c);
     CHECK(tfm__tokenizer_create(blob->p, blob->n, &a, NULL, &t) == TFM_OK && t);
-    after_create = c.allocs;
+    after_create = c.n_alloc;
     CHECK(after_create == 1);
     for (i = 0; t && i < 50; i++) {
         CHECK(tfm__tokenizer_encode(t, text, strlen(text), ids, 4096, &n_ids) == TFM_OK);
         CHECK(tfm__tokenizer_decode(t, &st, ids[i % n_ids], out, sizeof out, &got) == TFM_OK);
     }
-    CHECK_MSG(c.allocs == after_create, "encode/decode allocated %ld times", c.allocs - after_create);
+    CHECK_MSG(c.n_alloc == after_create, "encode/decode allocated %ld times", c.n_alloc - after_create);
     tfm__tokenizer_destroy(t, &a);
-    CHECK(c.frees == c.allocs && c.live == 0);
-    c.allocs = c.frees = 0; c.fail_at = 0;
+    CHECK(c.n_free == c.n_alloc && c.live_bytes == 0);
+    c.n_alloc = c.n_free = 0; c.fail_at = 1;
     t = (tfm__tokenizer *)&c;
     CHECK(tfm__tokenizer_create(blob->p, blob->n, &a, NULL, &t) == TFM_ERR_OUT_OF_MEMORY && t == NULL);
-    CHECK(c.live == 0);
+    CHECK(c.live_bytes == 0);
 }
 
 /* The public entry points on a vocab-only .tfm made in memory (header + blob). */
