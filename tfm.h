@@ -2510,18 +2510,27 @@ TFM__PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char
             m->y[(size_t)b * m->y_stride + (size_t)r] = tfm__dot_row_scalar(m, r, b) + (m->bias ? m->bias[r] : 0.0f);
 }
 
+/* The sum of x[0..n) (square: of (x[i] - center)^2) in TFM__LANES independent partial sums,
+   which the CPU adds side by side instead of in one chain of n dependent adds. */
+TFM__PRIVATE float tfm__norm_sum(const float *x, float center, bool square, int n) {
+    float acc[TFM__LANES];
+    int i, l;
+    memset(acc, 0, sizeof acc);
+    for (i = 0; i + TFM__LANES <= n; i += TFM__LANES)
+        for (l = 0; l < TFM__LANES; l++) acc[l] += square ? (x[i + l] - center) * (x[i + l] - center) : x[i + l];
+    for (l = 0; i + l < n; l++) acc[l] += square ? (x[i + l] - center) * (x[i + l] - center) : x[i + l];
+    return tfm__lanes_sum(acc);
+}
+
 /* LayerNorm (Ba et al. 2016), x, out [n] (out may be x), w, b [n], b may be NULL:
    out = (x - mean(x)) / sqrt(var(x) + eps) * w + b.
    Why: every token's vector is recentred and rescaled before each sublayer, so the residual
    stream can grow through many layers without the attention/FFN inputs drifting in scale;
    w and b give back a learned scale and offset per dimension. Two passes for a stable variance. */
 TFM__PRIVATE void tfm__layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps) {
-    float mean = 0.0f, var = 0.0f, inv;
+    float mean = tfm__norm_sum(x, 0.0f, false, n) / (float)n, var, inv;
     int i;
-    for (i = 0; i < n; i++) mean += x[i];
-    mean /= (float)n;
-    for (i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
-    var /= (float)n;
+    var = tfm__norm_sum(x, mean, true, n) / (float)n;
     inv = 1.0f / sqrtf(var + eps);
     for (i = 0; i < n; i++) out[i] = (x[i] - mean) * inv * w[i] + (b ? b[i] : 0.0f);
 }
@@ -2530,10 +2539,8 @@ TFM__PRIVATE void tfm__layernorm(float *out, const float *x, const float *w, con
    Why: LayerNorm without the mean: only the scale is fixed, which works as well and is cheaper
    (Llama and most recent models). */
 TFM__PRIVATE void tfm__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    float ss = 0.0f, inv;
+    float inv = 1.0f / sqrtf(tfm__norm_sum(x, 0.0f, true, n) / (float)n + eps);
     int i;
-    for (i = 0; i < n; i++) ss += x[i] * x[i];
-    inv = 1.0f / sqrtf(ss / (float)n + eps);
     for (i = 0; i < n; i++) out[i] = x[i] * inv * w[i];
 }
 
@@ -3013,53 +3020,6 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
 #endif
 
 /* --- AVX2 + FMA + F16C: a 16-lane vector is two __m256 --- */
-#ifdef TFM__X86_AVX2
-typedef struct tfm__avx2_v {
-    __m256 lo, hi;
-} tfm__avx2_v;
-
-TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_pair(__m256 lo, __m256 hi) {
-    tfm__avx2_v v;
-    v.lo = lo;
-    v.hi = hi;
-    return v;
-}
-TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_zero(void) { return tfm__avx2_pair(_mm256_setzero_ps(), _mm256_setzero_ps()); }
-TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_set1(float a) { return tfm__avx2_pair(_mm256_set1_ps(a), _mm256_set1_ps(a)); }
-TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld(const float *p) {
-    return tfm__avx2_pair(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
-}
-TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_w32(const unsigned char *p) {
-    return tfm__avx2_ld(TFM__CAST(const float *, TFM__CAST(const void *, p)));
-}
-TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_h(const unsigned char *p) {
-    return tfm__avx2_pair(_mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p)))),
-                          _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p + 16)))));
-}
-TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_bf16x8(const unsigned char *p) {
-    __m128i h = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_b(const unsigned char *p) {
-    return tfm__avx2_pair(tfm__avx2_bf16x8(p), tfm__avx2_bf16x8(p + 16));
-}
-TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_fma(tfm__avx2_v a, tfm__avx2_v b, tfm__avx2_v c) {
-    return tfm__avx2_pair(_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi));
-}
-TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
-    _mm256_storeu_ps(p, v.lo);
-    _mm256_storeu_ps(p + 8, v.hi);
-}
-/* 8 lanes to 1 in tfm__lanes_sum's order: l + 4, then l + 2, then l + 1. */
-TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
-#define TFM__AVX2_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
-TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
-
 /* The activations of >>kernels (tfm__exp, tfm__erfc_pos, tfm__gelu_erf, tfm__gelu_tanh,
    tfm__silu) on the W lanes of vector type V, step for step the same operations; the ends of
    e^x blended in after. P the set, T its target, OP(name) its intrinsic for name (add_ps ...),
@@ -3108,6 +3068,53 @@ TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
         }                                                                                                  \
         tfm__act_rows_scalar(act, y + i, gate ? gate + i : NULL, n - i);                                   \
     }
+#ifdef TFM__X86_AVX2
+typedef struct tfm__avx2_v {
+    __m256 lo, hi;
+} tfm__avx2_v;
+
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_pair(__m256 lo, __m256 hi) {
+    tfm__avx2_v v;
+    v.lo = lo;
+    v.hi = hi;
+    return v;
+}
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_zero(void) { return tfm__avx2_pair(_mm256_setzero_ps(), _mm256_setzero_ps()); }
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_set1(float a) { return tfm__avx2_pair(_mm256_set1_ps(a), _mm256_set1_ps(a)); }
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld(const float *p) {
+    return tfm__avx2_pair(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
+}
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_w32(const unsigned char *p) {
+    return tfm__avx2_ld(TFM__CAST(const float *, TFM__CAST(const void *, p)));
+}
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_h(const unsigned char *p) {
+    return tfm__avx2_pair(_mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p)))),
+                          _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p + 16)))));
+}
+TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_bf16x8(const unsigned char *p) {
+    __m128i h = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_b(const unsigned char *p) {
+    return tfm__avx2_pair(tfm__avx2_bf16x8(p), tfm__avx2_bf16x8(p + 16));
+}
+TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_fma(tfm__avx2_v a, tfm__avx2_v b, tfm__avx2_v c) {
+    return tfm__avx2_pair(_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi));
+}
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
+    _mm256_storeu_ps(p, v.lo);
+    _mm256_storeu_ps(p + 8, v.hi);
+}
+/* 8 lanes to 1 in tfm__lanes_sum's order: l + 4, then l + 2, then l + 1. */
+TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
+#define TFM__AVX2_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
+TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
+
 #define TFM__OP256(name) _mm256_##name
 #define TFM__AVX2_BLEND(m, a, b) _mm256_blendv_ps(a, b, m)
 #define TFM__AVX2_EXP2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(TFM__EXP_BIAS)), 23))
@@ -3197,6 +3204,38 @@ TFM__PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 
 }
 #define TFM__NEON_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
 TFM__FLOAT_KERNELS(neon, , 2, TFM__NEON_FMM_C)
+
+/* The activations on float32x4_t (TFM__ACT_KERNELS): the x86 names of its operations as NEON
+   ones. min / max return the number when one side is NaN, as the x86 ones return their second
+   operand (the clamp of e^x); comparisons are ordered, _CMP_UNORD_Q the NaN test. */
+#define TFM__OPNEON(name) tfm__neon4_##name
+TFM__PRIVATE float32x4_t tfm__neon4_set1_ps(float a) { return vdupq_n_f32(a); }
+TFM__PRIVATE float32x4_t tfm__neon4_setzero_ps(void) { return vdupq_n_f32(0.0f); }
+TFM__PRIVATE float32x4_t tfm__neon4_loadu_ps(const float *p) { return vld1q_f32(p); }
+TFM__PRIVATE void tfm__neon4_storeu_ps(float *p, float32x4_t a) { vst1q_f32(p, a); }
+TFM__PRIVATE float32x4_t tfm__neon4_min_ps(float32x4_t a, float32x4_t b) { return vminnmq_f32(a, b); }
+TFM__PRIVATE float32x4_t tfm__neon4_max_ps(float32x4_t a, float32x4_t b) { return vmaxnmq_f32(a, b); }
+TFM__PRIVATE float32x4_t tfm__neon4_add_ps(float32x4_t a, float32x4_t b) { return vaddq_f32(a, b); }
+TFM__PRIVATE float32x4_t tfm__neon4_sub_ps(float32x4_t a, float32x4_t b) { return vsubq_f32(a, b); }
+TFM__PRIVATE float32x4_t tfm__neon4_mul_ps(float32x4_t a, float32x4_t b) { return vmulq_f32(a, b); }
+TFM__PRIVATE float32x4_t tfm__neon4_div_ps(float32x4_t a, float32x4_t b) { return vdivq_f32(a, b); }
+TFM__PRIVATE float32x4_t tfm__neon4_fmadd_ps(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
+TFM__PRIVATE float32x4_t tfm__neon4_xor_ps(float32x4_t a, float32x4_t b) {
+    return vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)));
+}
+TFM__PRIVATE float32x4_t tfm__neon4_andnot_ps(float32x4_t a, float32x4_t b) { /* ~a & b */
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(b), vreinterpretq_u32_f32(a)));
+}
+TFM__PRIVATE uint32x4_t tfm__neon4_cmp_CMP_LT_OQ(float32x4_t a, float32x4_t b) { return vcltq_f32(a, b); }
+TFM__PRIVATE uint32x4_t tfm__neon4_cmp_CMP_GT_OQ(float32x4_t a, float32x4_t b) { return vcgtq_f32(a, b); }
+TFM__PRIVATE uint32x4_t tfm__neon4_cmp_CMP_GE_OQ(float32x4_t a, float32x4_t b) { return vcgeq_f32(a, b); }
+TFM__PRIVATE uint32x4_t tfm__neon4_cmp_CMP_UNORD_Q(float32x4_t a, float32x4_t b) {
+    return vmvnq_u32(vandq_u32(vceqq_f32(a, a), vceqq_f32(b, b)));
+}
+#define TFM__NEON_CMP(a, b, pred) tfm__neon4_cmp##pred(a, b)
+#define TFM__NEON_BLEND(m, a, b) vbslq_f32(m, b, a)
+#define TFM__NEON_EXP2(n) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(TFM__EXP_BIAS)), 23))
+TFM__ACT_KERNELS(neon, , float32x4_t, 4, TFM__OPNEON, TFM__NEON_CMP, TFM__NEON_BLEND, vrndmq_f32, TFM__NEON_EXP2)
 
 /* --- NEON integer kernels: one weight row against one token (activations in rows), each
    block's codes multiplied in vector lanes and summed exactly (vdotq_s32 with the dot-product
@@ -4133,7 +4172,12 @@ TFM__T_AMX TFM__ALWAYS_INLINE void tfm__amx_step(const int32_t *c, const float *
     } while (0)
 
 /* acc[i] (16 tokens of row r + i, token group g) into y [token][row] with the bias: transposed
-   through a 16 x 16 buffer, so each token's 16 rows are one store. */
+   through a 16 x 16 buffer, so each token's 16 rows are one store. (GCC's unoptimized gather
+   macro converts its all-ones mask to a signed short: -Wsign-conversion, silenced here.) */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#endif
 TFM__T_AMX TFM__PRIVATE void tfm__avx512_put16(const tfm__mm *m, const __m512 *acc, int g, int r) {
     float buf[TFM__AMX_ROWS * TFM__GROUP];
     __m512i col = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -4147,6 +4191,9 @@ TFM__T_AMX TFM__PRIVATE void tfm__avx512_put16(const tfm__mm *m, const __m512 *a
         _mm512_storeu_ps(y + (size_t)t * m->y_stride, m->bias ? _mm512_add_ps(v, bias) : v);
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* 16 rows from r (A: a_base, signed codes, rows a_stride bytes apart, block j at + j * a_block;
    dw_all their scales [n_blocks][16]) x the 16 tokens of group g. The product of block j + 1 is
@@ -4490,6 +4537,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->dot = tfm__neon_dot;
         out->values[0] = tfm__neon_values_f32;
         out->values[1] = tfm__neon_values_f16;
+        out->act = tfm__neon_act_rows;
         out->scores[0] = tfm__neon_scores_f32;
         out->scores[1] = tfm__neon_scores_f16;
         out->scratch_bytes = tfm__neon_scratch_bytes;
