@@ -4123,11 +4123,13 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_quant(const float *x, size_t x_strid
 #endif /* TFM__X86_AVX512 */
 
 /* --- AMX: the batched q8_0 / q4_0 product on tiles ---
-   A tile is 16 weight rows x one block (32 codes each: q8_0 codes straight from the file, rows
-   row_bytes apart; q4_0 nibbles unpacked first into the task's scratch); B is the same block
-   of a group of 16 tokens, exactly the activation layout (8 rows of 16 tokens x 4 codes). One
-   tile product gives all 16 x 16 exact block sums; the float step runs on them as in the
-   VNNI kernel. Two C tiles alternate so one product runs while the other's sums are used. */
+   A tile is 16 weight rows x one block (32 signed codes each: q8_0 codes straight from the
+   file, rows row_bytes apart; q4_0 nibbles unpacked first into the task's scratch, their zero
+   point taken); B is the same block of a group of 16 tokens, exactly the activation layout (8
+   rows of 16 tokens x 4 codes). One tile product gives all 16 x 16 exact block sums; the float
+   step runs on them as in the VNNI kernel, its 16 accumulators in registers. Two C tiles
+   alternate so one product runs while the other's sums are used; the next 16 rows are
+   prefetched while these compute. */
 #ifdef TFM__X86_AMX
 #define TFM__AMX_ROWS 16       /* weight rows per tile */
 #define TFM__ARCH_PRCTL 158    /* x86-64 Linux syscall number of arch_prctl */
