@@ -4299,13 +4299,13 @@ TFM__PRIVATE size_t tfm__amx_kq_scratch_bytes(int cols) {
            sizeof(tfm__kq_sb);
 }
 
-/* Tiles 0, 1 C (16 x 16 int32), 3 B (16 quads x 16 tokens), 4, 5 A (16 rows x 64 codes). */
+/* Tiles 0, 1 C (16 x 16 int32), 2 B (16 quads x 16 tokens), 3, 4 A (16 rows x 64 codes). */
 TFM__T_AMX TFM__PRIVATE void tfm__amx_config_kq(void) {
     tfm__tilecfg cfg;
     int i;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
-    for (i = 0; i < 7; i++) {
+    for (i = 0; i < 5; i++) {
         cfg.rows[i] = 16;
         cfg.colsb[i] = 64;
     }
@@ -4343,7 +4343,6 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_tile_rows(const tfm__mm *m, const signe
     size_t cols = (size_t)nb * TFM__QK_K, plane = (size_t)TFM__AMX_ROWS * cols;
     int32_t c[TFM__AMX_KQ_PLANES][TFM__AMX_ROWS * TFM__GROUP];
     __m512 acc[TFM__AMX_ROWS];
-    (void)plane;
     TFM__UNROLL for (i = 0; i < TFM__AMX_ROWS; i++) acc[i] = _mm512_setzero_ps();
     for (j = 0; j < nb; j++) {
         size_t bi = (size_t)g * (size_t)nb + (size_t)j;
@@ -4354,11 +4353,11 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_tile_rows(const tfm__mm *m, const signe
         _tile_zero(0);
         _tile_zero(1);
         for (k = 0; k < TFM__QK_K; k += TFM__AMX_KQ_K) {
-            _tile_loadd(3, b + (size_t)k * TFM__GROUP, 64);
-            _tile_loadd(4, a + k, (long long)cols);
-            _tile_loadd(5, a + plane + (size_t)k, (long long)cols);
-            _tile_dpbssd(0, 4, 3);
-            _tile_dpbssd(1, 5, 3);
+            _tile_loadd(2, b + (size_t)k * TFM__GROUP, 64);
+            _tile_loadd(3, a + k, (long long)cols);
+            _tile_loadd(4, a + plane + (size_t)k, (long long)cols);
+            _tile_dpbssd(0, 3, 2);
+            _tile_dpbssd(1, 4, 2);
         }
         if (mins) tfm__avx512_kq_pairs(qa->s + bi * (TFM__QK_K / 16) * TFM__GROUP, pz);
         _tile_stored(0, c[0], 64);
