@@ -2844,19 +2844,17 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
             tfm__##P##_st(out + j + 2 * TFM__LANES, a2);                                                  \
             tfm__##P##_st(out + j + 3 * TFM__LANES, a3);                                                  \
         }                                                                                                 \
-        for (; j + TFM__LANES <= n; j += TFM__LANES) {                                                    \
-            tfm__##P##_v acc = tfm__##P##_zero();                                                         \
-            for (d = 0; d < d_head; d++)                                                                  \
-                acc = tfm__##P##_fma(tfm__##P##_set1(q[d]), LD(kt + ESZ * ((size_t)d * stride + (size_t)j)), acc); \
-            tfm__##P##_st(out + j, acc);                                                                  \
-        }                                                                                                 \
-        if (j < n) { /* the last keys: one more whole vector, the lanes past n dropped */                 \
+        for (; j < n; j += TFM__LANES) { /* one vector each; the last one's lanes past n dropped */       \
             float lanes[TFM__LANES];                                                                      \
             tfm__##P##_v acc = tfm__##P##_zero();                                                         \
             for (d = 0; d < d_head; d++)                                                                  \
                 acc = tfm__##P##_fma(tfm__##P##_set1(q[d]), LD(kt + ESZ * ((size_t)d * stride + (size_t)j)), acc); \
-            tfm__##P##_st(lanes, acc);                                                                    \
-            memcpy(out + j, lanes, (size_t)(n - j) * sizeof(float));                                      \
+            if (j + TFM__LANES <= n) {                                                                    \
+                tfm__##P##_st(out + j, acc);                                                              \
+            } else {                                                                                      \
+                tfm__##P##_st(lanes, acc);                                                                \
+                memcpy(out + j, lanes, (size_t)(n - j) * sizeof(float));                                  \
+            }                                                                                             \
         }                                                                                                 \
     }
 
@@ -4180,7 +4178,7 @@ TFM__T_AMX TFM__ALWAYS_INLINE void tfm__amx_step(const int32_t *c, const float *
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wsign-conversion"
 #endif
-TFM__T_AMX TFM__PRIVATE void tfm__avx512_put16(const tfm__mm *m, const __m512 *acc, int g, int r) {
+TFM__T_AMX TFM__PRIVATE void tfm__amx_put16(const tfm__mm *m, const __m512 *acc, int g, int r) {
     float buf[TFM__AMX_ROWS * TFM__GROUP];
     __m512i col = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                      _mm512_set1_epi32(TFM__GROUP));
@@ -4221,7 +4219,7 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_tile_rows(const tfm__mm *m, const unsigned
             tfm__amx_step(c[(j - 1) % 2], dw_all + (size_t)(j - 1) * TFM__AMX_ROWS, _mm512_loadu_ps(qa->d + (g0 + (size_t)j - 1) * TFM__GROUP), acc);
     }
     tfm__amx_step(c[(nb - 1) % 2], dw_all + (size_t)(nb - 1) * TFM__AMX_ROWS, _mm512_loadu_ps(qa->d + (g0 + (size_t)nb - 1) * TFM__GROUP), acc);
-    tfm__avx512_put16(m, acc, g, r);
+    tfm__amx_put16(m, acc, g, r);
 }
 
 /* Scratch of one task: 16 rows of unpacked q4_0 codes plus the 16 rows' scales per block. */
@@ -4372,7 +4370,7 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_tile_rows(const tfm__mm *m, const signe
                                           _mm512_mul_ps(_mm512_set1_ps(dmw[at]), dx), acc[i]);
         }
     }
-    tfm__avx512_put16(m, acc, g, r);
+    tfm__amx_put16(m, acc, g, r);
 }
 
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
