@@ -1497,6 +1497,13 @@ TFM__PRIVATE uint16_t tfm__f32_to_f16(float f) {
     return (uint16_t)(sign | h);
 }
 
+/* n values to f16 at out (little-endian): the scalar twin of the sets' to_f16 kernels, which
+   round the same way in hardware (F16C's and NEON's conversions, round to nearest even). */
+TFM__PRIVATE void tfm__to_f16_scalar(const float *x, unsigned char *out, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) tfm__wr_u16(out + 2 * i, tfm__f32_to_f16(x[i]));
+}
+
 /* Round to the nearest integer, ties to even (as the vector conversions do), clamped. */
 TFM__PRIVATE int tfm__round_clamp(float x, int lo, int hi) {
     float r = nearbyintf(x);
@@ -3110,6 +3117,12 @@ TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum8(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_sum(tfm__avx2_v v) { return tfm__avx2_sum8(_mm256_add_ps(v.lo, v.hi)); }
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_to_f16(const float *x, unsigned char *out, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, out + 2 * i)), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    tfm__to_f16_scalar(x + i, out + 2 * i, n - i);
+}
 #define TFM__AVX2_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
 TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
 
@@ -3199,6 +3212,12 @@ TFM__PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 
     float32x4_t a = vaddq_f32(vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3]));
     float32x2_t b = vadd_f32(vget_low_f32(a), vget_high_f32(a));
     return vget_lane_f32(b, 0) + vget_lane_f32(b, 1);
+}
+TFM__PRIVATE void tfm__neon_to_f16(const float *x, unsigned char *out, size_t n) {
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1_u16(TFM__CAST(uint16_t *, TFM__CAST(void *, out + 2 * i)), vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    tfm__to_f16_scalar(x + i, out + 2 * i, n - i);
 }
 #define TFM__NEON_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
 TFM__FLOAT_KERNELS(neon, , 2, TFM__NEON_FMM_C)
@@ -4421,6 +4440,7 @@ typedef struct tfm__isa {
     void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
                                                           /* attention scores, keys f32 [0] / f16 [1] */
     void (*act)(tfm_act act, float *y, const float *gate, size_t n); /* the FFN's activation (tfm__act_rows_scalar) */
+    void (*to_f16)(const float *x, unsigned char *out, size_t n); /* an f16 KV cache's stores (tfm__to_f16_scalar) */
     size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
 } tfm__isa;
@@ -4476,6 +4496,7 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->scores[0] = tfm__scores_f32_scalar;
     t->scores[1] = tfm__scores_h_scalar;
     t->act = tfm__act_rows_scalar;
+    t->to_f16 = tfm__to_f16_scalar;
     t->scratch_bytes = NULL;
     t->grouped = 1u << TFM__ACT_Q8 | 1u << TFM__ACT_Q8_K;
 }
@@ -4495,6 +4516,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->values[0] = tfm__avx2_values_f32;
         out->values[1] = tfm__avx2_values_f16;
         out->act = tfm__avx2_act_rows;
+        out->to_f16 = tfm__avx2_to_f16;
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
         out->scratch_bytes = tfm__avx2_scratch_bytes;
@@ -4509,6 +4531,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->values[0] = tfm__avx512_values_f32;
         out->values[1] = tfm__avx512_values_f16;
         out->act = tfm__avx512_act_rows;
+        out->to_f16 = tfm__avx2_to_f16; /* F16C's 8 lanes: a small share of a pass */
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__avx512_scratch_bytes;
@@ -4523,6 +4546,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->values[0] = tfm__avx512_values_f32;
         out->values[1] = tfm__avx512_values_f16;
         out->act = tfm__avx512_act_rows;
+        out->to_f16 = tfm__avx2_to_f16; /* F16C's 8 lanes: a small share of a pass */
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__amx_set_scratch_bytes;
@@ -4537,6 +4561,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->values[0] = tfm__neon_values_f32;
         out->values[1] = tfm__neon_values_f16;
         out->act = tfm__neon_act_rows;
+        out->to_f16 = tfm__neon_to_f16;
         out->scores[0] = tfm__neon_scores_f32;
         out->scores[1] = tfm__neon_scores_f16;
         out->scratch_bytes = tfm__neon_scratch_bytes;
@@ -5021,6 +5046,7 @@ struct tfm_session {
     unsigned char *k_cache;     /* per layer l, kv head g: keys transposed, [d_head, kv[l].rows] */
     unsigned char *v_cache;     /* per layer [kv[l].rows, kv_dim] values */
     float *k_new, *v_new;       /* [n_batch, kv_dim] the batch's keys and values before the cache */
+    unsigned char *k_half;      /* [n_batch, kv_dim] the keys as f16, before an f16 cache's transposed store */
     float *x;                   /* [n_batch, d_model] the residual stream of each token */
     float *xn, *xn2;            /* [n_batch, d_model] normalized inputs of the sublayers */
     float *attn_out, *ffn_out;  /* [n_batch, d_model] sublayer outputs */
@@ -5133,6 +5159,7 @@ TFM__PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsig
     s->v_cache = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, kv_rows, kv_dim, 1, s->kv_bytes));
     s->k_new = tfm__carve(p, base, nb, kv_dim, 1);
     s->v_new = tfm__carve(p, base, nb, kv_dim, 1);
+    s->k_half = TFM__CAST(unsigned char *, tfm__carve_elems(p, base, nb, kv_dim, 1, 2)); /* a segment's session may be f16 */
     s->x = tfm__carve(p, base, nb, d, 1);
     s->xn = tfm__carve(p, base, nb, d, 1);
     s->xn2 = tfm__carve(p, base, nb, d, 1);
@@ -5755,22 +5782,34 @@ TFM__PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v)
 }
 
 /* A segment's keys and values (the lead's k_new, v_new rows) into layer l of its session's ring
-   at rows p % rows (a segment never wraps: tfm__batch_size): keys as columns of the transposed
-   key cache, values as rows. */
+   at rows p % rows (a segment never wraps: tfm__batch_size). Values are rows: the segment's
+   n x kv_dim block goes to consecutive rows in one copy or one f16 conversion. Keys are columns
+   of the transposed key cache: (f16: converted first into the lead's k_half) each head's
+   element d of the n keys written as one run of n cache positions. */
 TFM__PRIVATE void tfm__kv_store(const tfm_session *lead, const tfm__seg *seg, int l) {
     const tfm_session *s = seg->s;
     const tfm_config *c = &s->model->config;
-    size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d;
-    size_t rows = (size_t)s->kv[l].rows;
-    int b, g;
+    size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d, b;
+    size_t rows = (size_t)s->kv[l].rows, row = (size_t)seg->pos % rows, n = (size_t)seg->n;
+    const float *k = lead->k_new + (size_t)seg->row0 * kv_dim, *v = lead->v_new + (size_t)seg->row0 * kv_dim;
+    const unsigned char *src = e == 2 ? lead->k_half : TFM__CAST(const unsigned char *, TFM__CAST(const void *, k));
+    unsigned char *v_rows = tfm__vcache(s, l, 0) + row * kv_dim * e;
+    int g;
+    if (e == 2) {
+        (lead->model->isa.to_f16)(v, v_rows, n * kv_dim);
+        (lead->model->isa.to_f16)(k, lead->k_half, n * kv_dim);
+    } else {
+        memcpy(v_rows, v, n * kv_dim * sizeof(float));
+    }
     for (g = 0; g < c->n_kv_heads; g++) {
-        unsigned char *kt = tfm__kcache(s, l, g), *v = tfm__vcache(s, l, g);
-        for (b = 0; b < seg->n; b++) {
-            size_t at = (size_t)(seg->row0 + b) * kv_dim + (size_t)g * dh, row = (size_t)(seg->pos + b) % rows;
-            const float *kb = lead->k_new + at, *vv = lead->v_new + at;
-            for (d = 0; d < dh; d++) {
-                tfm__kv_put(s, kt + (d * rows + row) * e, kb[d]);
-                tfm__kv_put(s, v + (row * kv_dim + d) * e, vv[d]);
+        unsigned char *kt = tfm__kcache(s, l, g);
+        for (d = 0; d < dh; d++) {
+            unsigned char *dst = kt + (d * rows + row) * e;
+            const unsigned char *from = src + ((size_t)g * dh + d) * e;
+            if (e == 2) {
+                for (b = 0; b < n; b++) memcpy(dst + 2 * b, from + 2 * b * kv_dim, 2);
+            } else {
+                for (b = 0; b < n; b++) memcpy(dst + 4 * b, from + 4 * b * kv_dim, 4);
             }
         }
     }

@@ -324,6 +324,43 @@ static void test_vector_ops(void) {
     free(a); free(b); free(y1); free(y2);
 }
 
+/* f32 -> f16 for an f16 KV cache: every set's to_f16 equal to tfm__to_f16_scalar bit for bit
+   (NaNs too) on a sweep through all f32 bit patterns, the specials and the rounding edges (the
+   largest half 65504 and the tie above it, the subnormal halves and their ties, f32 subnormals),
+   every tail length. */
+static void test_to_f16(void) {
+    enum { NX = 1 << 16, TAIL = 40 };
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x7f800000u, 0xff800000u,
+                                       0x7f800001u, 0x7fbfffffu, 0x7fc00000u, 0xffc12345u, 0x7fe00001u, 0x477fe000u,
+                                       0x477fefffu, 0x477ff000u, 0x477ff001u, 0xc77ff000u, 0x33800000u, 0x33000000u,
+                                       0x33000001u, 0x33c00000u, 0x38800000u, 0x387fe000u, 0x387ff000u, 0x38001000u};
+    float *x = (float *)malloc(NX * sizeof(float));
+    unsigned char *h1 = (unsigned char *)malloc(2 * NX), *h2 = (unsigned char *)malloc(2 * NX);
+    int si, i, n;
+    for (i = 0; i < NX; i++) { /* every 65537th pattern of all 2^32 (sign, exponent and mantissa all vary) */
+        uint32_t u = (uint32_t)i * 65537u + (uint32_t)(i >> 3);
+        if (i < (int)(sizeof special / sizeof special[0])) u = special[i];
+        memcpy(&x[i], &u, sizeof u);
+    }
+    for (si = 0; si < TFM__SET_COUNT; si++) {
+        tfm__isa set;
+        int bad = 0;
+        if (!tfm__isa_get(si, &set) || !tfm__isa_runs(set.name)) continue;
+        set.to_f16(x, h1, NX);
+        tfm__to_f16_scalar(x, h2, NX);
+        for (i = 0; i < NX; i++) bad += memcmp(h1 + 2 * i, h2 + 2 * i, 2) != 0;
+        for (n = 0; n <= TAIL; n++) { /* tails: the values past n stay untouched */
+            memset(h1, 0xab, 2 * TAIL + 2);
+            memset(h2, 0xab, 2 * TAIL + 2);
+            set.to_f16(x + 3, h1, (size_t)n);
+            tfm__to_f16_scalar(x + 3, h2, (size_t)n);
+            bad += memcmp(h1, h2, 2 * TAIL + 2) != 0;
+        }
+        CHECK_MSG(bad == 0, "set %s: %d f16 conversions differ from the scalar twin", set.name, bad);
+    }
+    free(x); free(h1); free(h2);
+}
+
 /* The activations: every set's act equal to tfm__act_rows_scalar bit for bit (NaN lanes: NaN)
    on a grid through the range, the ends of e^x and specials, gated and not, every tail length;
    the scalar twins within stated bounds of double precision (exp, erfc, the three activations). */
@@ -389,6 +426,7 @@ int main(void) {
     test_block_layouts();
     test_quantizers();
     test_vector_ops();
+    test_to_f16();
     test_activations();
     test_matmul();
     return check_summary("test_kernels");
