@@ -3702,8 +3702,8 @@ TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xfff
             o->sc_pair[c] = tfm__pair16(o->sc[c], o->sc[c]);                                              \
         }                                                                                                 \
     }                                                                                                     \
-    /* One row's super-block for the batched kernels (tfm__kq_sb). */                                  \
-    T TFM__PRIVATE void tfm__##P##_kq_unpack(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *o) {      \
+    /* One row's super-block's codes, scales, mins, d and dmin (what the AMX planes are made of). */   \
+    T TFM__PRIVATE void tfm__##P##_kq_codes(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *o) {       \
         const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1); \
         int h, k, i;                                                                                      \
         if (dt == TFM_DTYPE_Q6_K) {                                                                       \
@@ -3742,6 +3742,10 @@ TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xfff
             o->d = tfm__avx2_h2f(blk);                                                                    \
             o->dmin = tfm__avx2_h2f(blk + 2);                                                             \
         }                                                                                                 \
+    }                                                                                                     \
+    /* One row's super-block for the batched VNNI kernels (tfm__kq_sb, flip and sc_pair too). */       \
+    T TFM__PRIVATE void tfm__##P##_kq_unpack(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *o) {      \
+        tfm__##P##_kq_codes(dt, blk, o);                                                                  \
         tfm__##P##_kq_finish(o, dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_SUB : TFM__Q4_K_SUB);                         \
     }                                                                                                     \
     /* Rows [r, r + TFM__KQ_ROWS) of m (the last one repeated past r1), every super-block, unpacked. */ \
@@ -4335,7 +4339,7 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_planes(tfm_dtype dt, const unsigned cha
                                                signed char *lo, float *d, float *dmin, uint32_t *mins) {
     bool q6 = dt == TFM_DTYPE_Q6_K;
     int k;
-    tfm__avx512_kq_unpack(dt, blk, u);
+    tfm__avx512_kq_codes(dt, blk, u);
     for (k = 0; k < TFM__QK_K; k += 32) {
         __m512i c = _mm512_cvtepi8_epi16(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, u->codes + k))));
         __m512i sc = q6 ? _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)u->sc[k / 16])),
