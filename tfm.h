@@ -1497,13 +1497,6 @@ TFM__PRIVATE uint16_t tfm__f32_to_f16(float f) {
     return (uint16_t)(sign | h);
 }
 
-/* n values to f16 at out (little-endian): the scalar twin of the sets' to_f16 kernels, which
-   round the same way in hardware (F16C's and NEON's conversions, round to nearest even). */
-TFM__PRIVATE void tfm__to_f16_scalar(const float *x, unsigned char *out, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i++) tfm__wr_u16(out + 2 * i, tfm__f32_to_f16(x[i]));
-}
-
 /* Round to the nearest integer, ties to even (as the vector conversions do), clamped. */
 TFM__PRIVATE int tfm__round_clamp(float x, int lo, int hi) {
     float r = nearbyintf(x);
@@ -1517,6 +1510,9 @@ TFM__PRIVATE void tfm__f16_row_to_f32(const unsigned char *src, float *dst, size
     size_t i;
     for (i = 0; i < n; i++) dst[i] = tfm__rd_f16(src + 2 * i);
 }
+/* f32 -> f16 rows: the dtype table's writer, and the scalar twin of the sets' to_f16 kernels
+   (an f16 KV cache's stores), which round the same way in hardware (F16C's and NEON's
+   conversions, round to nearest even). */
 TFM__PRIVATE void tfm__f16_row_from_f32(const float *src, unsigned char *dst, size_t n) {
     size_t i;
     for (i = 0; i < n; i++) tfm__wr_u16(dst + 2 * i, tfm__f32_to_f16(src[i]));
@@ -3121,7 +3117,7 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_to_f16(const float *x, unsigned char *ou
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, out + 2 * i)), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    tfm__to_f16_scalar(x + i, out + 2 * i, n - i);
+    tfm__f16_row_from_f32(x + i, out + 2 * i, n - i);
 }
 #define TFM__AVX2_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
 TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
@@ -3217,7 +3213,7 @@ TFM__PRIVATE void tfm__neon_to_f16(const float *x, unsigned char *out, size_t n)
     size_t i = 0;
     for (; i + 4 <= n; i += 4)
         vst1_u16(TFM__CAST(uint16_t *, TFM__CAST(void *, out + 2 * i)), vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
-    tfm__to_f16_scalar(x + i, out + 2 * i, n - i);
+    tfm__f16_row_from_f32(x + i, out + 2 * i, n - i);
 }
 #define TFM__NEON_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
 TFM__FLOAT_KERNELS(neon, , 2, TFM__NEON_FMM_C)
@@ -4444,7 +4440,7 @@ typedef struct tfm__isa {
     void (*scores[2])(const float *q, const unsigned char *kt, size_t stride, int d_head, int n, float *out);
                                                           /* attention scores, keys f32 [0] / f16 [1] */
     void (*act)(tfm_act act, float *y, const float *gate, size_t n); /* the FFN's activation (tfm__act_rows_scalar) */
-    void (*to_f16)(const float *x, unsigned char *out, size_t n); /* an f16 KV cache's stores (tfm__to_f16_scalar) */
+    void (*to_f16)(const float *x, unsigned char *out, size_t n); /* an f16 KV cache's stores (tfm__f16_row_from_f32) */
     size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
 } tfm__isa;
@@ -4500,7 +4496,7 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->scores[0] = tfm__scores_f32_scalar;
     t->scores[1] = tfm__scores_h_scalar;
     t->act = tfm__act_rows_scalar;
-    t->to_f16 = tfm__to_f16_scalar;
+    t->to_f16 = tfm__f16_row_from_f32;
     t->scratch_bytes = NULL;
     t->grouped = 1u << TFM__ACT_Q8 | 1u << TFM__ACT_Q8_K;
 }

@@ -324,7 +324,7 @@ static void test_vector_ops(void) {
     free(a); free(b); free(y1); free(y2);
 }
 
-/* f32 -> f16 for an f16 KV cache: every set's to_f16 equal to tfm__to_f16_scalar bit for bit
+/* f32 -> f16 for an f16 KV cache: every set's to_f16 equal to tfm__f16_row_from_f32 bit for bit
    (NaNs too) on a sweep through all f32 bit patterns, the specials and the rounding edges (the
    largest half 65504 and the tie above it, the subnormal halves and their ties, f32 subnormals),
    every tail length. */
@@ -347,13 +347,13 @@ static void test_to_f16(void) {
         int bad = 0;
         if (!tfm__isa_get(si, &set) || !tfm__isa_runs(set.name)) continue;
         set.to_f16(x, h1, NX);
-        tfm__to_f16_scalar(x, h2, NX);
+        tfm__f16_row_from_f32(x, h2, NX);
         for (i = 0; i < NX; i++) bad += memcmp(h1 + 2 * i, h2 + 2 * i, 2) != 0;
         for (n = 0; n <= TAIL; n++) { /* tails: the values past n stay untouched */
             memset(h1, 0xab, 2 * TAIL + 2);
             memset(h2, 0xab, 2 * TAIL + 2);
             set.to_f16(x + 3, h1, (size_t)n);
-            tfm__to_f16_scalar(x + 3, h2, (size_t)n);
+            tfm__f16_row_from_f32(x + 3, h2, (size_t)n);
             bad += memcmp(h1, h2, 2 * TAIL + 2) != 0;
         }
         CHECK_MSG(bad == 0, "set %s: %d f16 conversions differ from the scalar twin", set.name, bad);
