@@ -7,19 +7,41 @@
 #   e.g. tools/side_by_side.sh ../llama.cpp/build/bin/llama-bench ../peer-models "q8_0 q4_0" "1 2"
 #   Both engines cache keys and values in f16 (llama.cpp's default); KV=f32 runs tfm.h with its
 #   own default, an f32 cache (twice the bytes attention reads per decoded token).
+#   PAIRS=N (3 unless set) runs the two engines N times in turn for each line (each run the
+#   median of 3 repetitions): the machine's speed drifts, and a ratio is only fair between runs
+#   close together. Each line prints the median tokens/s of either engine over the pairs and the
+#   median ratio with the range of the N pair ratios.
 set -eu
 L=${1:?usage: side_by_side.sh LLAMA_BENCH GGUF_DIR [types] [threads] [prompt] [decode]}
 D=${2:?GGUF_DIR}
 TYPES=${3:-"f32 f16 q8_0 q4_0 q4_k_m"}; THREADS=${4:-"1 2"}; P=${5:-128}; N=${6:-32}
-B=${BIN:-build}; S=${SHAPE:-pythia410m}; KV=${KV:-f16}
+B=${BIN:-build}; S=${SHAPE:-pythia410m}; KV=${KV:-f16}; PAIRS=${PAIRS:-3}
 mkdir -p build/side
 for ty in $TYPES; do
   g=$D/$S-$ty.gguf; t=build/side/$S-$ty.tfm
   [ -f "$t" ] || "$B/tfm-convert" "$g" -o "$t" > /dev/null
   for th in $THREADS; do
-    l=$("$L" -m "$g" -p "$P" -n "$N" -t "$th" -r 3 -o csv 2>/dev/null |
-        awk -F, 'NR > 1 { gsub("\"", "", $0); print $(NF - 1) }' | tr '\n' ' ')
-    f=$("$B/tfm-bench" -m "$t" -p "$P" -n "$N" -t "$th" -r 3 --kv "$KV" 2>&1 | awk '/prompt/ { p = $4 } /decode/ { d = $4 } END { print p, d }')
-    echo "$ty $th $l $f" | awk '{ printf "%-7s t=%s  llama.cpp prompt %7.1f decode %6.2f | tfm.h prompt %7.1f decode %6.2f | ratio prompt %.2f decode %.2f\n", $1, $2, $3, $4, $5, $6, $5 / $3, $6 / $4 }'
+    i=0; runs=""
+    while [ "$i" -lt "$PAIRS" ]; do
+      l=$("$L" -m "$g" -p "$P" -n "$N" -t "$th" -r 3 -o csv 2>/dev/null |
+          awk -F, 'NR > 1 { gsub("\"", "", $0); print $(NF - 1) }' | tr '\n' ' ')
+      f=$("$B/tfm-bench" -m "$t" -p "$P" -n "$N" -t "$th" -r 3 --kv "$KV" 2>&1 | awk '/prompt/ { p = $4 } /decode/ { d = $4 } END { print p, d }')
+      runs="$runs$l $f
+"
+      i=$((i + 1))
+    done
+    printf '%s' "$runs" | awk -v ty="$ty" -v th="$th" '
+      function median(a, n,   i, j, t) {
+        for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+      }
+      NF == 4 { n++; lp[n] = $1; ld[n] = $2; fp[n] = $3; fd[n] = $4; rp[n] = $3 / $1; rd[n] = $4 / $2 }
+      END {
+        if (!n) { printf "%-7s t=%s  no complete pair of runs\n", ty, th; exit 1 }
+        printf "%-7s t=%s  llama.cpp prompt %7.1f decode %6.2f | tfm.h prompt %7.1f decode %6.2f", ty, th,
+               median(lp, n), median(ld, n), median(fp, n), median(fd, n)
+        printf " | ratio prompt %.2f (%.2f-%.2f) decode %.2f (%.2f-%.2f)\n", median(rp, n), rp[1], rp[n],
+               median(rd, n), rd[1], rd[n]
+      }'
   done
 done
