@@ -35,13 +35,13 @@ for ty in $TYPES; do
         for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
       }
-      NF == 4 { n++; lp[n] = $1; ld[n] = $2; fp[n] = $3; fd[n] = $4; rp[n] = $3 / $1; rd[n] = $4 / $2 }
+      NF == 4 && $1 > 0 && $2 > 0 { n++; lp[n] = $1; ld[n] = $2; fp[n] = $3; fd[n] = $4; rp[n] = $3 / $1; rd[n] = $4 / $2 }
       END {
         if (!n) { printf "%-7s t=%s  no complete pair of runs\n", ty, th; exit 1 }
+        mp = median(rp, n); md = median(rd, n) # sorted now: [1] the least, [n] the most
         printf "%-7s t=%s  llama.cpp prompt %7.1f decode %6.2f | tfm.h prompt %7.1f decode %6.2f", ty, th,
                median(lp, n), median(ld, n), median(fp, n), median(fd, n)
-        printf " | ratio prompt %.2f (%.2f-%.2f) decode %.2f (%.2f-%.2f)\n", median(rp, n), rp[1], rp[n],
-               median(rd, n), rd[1], rd[n]
+        printf " | ratio prompt %.2f (%.2f-%.2f) decode %.2f (%.2f-%.2f)\n", mp, rp[1], rp[n], md, rd[1], rd[n]
       }'
   done
 done
