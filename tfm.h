@@ -3354,7 +3354,7 @@ TFM__PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char
 /* One token reads 8 rows at a time, a block of each in turn, and prefetches the same bytes of
    the next 8 rows (measured on Pythia-410m's matrices streamed from RAM: 1 KiB ahead in each
    row gave 6-8 GB/s, the next rows' 9-13). 16 rows at a time (AVX-512 q4_0, the reduction and
-   float step on whole zmm) ran 8-10% faster from cache but 10-15% slower from RAM (a 113 MB
+   float step on whole zmm) ran 8-10% faster from cache but 8-15% slower from RAM (a 113 MB
    matrix, same-process A/B); prefetching 16 rows ahead was slower too, into L2 only the same. */
 #define TFM__GEMV_ROWS 8
 
@@ -4041,7 +4041,7 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0
    times the scales in int32 (each 128-bit lane is one 16-weight sub-block: vpermw spreads the
    scales), and the zero point's 32 sum_c scale_c sum(x codes of c) comes off the int32 lanes
    before the one horizontal sum: the scalar twin's isum, exact; its float chain, one fmaf per
-   super-block. Same-process A/B against the generic kernel: 15-35% faster from cache (768 x 768,
+   super-block. Same-process A/B against the generic kernel: 12-37% faster from cache (768 x 768,
    1024 x 1024; the generic one's two horizontal sums per super-block are ~40% of its time),
    3-14% on the 31 MB output matrix of Pythia-160M (50304 x 768, from L3 and RAM). */
 #define TFM__K64 0x0001000100010001LL /* four int16 lanes of 1 */
