@@ -12,7 +12,7 @@ for t in "$@"; do
   out=$("$t" 2>&1); rc=$?
   printf '%s\n' "$out" | tee -a "$log" | grep -E 'FAIL|SKIP|maxdiff|passed,|ERROR|runtime error' || true
   line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
-  p=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  p=$(printf '%s' "$line" | sed -E 's/(.* )?([0-9]+) passed.*/\2/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
   [ -n "$line" ] || { p=0; f=1; echo "$t printed no summary (exit $rc)"; }
   [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
   passed=$((passed + p)); failed=$((failed + f))
@@ -25,7 +25,7 @@ if [ -z "$SAN" ] || [ -n "$BIN" ]; then
     out=$(SHARED="$SHARED" BIN="${BIN:-build}" sh "$sh" 2>&1); rc=$?
     printf '%s\n' "$out" | tee -a "$log" | grep -E 'FAIL|SKIP|maxdiff|passed,|ERROR|runtime error' || true
     line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
-    p=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+    p=$(printf '%s' "$line" | sed -E 's/(.* )?([0-9]+) passed.*/\2/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
     [ -n "$line" ] || { p=0; f=1; echo "$sh printed no summary (exit $rc)"; }
     [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
     passed=$((passed + p)); failed=$((failed + f))

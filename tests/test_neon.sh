@@ -8,7 +8,7 @@ CC=aarch64-linux-gnu-gcc
 QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 if ! command -v $CC >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>&1; then
   echo "SKIP: NEON tests need $CC and qemu-aarch64 (apt-get install gcc-aarch64-linux-gnu qemu-user)"
-  echo "0 passed, 0 failed"; exit 0
+  echo "test_neon: 0 passed, 0 failed"; exit 0
 fi
 T=build/neon; mkdir -p "$T"
 pass=0; fail=0
