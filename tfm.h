@@ -3647,6 +3647,61 @@ TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2)
    multiplied by the sub-block's scale and paired into int32 (pmaddwd), all exact, and the lanes
    summed: the isum of the scalar twin; the float steps are the twin's. */
 #define TFM__Q45_ROWS 4 /* rows per step of the one-token q4_k / q5_k kernels */
+/* Their shared steps: rows [r, r + 4) (the last one repeated past r1) and the prefetch distance
+   (the rows 8 down); the prefetch of a super-block (bb bytes at `at`) of those rows; the twin's
+   float steps acc + isum d dx - imin dmin dx (each row's d, dmin: its block's first 4 bytes);
+   the outputs of token b. */
+TFM__PRIVATE size_t tfm__q45_rows(const tfm__mm *m, int r, int r1, const unsigned char **row) {
+    int i;
+    for (i = 0; i < TFM__Q45_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+    return r + TFM__GEMV_ROWS + TFM__Q45_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0;
+}
+TFM__ALWAYS_INLINE void tfm__q45_prefetch(const unsigned char *const *row, size_t at, size_t bb, size_t pf) {
+    size_t l;
+    int i;
+    for (i = 0; i < TFM__Q45_ROWS; i++) {
+        for (l = 0; l < bb; l += TFM__ALIGN) TFM__PREFETCH(row[i] + at + l + pf);
+        TFM__PREFETCH(row[i] + at + bb - 1 + pf);
+    }
+}
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m128 tfm__avx2_q45_float(__m128 acc, __m128i isum, __m128i imin, const unsigned char *const *row,
+                                                         size_t at, float dx) {
+    __m256 dd = _mm256_cvtph_ps(_mm_setr_epi32((int)tfm__rd_u32(row[0] + at), (int)tfm__rd_u32(row[1] + at),
+                                               (int)tfm__rd_u32(row[2] + at), (int)tfm__rd_u32(row[3] + at)));
+    __m128 lo = _mm256_castps256_ps128(dd), hi = _mm256_extractf128_ps(dd, 1), vx = _mm_set1_ps(dx);
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(_mm_shuffle_ps(lo, hi, 0x88), vx), acc);
+    return _mm_fnmadd_ps(_mm_cvtepi32_ps(imin), _mm_mul_ps(_mm_shuffle_ps(lo, hi, 0xdd), vx), acc);
+}
+TFM__PRIVATE void tfm__q45_store(const tfm__mm *m, int b, int r, int r1, const float *out) {
+    int i;
+    for (i = 0; i < TFM__Q45_ROWS && r + i < r1; i++)
+        m->y[(size_t)b * m->y_stride + (size_t)(r + i)] = m->bias ? out[i] + m->bias[r + i] : out[i];
+}
+/* A one-token q4_k / q5_k kernel of set P: rows [r0, r1) x every token, 4 rows at a time, the
+   set's tfm__P_q45_sums giving the exact isums and imins of a super-block, the twin's float steps
+   on 4 lanes in its order. */
+#define TFM__Q45_GEMV(P, T)                                                                               \
+    T TFM__ALWAYS_INLINE void tfm__##P##_gemv_q45(const tfm__mm *m, int r0, int r1, const bool five) {   \
+        const size_t bb = five ? 176u : 144u;                                                             \
+        int r, b, j, nb = m->w->cols / TFM__QK_K;                                                         \
+        for (r = r0; r < r1; r += TFM__Q45_ROWS) {                                                        \
+            const unsigned char *row[TFM__Q45_ROWS];                                                      \
+            size_t pf = tfm__q45_rows(m, r, r1, row);                                                     \
+            for (b = 0; b < m->n_b; b++) {                                                                \
+                __m128 acc = _mm_setzero_ps();                                                            \
+                __m128i isum, imin;                                                                       \
+                float out[TFM__Q45_ROWS];                                                                 \
+                for (j = 0; j < nb; j++) {                                                                \
+                    size_t at = (size_t)j * bb, bi = (size_t)b * (size_t)nb + (size_t)j;                  \
+                    if (b == 0) tfm__q45_prefetch(row, at, bb, pf);                                       \
+                    tfm__##P##_q45_sums(row, at, m->qa, bi, five, &isum, &imin);                          \
+                    acc = tfm__avx2_q45_float(acc, isum, imin, row, at, m->qa->d[bi]);                    \
+                }                                                                                         \
+                _mm_storeu_ps(out, acc);                                                                  \
+                tfm__q45_store(m, b, r, r1, out);                                                         \
+            }                                                                                             \
+        }                                                                                                 \
+    }
 TFM__T_AVX2 TFM__PRIVATE int32_t tfm__avx2_hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
@@ -3708,77 +3763,53 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q6_k(const tfm__mm *m, int r0, int 
             for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];
     }
 }
-/* q4_k / q5_k, activations in rows, AVX2: 4 rows at a time, each register one sub-block of 32
-   weights (pmaddubsw pairs in int16, pmaddwd times the broadcast scale in int32), the token's
-   codes loaded once for the 4 rows, their isums and imins reduced together (hadd trees) and the
-   twin's float chain on 4 lanes. Same-process A/B against the one-row kernel it replaced (two
+/* q4_k / q5_k, activations in rows, AVX2: isum and imin of a super-block of 4 rows, each register
+   one sub-block of 32 weights (pmaddubsw pairs in int16, pmaddwd times the broadcast scale in
+   int32), the token's codes loaded once for the 4 rows, the 4 rows reduced together (hadd
+   trees). Same-process A/B against the one-row kernel it replaced (two
    horizontal sums and a scalar float step per row and super-block): 1.4-1.7x from cache (q4_k
    1024 x 1024 11.0-11.4 -> 17.2 GB/s, 1024 x 4096 11.1 -> 18.7; q5_k 11.7 -> 16.6). */
-TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q45(const tfm__mm *m, int r0, int r1, const bool five) {
+TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_q45_sums(const unsigned char *const *row, size_t at, const tfm__qacts *qa, size_t bi,
+                                                     const bool five, __m128i *isum4, __m128i *imin4) {
     const __m256i low4 = _mm256_set1_epi8(0xf), one = _mm256_set1_epi8(1);
-    const size_t bb = five ? 176u : 144u, qs = five ? 48u : 16u;
-    int r, b, j, i, c, nb = m->w->cols / TFM__QK_K;
-    for (r = r0; r < r1; r += TFM__Q45_ROWS) {
-        const unsigned char *row[TFM__Q45_ROWS];
-        size_t pf = r + TFM__GEMV_ROWS + TFM__Q45_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0, l;
-        for (i = 0; i < TFM__Q45_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
-        for (b = 0; b < m->n_b; b++) {
-            __m128 acc = _mm_setzero_ps();
-            float out[TFM__Q45_ROWS];
-            for (j = 0; j < nb; j++) {
-                size_t at = (size_t)j * bb, bi = (size_t)b * (size_t)nb + (size_t)j;
-                const int8_t *xq = m->qa->q + bi * TFM__QK_K;
-                const int32_t *xs = m->qa->s + bi * (TFM__QK_K / 16);
-                __m256i isum[TFM__Q45_ROWS], ps, red;
-                __m128i imin[TFM__Q45_ROWS], pairs;
-                __m256 dd;
-                __m128 dx = _mm_set1_ps(m->qa->d[bi]);
-                if (b == 0)
-                    TFM__UNROLL for (i = 0; i < TFM__Q45_ROWS; i++) { /* the row 8 down */
-                        for (l = 0; l < bb; l += TFM__ALIGN) TFM__PREFETCH(row[i] + at + l + pf);
-                        TFM__PREFETCH(row[i] + at + bb - 1 + pf);
-                    }
-                /* the token's sums of 32 codes, int16 */
-                ps = _mm256_hadd_epi32(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs))),
-                                       _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8))));
-                ps = _mm256_permute4x64_epi64(ps, 0xd8);
-                pairs = _mm_packs_epi32(_mm256_castsi256_si128(ps), _mm256_extracti128_si256(ps, 1));
-                TFM__UNROLL for (i = 0; i < TFM__Q45_ROWS; i++) {
-                    const unsigned char *blk = row[i] + at;
-                    uint32_t u0 = tfm__rd_u32(blk + 4), u1 = tfm__rd_u32(blk + 8), u2 = tfm__rd_u32(blk + 12);
-                    uint64_t sc8 = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
-                    uint64_t mn8 = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
-                    __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc8)));
-                    __m256i qh = five ? _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 16))) : _mm256_setzero_si256();
-                    isum[i] = _mm256_setzero_si256();
-                    TFM__UNROLL for (c = 0; c < 4; c++) { /* sub-blocks 2c (low nibbles), 2c + 1 (high) */
-                        __m256i bv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + qs + 32 * c)));
-                        __m256i lo = _mm256_and_si256(bv, low4), hi = _mm256_and_si256(_mm256_srli_epi16(bv, 4), low4);
-                        __m256i s_lo = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (4 * c + 1) + 4 * c)));
-                        __m256i s_hi = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (4 * c + 3) + 4 * c + 2)));
-                        if (five) {
-                            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-                            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
-                        }
-                        isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xq + 64 * c)))), s_lo));
-                        isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xq + 64 * c + 32)))), s_hi));
-                    }
-                    imin[i] = _mm_madd_epi16(pairs, _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn8)));
-                }
-                red = _mm256_hadd_epi32(_mm256_hadd_epi32(isum[0], isum[1]), _mm256_hadd_epi32(isum[2], isum[3]));
-                dd = _mm256_cvtph_ps(_mm_setr_epi32((int)tfm__rd_u32(row[0] + at), (int)tfm__rd_u32(row[1] + at), /* d, dmin */
-                                                    (int)tfm__rd_u32(row[2] + at), (int)tfm__rd_u32(row[3] + at)));
-                acc = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(red), _mm256_extracti128_si256(red, 1))),
-                                   _mm_mul_ps(_mm_shuffle_ps(_mm256_castps256_ps128(dd), _mm256_extractf128_ps(dd, 1), 0x88), dx), acc);
-                acc = _mm_fnmadd_ps(_mm_cvtepi32_ps(_mm_hadd_epi32(_mm_hadd_epi32(imin[0], imin[1]), _mm_hadd_epi32(imin[2], imin[3]))),
-                                    _mm_mul_ps(_mm_shuffle_ps(_mm256_castps256_ps128(dd), _mm256_extractf128_ps(dd, 1), 0xdd), dx), acc);
+    const size_t qs = five ? 48u : 16u;
+    const int8_t *xq = qa->q + bi * TFM__QK_K;
+    const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);
+    __m256i isum[TFM__Q45_ROWS], ps, red;
+    __m128i imin[TFM__Q45_ROWS], pairs;
+    int i, c;
+    /* the token's sums of 32 codes, int16 */
+    ps = _mm256_hadd_epi32(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs))),
+                           _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8))));
+    ps = _mm256_permute4x64_epi64(ps, 0xd8);
+    pairs = _mm_packs_epi32(_mm256_castsi256_si128(ps), _mm256_extracti128_si256(ps, 1));
+    TFM__UNROLL for (i = 0; i < TFM__Q45_ROWS; i++) {
+        const unsigned char *blk = row[i] + at;
+        uint32_t u0 = tfm__rd_u32(blk + 4), u1 = tfm__rd_u32(blk + 8), u2 = tfm__rd_u32(blk + 12);
+        uint64_t sc8 = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
+        uint64_t mn8 = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+        __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc8)));
+        __m256i qh = five ? _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 16))) : _mm256_setzero_si256();
+        isum[i] = _mm256_setzero_si256();
+        TFM__UNROLL for (c = 0; c < 4; c++) { /* sub-blocks 2c (low nibbles), 2c + 1 (high) */
+            __m256i bv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + qs + 32 * c)));
+            __m256i lo = _mm256_and_si256(bv, low4), hi = _mm256_and_si256(_mm256_srli_epi16(bv, 4), low4);
+            __m256i s_lo = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (4 * c + 1) + 4 * c)));
+            __m256i s_hi = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (4 * c + 3) + 4 * c + 2)));
+            if (five) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
             }
-            _mm_storeu_ps(out, acc);
-            for (i = 0; i < TFM__Q45_ROWS && r + i < r1; i++)
-                m->y[(size_t)b * m->y_stride + (size_t)(r + i)] = m->bias ? out[i] + m->bias[r + i] : out[i];
+            isum[i] = _mm256_add_epi32(isum[i], tfm__avx2_kdot(lo, xq + 64 * c, s_lo));
+            isum[i] = _mm256_add_epi32(isum[i], tfm__avx2_kdot(hi, xq + 64 * c + 32, s_hi));
         }
+        imin[i] = _mm_madd_epi16(pairs, _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn8)));
     }
+    red = _mm256_hadd_epi32(_mm256_hadd_epi32(isum[0], isum[1]), _mm256_hadd_epi32(isum[2], isum[3]));
+    *isum4 = _mm_add_epi32(_mm256_castsi256_si128(red), _mm256_extracti128_si256(red, 1));
+    *imin4 = _mm_hadd_epi32(_mm_hadd_epi32(imin[0], imin[1]), _mm_hadd_epi32(imin[2], imin[3]));
 }
+TFM__Q45_GEMV(avx2, TFM__T_AVX2)
 
 /* Activations in rows: each k-quant's one-token kernel. */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_kq(const tfm__mm *m, int r0, int r1) {
@@ -4123,16 +4154,15 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q6_k(const tfm__mm *m, int r0, 
     }
 }
 
-/* q4_k / q5_k, activations in rows (one token, mostly: most of a Q4_K_M file): the scalar twin's
-   arithmetic on 4 rows at a time and 64 weights per register. A row's 64 bytes of nibbles are
+/* q4_k / q5_k, activations in rows (one token, mostly: most of a Q4_K_M file): isum and imin of a
+   super-block of 4 rows on 64 weights per register. A row's 64 bytes of nibbles are
    two code vectors whose 256-bit halves are sub-blocks 4h, 4h + 2 (low nibbles) and 4h + 1,
    4h + 3 (high), so the token's codes are rearranged to match once per super-block for all 4
    rows; q5_k's fifth bits are added under byte masks. pmaddubsw pairs codes x activation codes
    in int16, vpdpwssd times each half's scale in int32 (vpermw spreads the scales, unpacked from
    their 6-bit packing for the 4 rows at once, a 128-bit lane each). The mins times the token's
    sums of 32 codes come out of one vpmaddwd laid out as the isums reduce ([lane L][row]), so
-   isum and imin of all 4 rows reduce together: the twin's exact integers; its float chain on
-   4 lanes. Same-process A/B against the generic one-row kernel (which spends two horizontal sums
+   isum and imin of all 4 rows reduce together: the twin's exact integers. Same-process A/B against the generic one-row kernel (which spends two horizontal sums
    and a scalar float step per row and super-block): 1.6-1.9x from cache (q4_k 1024 x 1024,
    4096 x 1024, 1024 x 4096: 7.6-8.7 -> 13.4-14.3 GB/s; q5_k 1.7-1.8x), 1.4-1.9x on a 270 MB
    matrix from RAM. */
@@ -4154,75 +4184,51 @@ TFM__T_AVX512 TFM__PRIVATE __m512i tfm__avx512_q4k_pairs(const int32_t *xs) {
     t = _mm512_or_si512(_mm512_and_si512(t, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(_mm512_bsrli_epi128(t, 8), 16));
     return _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0);
 }
-TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q45(const tfm__mm *m, int r0, int r1, const bool five) {
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q45_sums(const unsigned char *const *row, size_t at, const tfm__qacts *qa,
+                                                         size_t bi, const bool five, __m128i *isum4, __m128i *imin4) {
     const __m512i low4 = _mm512_set1_epi8(0xf), zero = _mm512_setzero_si512();
     const __m512i to_lanes = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    const size_t bb = five ? 176u : 144u, qs = five ? 48u : 16u;
-    int r, b, j, i, h, k, nb = m->w->cols / TFM__QK_K;
-    for (r = r0; r < r1; r += TFM__Q45_ROWS) {
-        const unsigned char *row[TFM__Q45_ROWS];
-        size_t pf = r + TFM__GEMV_ROWS + TFM__Q45_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0, l;
-        for (i = 0; i < TFM__Q45_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
-        for (b = 0; b < m->n_b; b++) {
-            __m128 acc = _mm_setzero_ps();
-            float out[TFM__Q45_ROWS];
-            for (j = 0; j < nb; j++) {
-                size_t at = (size_t)j * bb, bi = (size_t)b * (size_t)nb + (size_t)j;
-                const int8_t *xq = m->qa->q + bi * TFM__QK_K;
-                __m512i x[4], isum[TFM__Q45_ROWS], sc, mn, red, red2;
-                __m256 dd;
-                __m128 dx = _mm_set1_ps(m->qa->d[bi]);
-                if (b == 0)
-                    TFM__UNROLL for (i = 0; i < TFM__Q45_ROWS; i++) { /* the row 8 down */
-                        for (l = 0; l < bb; l += TFM__ALIGN) TFM__PREFETCH(row[i] + at + l + pf);
-                        TFM__PREFETCH(row[i] + at + bb - 1 + pf);
-                    }
-                TFM__UNROLL for (h = 0; h < 2; h++) { /* [128h + 0..31 | + 64..95], [+ 32..63 | + 96..127] */
-                    __m512i a = _mm512_loadu_si512(xq + 128 * h), c = _mm512_loadu_si512(xq + 128 * h + 64);
-                    x[2 * h] = _mm512_shuffle_i64x2(a, c, 0x44);
-                    x[2 * h + 1] = _mm512_shuffle_i64x2(a, c, 0xee);
-                }
-                sc = tfm__avx512_q4k_scales4(tfm__avx512_ld4x128(row, at + 4));
-                mn = _mm512_permutexvar_epi32(to_lanes, _mm512_unpackhi_epi8(sc, zero)); /* [L][row]: mins 2L, 2L + 1 */
-                sc = _mm512_unpacklo_epi8(sc, zero);                                        /* [row][8] int16 */
-                TFM__UNROLL for (i = 0; i < TFM__Q45_ROWS; i++) {
-                    __m512i qh = zero;
-                    isum[i] = zero;
-                    if (five) {
-                        __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 16)));
-                        qh = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 2), 1);
-                    }
-                    TFM__UNROLL for (h = 0; h < 2; h++) {
-                        __m512i q = _mm512_loadu_si512(row[i] + at + qs + 64 * h);
-                        TFM__UNROLL for (k = 0; k < 2; k++) { /* sub-blocks 4h + k | 4h + 2 + k */
-                            __m512i code = _mm512_and_si512(k ? _mm512_srli_epi16(q, 4) : q, low4);
-                            __m512i s = _mm512_permutexvar_epi16(_mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16((short)(8 * i + 4 * h + k)),
-                                                                                         _mm512_set1_epi16((short)(8 * i + 4 * h + 2 + k))), sc);
-                            if (five) code = _mm512_mask_add_epi8(code, _mm512_test_epi8_mask(qh, _mm512_set1_epi8((char)(1 << (4 * h + k)))), code, _mm512_set1_epi8(16));
-                            isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(code, x[2 * h + k]), s);
-                        }
-                    }
-                }
-                /* [lane L][row] partial isums, then imin's alongside: lane 0 isum, lane 2 imin of rows 0..3 */
-                red = _mm512_add_epi32(_mm512_unpacklo_epi32(isum[0], isum[1]), _mm512_unpackhi_epi32(isum[0], isum[1]));
-                red2 = _mm512_add_epi32(_mm512_unpacklo_epi32(isum[2], isum[3]), _mm512_unpackhi_epi32(isum[2], isum[3]));
-                red = _mm512_add_epi32(_mm512_unpacklo_epi64(red, red2), _mm512_unpackhi_epi64(red, red2));
-                red2 = _mm512_madd_epi16(mn, tfm__avx512_q4k_pairs(m->qa->s + bi * (TFM__QK_K / 16)));
-                red = _mm512_add_epi32(_mm512_shuffle_i64x2(red, red2, 0x44), _mm512_shuffle_i64x2(red, red2, 0xee));
-                red = _mm512_add_epi32(red, _mm512_shuffle_i64x2(red, red, 0xb1));
-                dd = _mm256_cvtph_ps(_mm_setr_epi32((int)tfm__rd_u32(row[0] + at), (int)tfm__rd_u32(row[1] + at), /* d, dmin */
-                                                    (int)tfm__rd_u32(row[2] + at), (int)tfm__rd_u32(row[3] + at)));
-                acc = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(red)),
-                                   _mm_mul_ps(_mm_shuffle_ps(_mm256_castps256_ps128(dd), _mm256_extractf128_ps(dd, 1), 0x88), dx), acc);
-                acc = _mm_fnmadd_ps(_mm_cvtepi32_ps(_mm512_extracti32x4_epi32(red, 2)),
-                                    _mm_mul_ps(_mm_shuffle_ps(_mm256_castps256_ps128(dd), _mm256_extractf128_ps(dd, 1), 0xdd), dx), acc);
+    const size_t qs = five ? 48u : 16u;
+    const int8_t *xq = qa->q + bi * TFM__QK_K;
+    __m512i x[4], isum[TFM__Q45_ROWS], sc, mn, red, red2;
+    int i, h, k;
+    TFM__UNROLL for (h = 0; h < 2; h++) { /* [128h + 0..31 | + 64..95], [+ 32..63 | + 96..127] */
+        __m512i a = _mm512_loadu_si512(xq + 128 * h), c = _mm512_loadu_si512(xq + 128 * h + 64);
+        x[2 * h] = _mm512_shuffle_i64x2(a, c, 0x44);
+        x[2 * h + 1] = _mm512_shuffle_i64x2(a, c, 0xee);
+    }
+    sc = tfm__avx512_q4k_scales4(tfm__avx512_ld4x128(row, at + 4));
+    mn = _mm512_permutexvar_epi32(to_lanes, _mm512_unpackhi_epi8(sc, zero)); /* [L][row]: mins 2L, 2L + 1 */
+    sc = _mm512_unpacklo_epi8(sc, zero);                                        /* [row][8] int16 */
+    TFM__UNROLL for (i = 0; i < TFM__Q45_ROWS; i++) {
+        __m512i qh = zero;
+        isum[i] = zero;
+        if (five) {
+            __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 16)));
+            qh = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 2), 1);
+        }
+        TFM__UNROLL for (h = 0; h < 2; h++) {
+            __m512i q = _mm512_loadu_si512(row[i] + at + qs + 64 * h);
+            TFM__UNROLL for (k = 0; k < 2; k++) { /* sub-blocks 4h + k | 4h + 2 + k */
+                __m512i code = _mm512_and_si512(k ? _mm512_srli_epi16(q, 4) : q, low4);
+                __m512i s = _mm512_permutexvar_epi16(_mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16((short)(8 * i + 4 * h + k)),
+                                                                             _mm512_set1_epi16((short)(8 * i + 4 * h + 2 + k))), sc);
+                if (five) code = _mm512_mask_add_epi8(code, _mm512_test_epi8_mask(qh, _mm512_set1_epi8((char)(1 << (4 * h + k)))), code, _mm512_set1_epi8(16));
+                isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(code, x[2 * h + k]), s);
             }
-            _mm_storeu_ps(out, acc);
-            for (i = 0; i < TFM__Q45_ROWS && r + i < r1; i++)
-                m->y[(size_t)b * m->y_stride + (size_t)(r + i)] = m->bias ? out[i] + m->bias[r + i] : out[i];
         }
     }
+    /* [lane L][row] partial isums, then imin's alongside: lane 0 isum, lane 2 imin of rows 0..3 */
+    red = _mm512_add_epi32(_mm512_unpacklo_epi32(isum[0], isum[1]), _mm512_unpackhi_epi32(isum[0], isum[1]));
+    red2 = _mm512_add_epi32(_mm512_unpacklo_epi32(isum[2], isum[3]), _mm512_unpackhi_epi32(isum[2], isum[3]));
+    red = _mm512_add_epi32(_mm512_unpacklo_epi64(red, red2), _mm512_unpackhi_epi64(red, red2));
+    red2 = _mm512_madd_epi16(mn, tfm__avx512_q4k_pairs(qa->s + bi * (TFM__QK_K / 16)));
+    red = _mm512_add_epi32(_mm512_shuffle_i64x2(red, red2, 0x44), _mm512_shuffle_i64x2(red, red2, 0xee));
+    red = _mm512_add_epi32(red, _mm512_shuffle_i64x2(red, red, 0xb1));
+    *isum4 = _mm512_castsi512_si128(red);
+    *imin4 = _mm512_extracti32x4_epi32(red, 2);
 }
+TFM__Q45_GEMV(avx512, TFM__T_AVX512)
 
 /* Activations in rows: each k-quant's own kernel. */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_kq(const tfm__mm *m, int r0, int r1) {
