@@ -4242,88 +4242,108 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_kquant(const tfm__mm *m, int r0, 
     else tfm__avx512_gemm_kquant(m, r0, r1, scratch);
 }
 
-#define TFM__AVX512_ROWS 6 /* weight rows per pass of the batched VNNI kernel */
-#define TFM__AVX512_PAIR 2 /* token groups of 16 per pass of it */
-/* A batch of q8_0 / q4_0: rows row[0..5] x token groups g .. g + ng - 1 (ng <= TFM__AVX512_PAIR),
-   12 accumulators of 16 tokens in registers. Each row's block is unpacked once into 8 broadcast
-   vectors of 4 codes and serves both groups (the activation codes are memory operands of
-   vpdpbusd); the scalar twin's float chain per token. Same-process A/B against 4 rows x 1 group
-   (128 tokens; 4096 x 1024, 1024 x 4096, 3072 x 1024): 1.24-1.84x; 8 rows x 2 groups, 8 x 1,
-   4 x 4 and 5 x 3 measured lower or less steady. */
-TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemm_q_pass(const tfm__mm *m, const unsigned char *const *row, int r, int r1,
-                                                             int g, const int ng, const tfm_dtype ty) {
-    const tfm__qacts *qa = m->qa;
+#define TFM__QP_ROWS 16 /* weight rows per pass of the batched q8_0 / q4_0 kernel: one per lane */
+#define TFM__QP_BLOCK (TFM__QK * TFM__QP_ROWS + TFM__QP_ROWS * 4) /* packed bytes of a block: codes, scales */
+
+/* Task scratch of it: TFM__QP_ROWS rows packed. */
+TFM__PRIVATE size_t tfm__qp_scratch_bytes(int cols) { return (size_t)(cols / TFM__QK) * TFM__QP_BLOCK; }
+
+/* The 4 bytes at p + offs[i] for 16 offsets (two 8-lane gathers: GCC's 16-lane one warns under
+   -Wsign-conversion). */
+TFM__T_AVX512 TFM__PRIVATE __m512i tfm__avx512_gather16(const unsigned char *p, const __m256i *offs) {
+    const int *b = TFM__CAST(const int *, TFM__CAST(const void *, p));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_i32gather_epi32(b, offs[0], 1)), _mm256_i32gather_epi32(b, offs[1], 1), 1);
+}
+/* A batch of q8_0 / q4_0, 16 rows in the lanes of a vector: rows row[0..15] packed once into
+   scratch, per block [8][16 rows][4 codes] u8 (q8_0 codes + 128, q4_0 nibbles) and the rows' 16
+   scales as floats, then every group of 16 tokens in turn, 16 accumulators of 16 rows: vpdpbusd
+   of the packed codes times a token's 4 codes broadcast, the twin's exact isum (the zero point's
+   share taken off first) and its float chain per output. The unpacking is paid once per 16 rows
+   for the whole batch, and a token's work is 8 vpdpbusd and 3 other vector steps per block.
+   Same-process A/B (128 tokens; 4096 x 1024, 1024 x 4096, 3072 x 1024; 40 tokens 1024 x 1024):
+   1.27-1.65x a kernel of 6 rows x 32 tokens in registers (each row's block unpacked per pass),
+   which was 1.24-1.84x one of 4 rows x 16 tokens. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_pack(const tfm__mm *m, const unsigned char *const *row, unsigned char *pk,
+                                                         const tfm_dtype ty) {
     const bool q8 = ty == TFM_DTYPE_Q8_0;
     const size_t bb = q8 ? 34u : 18u;
     const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP), low4 = _mm512_set1_epi8(0xf);
-    const int shift = q8 ? 7 : 3; /* zero point 128 or 8, as a shift */
-    __m512 acc[TFM__AVX512_ROWS][TFM__AVX512_PAIR];
-    float out[TFM__GROUP];
-    int i, j, k, u, t;
-    for (i = 0; i < TFM__AVX512_ROWS; i++)
-        for (u = 0; u < ng; u++) acc[i][u] = _mm512_setzero_ps();
-    for (j = 0; j < qa->n_blocks; j++) {
-        size_t at = (size_t)j * bb;
-        const int8_t *a[TFM__AVX512_PAIR];
-        __m512i zs[TFM__AVX512_PAIR];
-        __m512 dx[TFM__AVX512_PAIR];
-        for (u = 0; u < ng; u++) {
-            size_t bi = (size_t)(g + u) * (size_t)qa->n_blocks + (size_t)j;
-            a[u] = qa->q + bi * TFM__QK * TFM__GROUP;
-            zs[u] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_loadu_si512(qa->s + bi * TFM__GROUP), (unsigned)shift));
-            dx[u] = _mm512_loadu_ps(qa->d + bi * TFM__GROUP);
+    int32_t off[TFM__QP_ROWS];
+    __m256i offs[2];
+    int i, j, k;
+    for (i = 0; i < TFM__QP_ROWS; i++) off[i] = (int32_t)(row[i] - row[0]);
+    offs[0] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, off)));
+    offs[1] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, off + 8)));
+    for (j = 0; j < m->qa->n_blocks; j++, pk += TFM__QP_BLOCK) {
+        const unsigned char *b = row[0] + (size_t)j * bb;
+        __m512i v;
+        TFM__UNROLL for (k = 0; k < 4; k++) {
+            v = tfm__avx512_gather16(b + 2 + 4 * k, offs);
+            if (q8) {
+                _mm512_storeu_si512(pk + 64 * k, _mm512_xor_si512(v, flip));
+                v = tfm__avx512_gather16(b + 18 + 4 * k, offs);
+                _mm512_storeu_si512(pk + 64 * (k + 4), _mm512_xor_si512(v, flip));
+            } else {
+                _mm512_storeu_si512(pk + 64 * k, _mm512_and_si512(v, low4));
+                _mm512_storeu_si512(pk + 64 * (k + 4), _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+            }
         }
-        for (i = 0; i < TFM__AVX512_ROWS; i++) {
-            __m512i w[TFM__QK / 4];
-            __m512 dw = _mm512_set1_ps(tfm__avx2_h2f(row[i] + at));
-            TFM__UNROLL for (k = 0; k < 4; k++) {
-                if (q8) {
-                    w[k] = _mm512_xor_si512(_mm512_set1_epi32((int)tfm__rd_u32(row[i] + at + 2 + 4 * k)), flip);
-                    w[k + 4] = _mm512_xor_si512(_mm512_set1_epi32((int)tfm__rd_u32(row[i] + at + 18 + 4 * k)), flip);
-                } else {
-                    __m512i v = _mm512_set1_epi32((int)tfm__rd_u32(row[i] + at + 2 + 4 * k));
-                    w[k] = _mm512_and_si512(v, low4);
-                    w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-                }
+        v = tfm__avx512_gather16(b, offs);
+        _mm512_storeu_ps(pk + TFM__QK * TFM__QP_ROWS, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
+    }
+}
+/* Packed rows r.. (r1 - r of them count) x token group g. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, const unsigned char *pk, int r, int r1, int g, const int zero) {
+    const tfm__qacts *qa = m->qa;
+    const __mmask16 rows = (__mmask16)(r1 - r >= TFM__QP_ROWS ? 0xffff : (1u << (r1 - r)) - 1u);
+    __m512 acc[TFM__GROUP];
+    int j, k, t;
+    for (t = 0; t < TFM__GROUP; t++) acc[t] = _mm512_setzero_ps();
+    for (j = 0; j < qa->n_blocks; j++, pk += TFM__QP_BLOCK) {
+        size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
+        const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP; /* [8][16 tokens][4] */
+        const int32_t *s = qa->s + bi * TFM__GROUP;
+        const float *dx = qa->d + bi * TFM__GROUP;
+        __m512i w[TFM__QK / 4];
+        __m512 dw = _mm512_loadu_ps(pk + TFM__QK * TFM__QP_ROWS);
+        TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm512_loadu_si512(pk + 64 * k);
+        TFM__UNROLL for (t = 0; t < TFM__GROUP; t++) {
+            __m512i isum = _mm512_set1_epi32(-zero * s[t]);
+            TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) {
+                int32_t x4;
+                memcpy(&x4, a + 64 * k + 4 * t, 4);
+                isum = _mm512_dpbusd_epi32(isum, w[k], _mm512_set1_epi32(x4));
             }
-            TFM__UNROLL for (u = 0; u < ng; u++) {
-                __m512i isum = zs[u];
-                TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) isum = _mm512_dpbusd_epi32(isum, w[k], _mm512_loadu_si512(a[u] + 64 * k));
-                acc[i][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx[u]), acc[i][u]);
-            }
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t])), acc[t]);
         }
     }
-    for (i = 0; i < TFM__AVX512_ROWS && r + i < r1; i++)
-        for (u = 0; u < ng; u++) {
-            _mm512_storeu_ps(out, acc[i][u]);
-            for (t = 0; t < TFM__GROUP && (g + u) * TFM__GROUP + t < m->n_b; t++)
-                m->y[(size_t)((g + u) * TFM__GROUP + t) * m->y_stride + (size_t)(r + i)] = m->bias ? out[t] + m->bias[r + i] : out[t];
-        }
+    for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++) {
+        float *y = m->y + (size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)r;
+        __m512 v = m->bias ? _mm512_add_ps(acc[t], _mm512_maskz_loadu_ps(rows, m->bias + r)) : acc[t];
+        _mm512_mask_storeu_ps(y, rows, v);
+    }
 }
-
-TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemm_q_rows(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemm_qp_rows(const tfm__mm *m, int r0, int r1, unsigned char *scratch, const tfm_dtype ty) {
     int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, i;
-    for (r = r0; r < r1; r += TFM__AVX512_ROWS) {
-        const unsigned char *row[TFM__AVX512_ROWS];
-        for (i = 0; i < TFM__AVX512_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
-        for (g = 0; g + TFM__AVX512_PAIR <= n_groups; g += TFM__AVX512_PAIR) tfm__avx512_gemm_q_pass(m, row, r, r1, g, TFM__AVX512_PAIR, ty);
-        if (g < n_groups) tfm__avx512_gemm_q_pass(m, row, r, r1, g, 1, ty);
+    for (r = r0; r < r1; r += TFM__QP_ROWS) {
+        const unsigned char *row[TFM__QP_ROWS];
+        for (i = 0; i < TFM__QP_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+        tfm__avx512_qp_pack(m, row, scratch, ty);
+        for (g = 0; g < n_groups; g++) tfm__avx512_qp_tile(m, scratch, r, r1, g, ty == TFM_DTYPE_Q8_0 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO);
     }
 }
-TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
-    if (ty == TFM_DTYPE_Q8_0) tfm__avx512_gemm_q_rows(m, r0, r1, TFM_DTYPE_Q8_0);
-    else tfm__avx512_gemm_q_rows(m, r0, r1, TFM_DTYPE_Q4_0);
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
+    if (ty == TFM_DTYPE_Q8_0) tfm__avx512_gemm_qp_rows(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
+    else tfm__avx512_gemm_qp_rows(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
 }
 
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    (void)scratch;
     if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
-    else tfm__avx512_gemm_q(m, r0, r1, TFM_DTYPE_Q8_0);
+    else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
 }
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    (void)scratch;
     if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
-    else tfm__avx512_gemm_q(m, r0, r1, TFM_DTYPE_Q4_0);
+    else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
 }
 
 /* Activations to codes, 16 values at a time, the same arithmetic as tfm__quant_scalar. */
@@ -4508,7 +4528,7 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsig
         }
     }
     _tile_release();
-    if (r < r1) tfm__avx512_gemm_q(m, r, r1, ty); /* fewer than 16 rows left */
+    if (r < r1) tfm__avx512_gemm_q(m, r, r1, scratch, ty); /* fewer than 16 rows left (the tiles are done with scratch) */
 }
 
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
@@ -4686,7 +4706,7 @@ TFM__PRIVATE size_t tfm__avx2_scratch_bytes(int cols) {
 #endif
 #ifdef TFM__X86_AVX512
 TFM__PRIVATE size_t tfm__avx512_scratch_bytes(int cols) {
-    return tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__fmm_scratch_bytes(cols, TFM__AVX512_FMM_C));
+    return tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX512_FMM_C));
 }
 #endif
 #ifdef TFM__X86_AMX
