@@ -3642,10 +3642,73 @@ TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xfff
 
 TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2)
 
-/* --- one token of q4_k, q5_k and q6_k, AVX2 ---
+/* --- one token of q4_k, q5_k and q6_k, AVX2 (and the one-token q4_k / q5_k loop AVX-512 shares) ---
    Per sub-block the codes times the activation codes are summed in int16 pairs (pmaddubsw),
    multiplied by the sub-block's scale and paired into int32 (pmaddwd), all exact, and the lanes
-   summed: the isum of the scalar twin; the float steps are the twin's. */
+   summed: the isum of the scalar twin; the float steps are the twin's. q6_k one row at a time;
+   q4_k / q5_k 4 rows at a time, their sums reduced together. */
+TFM__T_AVX2 TFM__PRIVATE int32_t tfm__avx2_hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
+}
+/* 32 u8 codes x 32 s8 activation codes at x, pairs summed in int16 (codes <= 63, |x| <= 127:
+   no saturation), times the sub-block scale sc16 and pairs summed again: 8 int32 lanes. */
+TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_kdot(__m256i u, const int8_t *x, __m256i sc16) {
+    __m256i xv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x)));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), sc16);
+}
+/* q6_k super-block of one row against token b: isum (zero point included). */
+TFM__T_AVX2 TFM__PRIVATE int32_t tfm__avx2_q6_sb(const unsigned char *blk, const __m256i *sc, __m256i scl32a,
+                                                 __m256i scl32b, const tfm__qacts *qa, size_t bi) {
+    const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3);
+    const int8_t *x = qa->q + bi * TFM__QK_K;
+    const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);
+    __m256i isum = _mm256_setzero_si256(), zero;
+    int h, k;
+    TFM__UNROLL for (h = 0; h < 2; h++) {
+        __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h)));
+        __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h + 32)));
+        __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 128 + 32 * h)));
+        TFM__UNROLL for (k = 0; k < 4; k++) {
+            __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4);
+            __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2), 4));
+            isum = _mm256_add_epi32(isum, tfm__avx2_kdot(code, x + 128 * h + 32 * k, sc[4 * h + k]));
+        }
+    }
+    zero = _mm256_add_epi32(_mm256_mullo_epi32(scl32a, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs)))),
+                            _mm256_mullo_epi32(scl32b, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8)))));
+    return tfm__avx2_hsum_i32(isum) - TFM__Q6_K_ZERO * tfm__avx2_hsum_i32(zero);
+}
+/* q6_k, activations in rows (the output matrix of q4_0 and k-quant files): one row at a time, its
+   super-blocks' scales unpacked once for every token, whose float chain advances one step per
+   super-block (kept in y between them, an exact store). */
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q6_k(const tfm__mm *m, int r0, int r1) {
+    size_t bb = (size_t)tfm__dtype_of(TFM_DTYPE_Q6_K).info.block_bytes, l;
+    int r, b, j, i, nb = m->w->cols / TFM__QK_K;
+    for (r = r0; r < r1; r++) {
+        const unsigned char *row = tfm__tensor_at(m->w, r);
+        size_t pf = r + TFM__GEMV_ROWS < m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0;
+        for (j = 0; j < nb; j++) {
+            const unsigned char *blk = row + (size_t)j * bb;
+            const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, blk + 192));
+            __m256i sc[8], scl32a, scl32b;
+            float d = tfm__avx2_h2f(blk + 208);
+            for (l = 0; l < bb; l += TFM__ALIGN) TFM__PREFETCH(blk + l + pf); /* the row 8 down */
+            TFM__UNROLL for (i = 0; i < 8; i++) sc[i] = _mm256_setr_m128i(_mm_set1_epi16(scl[2 * i]), _mm_set1_epi16(scl[2 * i + 1]));
+            scl32a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl))));
+            scl32b = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl + 8))));
+            for (b = 0; b < m->n_b; b++) {
+                size_t bi = (size_t)b * (size_t)nb + (size_t)j;
+                float *y = m->y + (size_t)b * m->y_stride + (size_t)r, acc = j ? *y : 0.0f;
+                *y = fmaf((float)tfm__avx2_q6_sb(blk, sc, scl32a, scl32b, m->qa, bi), d * m->qa->d[bi], acc);
+            }
+        }
+        if (m->bias)
+            for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];
+    }
+}
+
 #define TFM__Q45_ROWS 4 /* rows per step of the one-token q4_k / q5_k kernels */
 /* Their shared steps: rows [r, r + 4) (the last one repeated past r1) and the prefetch distance
    (the rows 8 down); the prefetch of a super-block (bb bytes at `at`) of those rows; the twin's
@@ -3702,73 +3765,12 @@ TFM__PRIVATE void tfm__q45_store(const tfm__mm *m, int b, int r, int r1, const f
             }                                                                                             \
         }                                                                                                 \
     }
-TFM__T_AVX2 TFM__PRIVATE int32_t tfm__avx2_hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
-}
-/* 32 u8 codes x 32 s8 activation codes at x, pairs summed in int16 (codes <= 63, |x| <= 127:
-   no saturation), times the sub-block scale sc16 and pairs summed again: 8 int32 lanes. */
-TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_kdot(__m256i u, const int8_t *x, __m256i sc16) {
-    __m256i xv = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, x)));
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), sc16);
-}
-/* q6_k super-block of one row against token b: isum (zero point included). */
-TFM__T_AVX2 TFM__PRIVATE int32_t tfm__avx2_q6_sb(const unsigned char *blk, const __m256i *sc, __m256i scl32a,
-                                       __m256i scl32b, const tfm__qacts *qa, size_t bi) {
-    const __m256i low4 = _mm256_set1_epi8(0xf), low2 = _mm256_set1_epi8(3);
-    const int8_t *x = qa->q + bi * TFM__QK_K;
-    const int32_t *xs = qa->s + bi * (TFM__QK_K / 16);
-    __m256i isum = _mm256_setzero_si256(), zero;
-    int h, k;
-    TFM__UNROLL for (h = 0; h < 2; h++) {
-        __m256i ql0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h)));
-        __m256i ql1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 64 * h + 32)));
-        __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 128 + 32 * h)));
-        TFM__UNROLL for (k = 0; k < 4; k++) {
-            __m256i lo = _mm256_and_si256(k < 2 ? (k ? ql1 : ql0) : _mm256_srli_epi16(k == 3 ? ql1 : ql0, 4), low4);
-            __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2), 4));
-            isum = _mm256_add_epi32(isum, tfm__avx2_kdot(code, x + 128 * h + 32 * k, sc[4 * h + k]));
-        }
-    }
-    zero = _mm256_add_epi32(_mm256_mullo_epi32(scl32a, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs)))),
-                            _mm256_mullo_epi32(scl32b, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8)))));
-    return tfm__avx2_hsum_i32(isum) - TFM__Q6_K_ZERO * tfm__avx2_hsum_i32(zero);
-}
-/* q6_k, activations in rows (the output matrix of q4_0 and k-quant files): one row at a time, its
-   super-blocks' scales unpacked once for every token, whose float chain advances one step per
-   super-block (kept in y between them, an exact store). */
-TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q6_k(const tfm__mm *m, int r0, int r1) {
-    size_t bb = (size_t)tfm__dtype_of(TFM_DTYPE_Q6_K).info.block_bytes, l;
-    int r, b, j, i, nb = m->w->cols / TFM__QK_K;
-    for (r = r0; r < r1; r++) {
-        const unsigned char *row = tfm__tensor_at(m->w, r);
-        size_t pf = r + TFM__GEMV_ROWS < m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0;
-        for (j = 0; j < nb; j++) {
-            const unsigned char *blk = row + (size_t)j * bb;
-            const signed char *scl = TFM__CAST(const signed char *, TFM__CAST(const void *, blk + 192));
-            __m256i sc[8], scl32a, scl32b;
-            float d = tfm__avx2_h2f(blk + 208);
-            for (l = 0; l < bb; l += TFM__ALIGN) TFM__PREFETCH(blk + l + pf); /* the row 8 down */
-            TFM__UNROLL for (i = 0; i < 8; i++) sc[i] = _mm256_setr_m128i(_mm_set1_epi16(scl[2 * i]), _mm_set1_epi16(scl[2 * i + 1]));
-            scl32a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl))));
-            scl32b = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl + 8))));
-            for (b = 0; b < m->n_b; b++) {
-                size_t bi = (size_t)b * (size_t)nb + (size_t)j;
-                float *y = m->y + (size_t)b * m->y_stride + (size_t)r, acc = j ? *y : 0.0f;
-                *y = fmaf((float)tfm__avx2_q6_sb(blk, sc, scl32a, scl32b, m->qa, bi), d * m->qa->d[bi], acc);
-            }
-        }
-        if (m->bias)
-            for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];
-    }
-}
 /* q4_k / q5_k, activations in rows, AVX2: isum and imin of a super-block of 4 rows, each register
    one sub-block of 32 weights (pmaddubsw pairs in int16, pmaddwd times the broadcast scale in
    int32), the token's codes loaded once for the 4 rows, the 4 rows reduced together (hadd
-   trees). Same-process A/B against the one-row kernel it replaced (two
-   horizontal sums and a scalar float step per row and super-block): 1.4-1.7x from cache (q4_k
-   1024 x 1024 11.0-11.4 -> 17.2 GB/s, 1024 x 4096 11.1 -> 18.7; q5_k 11.7 -> 16.6). */
+   trees). Same-process A/B against the one-row kernel it replaced (two horizontal sums and a
+   scalar float step per row and super-block): 1.4-1.7x from cache (q4_k 1024 x 1024 11.0-11.4
+   -> 17.2 GB/s, 1024 x 4096 11.1 -> 18.7; q5_k 11.7 -> 16.6). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_q45_sums(const unsigned char *const *row, size_t at, const tfm__qacts *qa, size_t bi,
                                                      const bool five, __m128i *isum4, __m128i *imin4) {
     const __m256i low4 = _mm256_set1_epi8(0xf), one = _mm256_set1_epi8(1);
@@ -4095,15 +4097,16 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0
 }
 
 /* q6_k, activations in rows (one token, mostly: the output matrix of q4_0 / q4_k_m files): the
-   generic kernel's arithmetic on 64 weights per register. A super-block's 256 codes are four
-   vectors (64 low or high nibbles of ql, the two high bits of qh shifted per 32-byte half),
-   unpacked once for every token; pmaddubsw pairs codes x activation codes in int16, pmaddwd
-   times the scales in int32 (each 128-bit lane is one 16-weight sub-block: vpermw spreads the
-   scales), and the zero point's 32 sum_c scale_c sum(x codes of c) comes off the int32 lanes
-   before the one horizontal sum: the scalar twin's isum, exact; its float chain, one fmaf per
-   super-block. Same-process A/B against the generic kernel: 12-37% faster from cache (768 x 768,
-   1024 x 1024; the generic one's two horizontal sums per super-block are ~40% of its time),
-   3-14% on the 31 MB output matrix of Pythia-160M (50304 x 768, from L3 and RAM). */
+   arithmetic of AVX2's one-row kernel (tfm__avx2_gemv_q6_k) on 64 weights per register. A
+   super-block's 256 codes are four vectors (64 low or high nibbles of ql, the two high bits of
+   qh shifted per 32-byte half), unpacked once for every token; pmaddubsw pairs codes x
+   activation codes in int16, pmaddwd times the scales in int32 (each 128-bit lane is one
+   16-weight sub-block: vpermw spreads the scales), and the zero point's 32 sum_c scale_c sum(x
+   codes of c) comes off the int32 lanes before the one horizontal sum: the scalar twin's isum,
+   exact; its float chain, one fmaf per super-block. Same-process A/B against that kernel:
+   12-37% faster from cache (768 x 768, 1024 x 1024; its two horizontal sums per super-block are
+   ~40% of its time), 3-14% on the 31 MB output matrix of Pythia-160M (50304 x 768, from L3 and
+   RAM). */
 #define TFM__K64 0x0001000100010001LL /* four int16 lanes of 1 */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q6_k(const tfm__mm *m, int r0, int r1) {
     const __m512i low4 = _mm512_set1_epi8(0xf), low2 = _mm512_set1_epi8(3);
@@ -4162,10 +4165,11 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q6_k(const tfm__mm *m, int r0, 
    in int16, vpdpwssd times each half's scale in int32 (vpermw spreads the scales, unpacked from
    their 6-bit packing for the 4 rows at once, a 128-bit lane each). The mins times the token's
    sums of 32 codes come out of one vpmaddwd laid out as the isums reduce ([lane L][row]), so
-   isum and imin of all 4 rows reduce together: the twin's exact integers. Same-process A/B against the generic one-row kernel (which spends two horizontal sums
-   and a scalar float step per row and super-block): 1.6-1.9x from cache (q4_k 1024 x 1024,
-   4096 x 1024, 1024 x 4096: 7.6-8.7 -> 13.4-14.3 GB/s; q5_k 1.7-1.8x), 1.4-1.9x on a 270 MB
-   matrix from RAM. */
+   isum and imin of all 4 rows reduce together: the twin's exact integers. Same-process A/B
+   against the one-row kernel this set used before (AVX2's, two horizontal sums and a scalar
+   float step per row and super-block): 1.6-1.9x from cache (q4_k 1024 x 1024, 4096 x 1024,
+   1024 x 4096: 7.6-8.7 -> 13.4-14.3 GB/s; q5_k 1.7-1.8x), 1.4-1.9x on a 270 MB matrix from
+   RAM. */
 /* The 4 rows' (scale, min) bytes, one row per 128-bit lane: [sc 0..7 | mn 0..7] (as
    tfm__q4k_scales unpacks one row). v: each row's 16 bytes from its scales (u32 words u0 u1 u2). */
 TFM__T_AVX512 TFM__PRIVATE __m512i tfm__avx512_q4k_scales4(__m512i v) {
