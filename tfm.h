@@ -4247,7 +4247,7 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_kquant(const tfm__mm *m, int r0, 
 }
 
 #define TFM__QP_ROWS 16 /* weight rows per pass of the batched q8_0 / q4_0 kernel: one per lane */
-#define TFM__QP_BLOCK (TFM__QK * TFM__QP_ROWS + TFM__QP_ROWS * 4) /* packed bytes of a block: codes, scales */
+#define TFM__QP_BLOCK (TFM__QK * TFM__QP_ROWS + TFM__QP_ROWS * sizeof(float)) /* packed bytes of a block: codes, scales */
 
 /* Task scratch of it: TFM__QP_ROWS rows packed. */
 TFM__PRIVATE size_t tfm__qp_scratch_bytes(int cols) { return (size_t)(cols / TFM__QK) * TFM__QP_BLOCK; }
