@@ -3020,6 +3020,21 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
 #define TFM__PREFETCH(p) ((void)(p))
 #endif
 
+/* Step j of a sequential prefetch of the bytes [p, p + bytes): `per` lines each step
+   (tfm__prefetch_per), so the next rows arrive as one run while the current ones are
+   computed. On Zen 3 a one-token q4_0 product from RAM ran 1.65x as fast with this as with
+   each of its 8 rows' next line fetched on its own (same-process A/B, 75 MB matrix). */
+#define TFM__PREFETCH_RUN(p, bytes, per, j)                                                       \
+    do {                                                                                          \
+        size_t tfm__o_ = (size_t)(j) * (per) * TFM__ALIGN, tfm__e_ = tfm__o_ + (per) * TFM__ALIGN; \
+        for (; tfm__o_ < tfm__e_ && tfm__o_ < (bytes); tfm__o_ += TFM__ALIGN) TFM__PREFETCH((p) + tfm__o_); \
+    } while (0)
+/* Lines per step to prefetch `bytes` over n_steps steps. */
+TFM__PRIVATE size_t tfm__prefetch_per(size_t bytes, int n_steps) {
+    size_t lines = (bytes + TFM__ALIGN - 1) / TFM__ALIGN;
+    return n_steps > 0 ? (lines + (size_t)n_steps - 1) / (size_t)n_steps : lines;
+}
+
 /* --- AVX2 + FMA + F16C: a 16-lane vector is two __m256 --- */
 /* The activations of >>kernels (tfm__exp, tfm__erfc_pos, tfm__gelu_erf, tfm__gelu_tanh,
    tfm__silu) on the W lanes of vector type V, step for step the same operations; the ends of
@@ -3364,7 +3379,7 @@ TFM__PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char
 TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_h2f(const unsigned char *p) { return _cvtsh_ss(tfm__rd_u16(p)); }
 
 /* Eight vectors of 8 int32 lanes -> their 8 lane sums (vector i's sum in lane i). */
-TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_red8(const __m256i *p) {
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_red8(const __m256i *p) {
     __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
     __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
     /* a = [s0..s3 low halves | s0..s3 high halves], b likewise for rows 4..7 */
@@ -3373,17 +3388,11 @@ TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_red8(const __m256i *p) {
 }
 
 /* f16 scales of 8 rows at the same byte offset, as floats. */
-TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_scales8(const unsigned char *const *row, size_t at) {
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_scales8(const unsigned char *const *row, size_t at) {
     return _mm256_cvtph_ps(_mm_setr_epi16((short)tfm__rd_u16(row[0] + at), (short)tfm__rd_u16(row[1] + at),
                                           (short)tfm__rd_u16(row[2] + at), (short)tfm__rd_u16(row[3] + at),
                                           (short)tfm__rd_u16(row[4] + at), (short)tfm__rd_u16(row[5] + at),
                                           (short)tfm__rd_u16(row[6] + at), (short)tfm__rd_u16(row[7] + at)));
-}
-
-/* 32 unsigned codes of a q4_0 block: the 16 bytes' low nibbles, then their high nibbles. */
-TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_nibbles(const unsigned char *q) {
-    __m128i b = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, q)));
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0xf));
 }
 
 /* Products of 32 u8 x 32 s8 summed into 8 int32 lanes (no VNNI: pairs into int16 first,
@@ -3396,11 +3405,11 @@ TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_dot_s8(__m256i w, __m256i x) {
     return tfm__avx2_dot_u4(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
 }
 
-/* One token, rows [r0, r1): the q8_0 / q4_0 GEMV (ty: the dtype). */
-TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
+/* One token, rows [r0, r1) of q8_0: 8 rows' products per block reduced to their 8 exact sums. */
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q8_0(const tfm__mm *m, int r0, int r1) {
     const tfm__qacts *qa = m->qa;
-    size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
-    int r, i, j, zero = ty == TFM_DTYPE_Q8_0 ? 0 : TFM__Q4_0_ZERO;
+    const size_t bb = 34u;
+    int r, i, j;
     for (r = r0; r < r1; r += TFM__GEMV_ROWS) {
         const unsigned char *row[TFM__GEMV_ROWS];
         __m256 acc = _mm256_setzero_ps();
@@ -3410,21 +3419,67 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q(const tfm__mm *m, int r0, i
         for (j = 0; j < qa->n_blocks; j++) {
             size_t at = (size_t)j * bb;
             __m256i x = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, qa->q + 32 * (size_t)j)));
-            __m256i p[8], isum;
+            __m256i p[8];
             if (at % TFM__ALIGN < bb) { /* a new line of each row: the next rows' one */
                 TFM__UNROLL for (i = 0; i < 8; i++) TFM__PREFETCH(row[i] + at + pf);
             }
-            TFM__UNROLL for (i = 0; i < 8; i++) {
-                p[i] = ty == TFM_DTYPE_Q8_0
-                           ? tfm__avx2_dot_s8(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 2))), x)
-                           : tfm__avx2_dot_u4(tfm__avx2_nibbles(row[i] + at + 2), x);
-            }
-            isum = _mm256_sub_epi32(tfm__avx2_red8(p), _mm256_set1_epi32(zero * qa->s[j]));
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+            TFM__UNROLL for (i = 0; i < 8; i++)
+                p[i] = tfm__avx2_dot_s8(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 2))), x);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_red8(p)),
                                   _mm256_mul_ps(tfm__avx2_scales8(row, at), _mm256_set1_ps(qa->d[j])), acc);
         }
         _mm256_storeu_ps(out, acc);
         for (i = 0; i < 8 && r + i < r1; i++) m->y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
+    }
+}
+
+/* Two rows of a q4_0 block against the token's codes: one vector holds both rows' 16 bytes
+   (row a in the low half, b in the high), so its low nibbles meet [x0..15 | x0..15] and its
+   high nibbles [x16..31 | x16..31]; the int16 pair sums of both (at most 2 x 2 x 15 x 127)
+   add before one pmaddwd -> lanes 0..3 row a's partial sums, 4..7 row b's. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_q4_0_pair(const unsigned char *a, const unsigned char *b, __m256i xl, __m256i xh) {
+    const __m256i mask = _mm256_set1_epi8(0xf);
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, a)))),
+                                        _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, b))), 1);
+    __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(v, mask), xl);
+    __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask), xh);
+    return _mm256_madd_epi16(_mm256_add_epi16(lo, hi), _mm256_set1_epi16(1));
+}
+
+/* One token, rows [r0, r1) of q4_0, 8 rows a step as 4 row pairs; two rounds of phaddd leave
+   the 8 exact block sums in the lane order rows 0 2 4 6 1 3 5 7 (TFM__Q4_0_LANE), which the
+   scales are gathered in and the outputs put back from (1.7x reducing each row's vector on
+   its own, from L2). */
+#define TFM__Q4_0_LANE(i) (2 * ((i) % 4) + (i) / 4)
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0(const tfm__mm *m, int r0, int r1) {
+    const tfm__qacts *qa = m->qa;
+    const size_t bb = 18u;
+    int r, i, j;
+    for (r = r0; r < r1; r += TFM__GEMV_ROWS) {
+        const unsigned char *row[TFM__GEMV_ROWS], *lane[TFM__GEMV_ROWS];
+        __m256 acc = _mm256_setzero_ps();
+        float out[TFM__GEMV_ROWS];
+        size_t next = r + 2 * TFM__GEMV_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0; /* the next rows' bytes */
+        size_t per = tfm__prefetch_per(next, qa->n_blocks);
+        for (i = 0; i < 8; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+        for (i = 0; i < 8; i++) lane[i] = row[TFM__Q4_0_LANE(i)];
+        for (j = 0; j < qa->n_blocks; j++) {
+            size_t at = (size_t)j * bb;
+            const int8_t *x = qa->q + 32 * (size_t)j;
+            __m256i xl = _mm256_broadcastsi128_si256(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, x))));
+            __m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, x + 16))));
+            __m256i p[4], isum;
+            TFM__PREFETCH_RUN(row[0] + TFM__GEMV_ROWS * m->w->row_bytes, next, per, j);
+            TFM__UNROLL for (i = 0; i < 4; i++) p[i] = tfm__avx2_q4_0_pair(row[2 * i] + at + 2, row[2 * i + 1] + at + 2, xl, xh);
+            isum = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+            isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(TFM__Q4_0_ZERO * qa->s[j]));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(tfm__avx2_scales8(lane, at), _mm256_set1_ps(qa->d[j])), acc);
+        }
+        _mm256_storeu_ps(out, acc);
+        for (i = 0; i < 8; i++) {
+            int ri = r + TFM__Q4_0_LANE(i);
+            if (ri < r1) m->y[ri] = m->bias ? out[i] + m->bias[ri] : out[i];
+        }
     }
 }
 
@@ -3906,12 +3961,12 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_kquant(const tfm__mm *m, int r0, int 
 
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
-    if (m->qa->group == 1) tfm__avx2_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
+    if (m->qa->group == 1) tfm__avx2_gemv_q8_0(m, r0, r1);
     else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q8_0);
 }
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
-    if (m->qa->group == 1) tfm__avx2_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
+    if (m->qa->group == 1) tfm__avx2_gemv_q4_0(m, r0, r1);
     else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q4_0);
 }
 #endif /* TFM__X86_AVX2 */
