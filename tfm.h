@@ -3414,15 +3414,14 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q8_0(const tfm__mm *m, int r0, int 
         const unsigned char *row[TFM__GEMV_ROWS];
         __m256 acc = _mm256_setzero_ps();
         float out[TFM__GEMV_ROWS];
-        size_t pf = r + 2 * TFM__GEMV_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0; /* the next rows */
+        size_t next = r + 2 * TFM__GEMV_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0; /* the next rows' bytes */
+        size_t per = tfm__prefetch_per(next, qa->n_blocks);
         for (i = 0; i < 8; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
         for (j = 0; j < qa->n_blocks; j++) {
             size_t at = (size_t)j * bb;
             __m256i x = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, qa->q + 32 * (size_t)j)));
             __m256i p[8];
-            if (at % TFM__ALIGN < bb) { /* a new line of each row: the next rows' one */
-                TFM__UNROLL for (i = 0; i < 8; i++) TFM__PREFETCH(row[i] + at + pf);
-            }
+            TFM__PREFETCH_RUN(row[0] + TFM__GEMV_ROWS * m->w->row_bytes, next, per, j);
             TFM__UNROLL for (i = 0; i < 8; i++)
                 p[i] = tfm__avx2_dot_s8(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 2))), x);
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_red8(p)),
@@ -3797,21 +3796,24 @@ TFM__PRIVATE void tfm__q45_store(const tfm__mm *m, int b, int r, int r1, const f
 }
 /* A one-token q4_k / q5_k kernel of set P: rows [r0, r1) x every token, 4 rows at a time, the
    set's tfm__P_q45_sums giving the exact isums and imins of a super-block, the twin's float steps
-   on 4 lanes in its order. */
-#define TFM__Q45_GEMV(P, T)                                                                               \
+   on 4 lanes in its order. RUN: the rows 8 down prefetched as one sequential run
+   (TFM__PREFETCH_RUN) instead of each row's next super-block on its own. */
+#define TFM__Q45_GEMV(P, T, RUN)                                                                          \
     T TFM__ALWAYS_INLINE void tfm__##P##_gemv_q45(const tfm__mm *m, int r0, int r1, const bool five) {   \
         const size_t bb = five ? 176u : 144u;                                                             \
         int r, b, j, nb = m->w->cols / TFM__QK_K;                                                         \
         for (r = r0; r < r1; r += TFM__Q45_ROWS) {                                                        \
             const unsigned char *row[TFM__Q45_ROWS];                                                      \
-            size_t pf = tfm__q45_rows(m, r, r1, row);                                                     \
+            size_t pf = tfm__q45_rows(m, r, r1, row), next = pf ? TFM__Q45_ROWS * m->w->row_bytes : 0;    \
+            size_t per = tfm__prefetch_per(next, nb);                                                     \
             for (b = 0; b < m->n_b; b++) {                                                                \
                 __m128 acc = _mm_setzero_ps();                                                            \
                 __m128i isum, imin;                                                                       \
                 float out[TFM__Q45_ROWS];                                                                 \
                 for (j = 0; j < nb; j++) {                                                                \
                     size_t at = (size_t)j * bb, bi = (size_t)b * (size_t)nb + (size_t)j;                  \
-                    if (b == 0) tfm__q45_prefetch(row, at, bb, pf);                                       \
+                    if (b == 0 && RUN) TFM__PREFETCH_RUN(row[0] + pf, next, per, j);                      \
+                    else if (b == 0) tfm__q45_prefetch(row, at, bb, pf);                                  \
                     tfm__##P##_q45_sums(row, at, m->qa, bi, five, &isum, &imin);                          \
                     acc = tfm__avx2_q45_float(acc, isum, imin, row, at, m->qa->d[bi]);                    \
                 }                                                                                         \
@@ -3866,7 +3868,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_q45_sums(const unsigned char *cons
     *isum4 = _mm_add_epi32(_mm256_castsi256_si128(red), _mm256_extracti128_si256(red, 1));
     *imin4 = _mm_hadd_epi32(_mm_hadd_epi32(imin[0], imin[1]), _mm_hadd_epi32(imin[2], imin[3]));
 }
-TFM__Q45_GEMV(avx2, TFM__T_AVX2)
+TFM__Q45_GEMV(avx2, TFM__T_AVX2, true)
 
 /* Activations in rows: each k-quant's one-token kernel. */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_kq(const tfm__mm *m, int r0, int r1) {
@@ -4287,7 +4289,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q45_sums(const unsigned char *
     *isum4 = _mm512_castsi512_si128(red);
     *imin4 = _mm512_extracti32x4_epi32(red, 2);
 }
-TFM__Q45_GEMV(avx512, TFM__T_AVX512)
+TFM__Q45_GEMV(avx512, TFM__T_AVX512, false)
 
 /* Activations in rows: each k-quant's own kernel. */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_kq(const tfm__mm *m, int r0, int r1) {
