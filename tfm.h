@@ -2736,6 +2736,13 @@ TFM__PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    (one __m512, two __m256, four float32x4_t). The integer kernels differ too much between
    sets to share code (VNNI dot products, AMX tiles) and are written per set. */
 
+/* Per set: the one-token kernels prefetch the next rows as one sequential run
+   (TFM__PREFETCH_RUN), measured faster on Zen 3 (AVX2), or each row's next line on its own,
+   as measured on the Intel machines the AVX-512 kernels were tuned on. */
+#define TFM__PF_RUN_avx2 1
+#define TFM__PF_RUN_avx512 0
+#define TFM__PF_RUN_neon 0
+
 /* TFM__KEEP_<set>(v): make the compiler hold v in registers. A vector used by several fused
    multiply-adds is otherwise reloaded by each of them as a memory operand, and such indexed
    operands split into two micro-ops each (measured: 30 instead of 120 GFLOP/s on a 3 x 8 block). */
@@ -2911,7 +2918,9 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
             pf = r + 8 <= r1 ? row[0] + 4 * rb : row[0]; /* the next 4 rows, one line ahead at a time */ \
             for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                           \
                 tfm__##P##_v xv = tfm__##P##_ld(m->x + k);                                                \
-                if (((size_t)k * esz) % TFM__ALIGN == 0)                                                  \
+                if (TFM__PF_RUN_##P) /* or as one run: each step 4 x 16 weights' bytes = esz lines */     \
+                    TFM__PREFETCH_RUN(pf, 4 * rb, esz, k / TFM__LANES);                                   \
+                else if (((size_t)k * esz) % TFM__ALIGN == 0)                                             \
                     TFM__UNROLL for (i = 0; i < 4; i++) TFM__PREFETCH(pf + (size_t)i * rb + (size_t)k * esz); \
                 TFM__UNROLL for (i = 0; i < 4; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
             }                                                                                             \
@@ -3796,9 +3805,8 @@ TFM__PRIVATE void tfm__q45_store(const tfm__mm *m, int b, int r, int r1, const f
 }
 /* A one-token q4_k / q5_k kernel of set P: rows [r0, r1) x every token, 4 rows at a time, the
    set's tfm__P_q45_sums giving the exact isums and imins of a super-block, the twin's float steps
-   on 4 lanes in its order. RUN: the rows 8 down prefetched as one sequential run
-   (TFM__PREFETCH_RUN) instead of each row's next super-block on its own. */
-#define TFM__Q45_GEMV(P, T, RUN)                                                                          \
+   on 4 lanes in its order; the rows 8 down prefetched as TFM__PF_RUN_P says. */
+#define TFM__Q45_GEMV(P, T)                                                                               \
     T TFM__ALWAYS_INLINE void tfm__##P##_gemv_q45(const tfm__mm *m, int r0, int r1, const bool five) {   \
         const size_t bb = five ? 176u : 144u;                                                             \
         int r, b, j, nb = m->w->cols / TFM__QK_K;                                                         \
@@ -3812,7 +3820,7 @@ TFM__PRIVATE void tfm__q45_store(const tfm__mm *m, int b, int r, int r1, const f
                 float out[TFM__Q45_ROWS];                                                                 \
                 for (j = 0; j < nb; j++) {                                                                \
                     size_t at = (size_t)j * bb, bi = (size_t)b * (size_t)nb + (size_t)j;                  \
-                    if (b == 0 && RUN) TFM__PREFETCH_RUN(row[0] + pf, next, per, j);                      \
+                    if (b == 0 && TFM__PF_RUN_##P) TFM__PREFETCH_RUN(row[0] + pf, next, per, j);           \
                     else if (b == 0) tfm__q45_prefetch(row, at, bb, pf);                                  \
                     tfm__##P##_q45_sums(row, at, m->qa, bi, five, &isum, &imin);                          \
                     acc = tfm__avx2_q45_float(acc, isum, imin, row, at, m->qa->d[bi]);                    \
@@ -3868,7 +3876,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_q45_sums(const unsigned char *cons
     *isum4 = _mm_add_epi32(_mm256_castsi256_si128(red), _mm256_extracti128_si256(red, 1));
     *imin4 = _mm_hadd_epi32(_mm_hadd_epi32(imin[0], imin[1]), _mm_hadd_epi32(imin[2], imin[3]));
 }
-TFM__Q45_GEMV(avx2, TFM__T_AVX2, true)
+TFM__Q45_GEMV(avx2, TFM__T_AVX2)
 
 /* Activations in rows: each k-quant's one-token kernel. */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_kq(const tfm__mm *m, int r0, int r1) {
@@ -4289,7 +4297,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q45_sums(const unsigned char *
     *isum4 = _mm512_castsi512_si128(red);
     *imin4 = _mm512_extracti32x4_epi32(red, 2);
 }
-TFM__Q45_GEMV(avx512, TFM__T_AVX512, false)
+TFM__Q45_GEMV(avx512, TFM__T_AVX512)
 
 /* Activations in rows: each k-quant's own kernel. */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_kq(const tfm__mm *m, int r0, int r1) {
