@@ -3964,6 +3964,77 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_kquant(const tfm__mm *m, int r0, in
     }
 }
 
+#define TFM__QP8_ROWS 8 /* weight rows per pass of AVX2's batched q4_0 kernel: one per lane */
+#define TFM__QP8_BLOCK (TFM__QK * TFM__QP8_ROWS + TFM__QP8_ROWS * sizeof(float)) /* packed bytes of a block */
+#define TFM__QP8_TOKENS 4 /* tokens whose accumulators stay in registers */
+
+/* Task scratch of it: TFM__QP8_ROWS rows packed. */
+TFM__PRIVATE size_t tfm__qp8_scratch_bytes(int cols) { return (size_t)(cols / TFM__QK) * TFM__QP8_BLOCK; }
+
+/* A batch of q4_0, AVX-512's packed kernel on 8 rows per vector: rows row[0..7] packed once
+   into scratch, per block [8][8 rows][4 codes] (the nibbles as bytes) and the 8 scales as
+   floats; then 4 tokens at a time, each token's 4 codes of a step broadcast against the 8
+   rows' (pmaddubsw), the 8 steps' int16 pair sums added in int16 (at most 8 x 2 x 15 x 127 =
+   30480) and summed to int32 once (pmaddwd), the zero point's share taken off: the twin's
+   exact isum, then its float chain per output. */
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_qp8_pack(const tfm__mm *m, const unsigned char *const *row, unsigned char *pk) {
+    const __m256i low4 = _mm256_set1_epi8(0xf);
+    int i, j, k;
+    for (j = 0; j < m->qa->n_blocks; j++, pk += TFM__QP8_BLOCK) {
+        float *dw = TFM__CAST(float *, TFM__CAST(void *, pk + TFM__QK * TFM__QP8_ROWS));
+        for (i = 0; i < TFM__QP8_ROWS; i++) {
+            const unsigned char *b = row[i] + (size_t)j * 18u;
+            __m128i q = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, b + 2)));
+            unsigned char codes[TFM__QK]; /* dword k: codes 4k .. 4k + 3 */
+            _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, codes)),
+                                _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4));
+            for (k = 0; k < TFM__QK / 4; k++) memcpy(pk + 32 * k + 4 * i, codes + 4 * k, 4);
+            dw[i] = tfm__avx2_h2f(b);
+        }
+    }
+}
+/* Packed rows r.. (r1 - r of them count) x tokens [t0, t0 + 4) of token group g. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const unsigned char *pk, int r, int r1, int g, int t0) {
+    const tfm__qacts *qa = m->qa;
+    __m256 acc[TFM__QP8_TOKENS];
+    float out[TFM__QP8_ROWS];
+    int j, k, t, i;
+    for (t = 0; t < TFM__QP8_TOKENS; t++) acc[t] = _mm256_setzero_ps();
+    for (j = 0; j < qa->n_blocks; j++, pk += TFM__QP8_BLOCK) {
+        size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
+        const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP + 4 * t0; /* [8][16 tokens][4] */
+        const int32_t *s = qa->s + bi * TFM__GROUP + t0;
+        const float *dx = qa->d + bi * TFM__GROUP + t0;
+        __m256i w[TFM__QK / 4];
+        __m256 dw = _mm256_loadu_ps(TFM__CAST(const float *, TFM__CAST(const void *, pk + TFM__QK * TFM__QP8_ROWS)));
+        TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 32 * k)));
+        TFM__UNROLL for (t = 0; t < TFM__QP8_TOKENS; t++) {
+            __m256i s16 = _mm256_setzero_si256(), isum;
+            TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) {
+                int32_t x4;
+                memcpy(&x4, a + 64 * k + 4 * t, 4);
+                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(x4)));
+            }
+            isum = _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), _mm256_set1_epi32(TFM__Q4_0_ZERO * s[t]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(dx[t])), acc[t]);
+        }
+    }
+    for (t = 0; t < TFM__QP8_TOKENS && g * TFM__GROUP + t0 + t < m->n_b; t++) {
+        float *y = m->y + (size_t)(g * TFM__GROUP + t0 + t) * m->y_stride + (size_t)r;
+        _mm256_storeu_ps(out, acc[t]);
+        for (i = 0; i < TFM__QP8_ROWS && r + i < r1; i++) y[i] = m->bias ? out[i] + m->bias[r + i] : out[i];
+    }
+}
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    int r, t, i;
+    for (r = r0; r < r1; r += TFM__QP8_ROWS) {
+        const unsigned char *row[TFM__QP8_ROWS];
+        for (i = 0; i < TFM__QP8_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
+        tfm__avx2_qp8_pack(m, row, scratch);
+        for (t = 0; t < m->n_b; t += TFM__QP8_TOKENS) tfm__avx2_qp8_tile(m, scratch, r, r1, t / TFM__GROUP, t % TFM__GROUP);
+    }
+}
+
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     if (m->qa->group == 1) tfm__avx2_gemv_kq(m, r0, r1);
     else tfm__avx2_gemm_kquant(m, r0, r1, scratch);
@@ -3975,9 +4046,8 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1
     else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q8_0);
 }
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    (void)scratch;
     if (m->qa->group == 1) tfm__avx2_gemv_q4_0(m, r0, r1);
-    else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q4_0);
+    else tfm__avx2_gemm_q4_0(m, r0, r1, scratch);
 }
 #endif /* TFM__X86_AVX2 */
 
@@ -4770,7 +4840,7 @@ TFM__PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt
 TFM__PRIVATE size_t tfm__max_size(size_t a, size_t b) { return a > b ? a : b; }
 #ifdef TFM__X86_AVX2
 TFM__PRIVATE size_t tfm__avx2_scratch_bytes(int cols) {
-    return tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_C));
+    return tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp8_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_C));
 }
 #endif
 #ifdef TFM__X86_AVX512
