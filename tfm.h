@@ -2733,7 +2733,12 @@ TFM__PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    The float kernels (f32, f16, bf16 weights; attention's dot, scores and value sums) are written once, in
    TFM__FLOAT_KERNELS, against a small vector layer: a 16-lane float vector and its operations
    (zero, set1, load f32 / f16 / bf16, fma, store, and sum: the lanes in tfm__lanes_sum's order), defined per set
-   (one __m512, two __m256, four float32x4_t). The integer kernels differ too much between
+   (one __m512, two __m256, four float32x4_t). The batched products work on parts of it:
+   TFM__PARTS_P parts of type tfm__P_p (AVX2: its two __m256; AVX-512, NEON: the whole vector)
+   with their own loads (ldp, ldp_w32 / _h / _b) and fmap, TFM__JOIN_P / TFM__SPLIT_P between
+   parts and vector, so a register block finishes one part's fmas before it loads the next
+   part (its weight rows and token hold one part's registers, not a whole vector's). The
+   integer kernels differ too much between
    sets to share code (VNNI dot products, AMX tiles) and are written per set. */
 
 /* Per set: the one-token kernels prefetch the next rows as one sequential run
@@ -2747,14 +2752,18 @@ TFM__PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    multiply-adds is otherwise reloaded by each of them as a memory operand, and such indexed
    operands split into two micro-ops each (measured: 30 instead of 120 GFLOP/s on a 3 x 8 block). */
 #if defined(__GNUC__) || defined(__clang__)
+#define TFM__KEEPP_avx2(v) __asm__("" : "+x"(v))
 #define TFM__KEEP_avx512(v) __asm__("" : "+v"(v))
 #define TFM__KEEP_avx2(v) __asm__("" : "+x"((v).lo), "+x"((v).hi))
 #define TFM__KEEP_neon(v) __asm__("" : "+w"((v).q[0]), "+w"((v).q[1]), "+w"((v).q[2]), "+w"((v).q[3]))
 #else
+#define TFM__KEEPP_avx2(v) (void)0
 #define TFM__KEEP_avx512(v) (void)0
 #define TFM__KEEP_avx2(v) (void)0
 #define TFM__KEEP_neon(v) (void)0
 #endif
+#define TFM__KEEPP_avx512(v) TFM__KEEP_avx512(v)
+#define TFM__KEEPP_neon(v) TFM__KEEP_neon(v)
 
 /* Fully unroll the next loop (its trip count is a small constant), so a register block's
    accumulators stay in registers; TFM__ALWAYS_INLINE makes a helper's constant arguments such
@@ -2781,15 +2790,21 @@ TFM__PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
 
 /* Cache blocking of the batched float kernels: a pass covers at most TFM__FMM_KC columns (so
    a register block's R weight rows and C tokens, ~40 KiB of f32, stay in L1; 256 columns made
-   1024-column matrices 20% slower, the partial sums' round trips costing more than L1 saves) and rows whose bytes fit TFM__FMM_L2 (re-read from L2
-   for every C tokens), at most TFM__FMM_MC_MAX rows (the scratch of their partial sums). */
+   1024-column matrices 20% slower, the partial sums' round trips costing more than L1 saves)
+   and rows whose bytes fit the set's TFM__FMM_L2_P (re-read from L2 for every C tokens: 512
+   KiB on the 2 MiB L2 the AVX-512 kernels were tuned on; 256 KiB for AVX2, 4-5% faster f32 /
+   f16 prompts than 512 on Zen 3's 512 KiB L2), at most TFM__FMM_MC_MAX rows (the scratch of
+   their partial sums). */
 #define TFM__FMM_KC 1024
-#define TFM__FMM_L2 (512u * 1024u)
+#define TFM__FMM_L2_avx2 (256u * 1024u)
+#define TFM__FMM_L2_avx512 (512u * 1024u)
+#define TFM__FMM_L2_neon (512u * 1024u)
 #define TFM__FMM_MC_MAX 256
 
-/* Rows per pass for rows of row_bytes, a multiple of the register block's r. */
-TFM__PRIVATE int tfm__fmm_rows(size_t row_bytes, int r) {
-    size_t mc = TFM__FMM_L2 / (row_bytes ? row_bytes : 1);
+/* Rows per pass for rows of row_bytes in an L2 budget of l2 bytes, a multiple of the register
+   block's r. */
+TFM__PRIVATE int tfm__fmm_rows(size_t row_bytes, int r, size_t l2) {
+    size_t mc = l2 / (row_bytes ? row_bytes : 1);
     if (mc > TFM__FMM_MC_MAX) mc = TFM__FMM_MC_MAX;
     mc = mc / (size_t)r * (size_t)r;
     return mc < (size_t)r ? r : (int)mc;
@@ -2827,9 +2842,9 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
     TFM__VALUES(P, T, f16, tfm__##P##_ld_h, tfm__w_f16, 2)                                                \
     TFM__SCORES(P, T, f32, tfm__##P##_ld_w32, 4)                                                          \
     TFM__SCORES(P, T, f16, tfm__##P##_ld_h, 2)                                                            \
-    TFM__FLOAT_MM(P, T, R, C, f32, tfm__##P##_ld_w32, tfm__w_f32)                                         \
-    TFM__FLOAT_MM(P, T, R, C, f16, tfm__##P##_ld_h, tfm__w_f16)                                           \
-    TFM__FLOAT_MM(P, T, R, C, bf16, tfm__##P##_ld_b, tfm__w_bf16)
+    TFM__FLOAT_MM(P, T, R, C, f32, tfm__##P##_ld_w32, tfm__##P##_ldp_w32, tfm__w_f32)                     \
+    TFM__FLOAT_MM(P, T, R, C, f16, tfm__##P##_ld_h, tfm__##P##_ldp_h, tfm__w_f16)                         \
+    TFM__FLOAT_MM(P, T, R, C, bf16, tfm__##P##_ld_b, tfm__##P##_ldp_b, tfm__w_bf16)
 
 /* Attention scores (tfm__scores_scalar's chains), 16 keys per vector, four vectors at once (a
    chain of d_head dependent fmas each). The keys past the last whole vector are one more: it
@@ -2899,10 +2914,10 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
             for (j = 0; j < n; j++) out[k] = fmaf(w[j], WS(v + ESZ * (size_t)j * stride, k), out[k]);     \
     }
 
-/* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, WS one weight
-   as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
+/* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, LDP one part of
+   them, WS one weight as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
    scalar twin does. */
-#define TFM__FLOAT_MM(P, T, R, C, W, LD, WS)                                                              \
+#define TFM__FLOAT_MM(P, T, R, C, W, LD, LDP, WS)                                                         \
     T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                           \
         const tfm__tensor *w = m->w;                                                                      \
         size_t rb = w->row_bytes, esz = rb / (size_t)w->cols;                                             \
@@ -2945,39 +2960,39 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
         size_t esz = w->row_bytes / (size_t)w->cols;                                                      \
         const unsigned char *row[R];                                                                      \
         const float *x[C];                                                                                \
-        tfm__##P##_v acc[R][C];                                                                           \
+        tfm__##P##_p acc[R][C][TFM__PARTS_##P];                                                           \
         float lanes[TFM__LANES];                                                                          \
-        int n = w->cols, i, j, k, l;                                                                      \
+        int n = w->cols, i, j, k, l, h;                                                                   \
         for (i = 0; i < R; i++) row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                  \
         for (j = 0; j < C; j++) x[j] = m->x + (size_t)(b + j < m->n_b ? b + j : m->n_b - 1) * m->x_stride; \
-        if (first) {                                                                                      \
-            TFM__UNROLL for (i = 0; i < R; i++)                                                           \
-                TFM__UNROLL for (j = 0; j < C; j++) acc[i][j] = tfm__##P##_zero();                        \
-        } else {                                                                                          \
-            TFM__UNROLL for (i = 0; i < R; i++)                                                           \
-                TFM__UNROLL for (j = 0; j < C; j++) acc[i][j] = acc_buf[i * C + j];                       \
-        }                                                                                                 \
-        for (k = k0; k < k1; k += TFM__LANES) {                                                           \
-            tfm__##P##_v wv[R];                                                                           \
-            TFM__UNROLL for (i = 0; i < R; i++) wv[i] = LD(row[i] + (size_t)k * esz);                     \
+        TFM__UNROLL for (i = 0; i < R; i++)                                                               \
             TFM__UNROLL for (j = 0; j < C; j++) {                                                         \
-                tfm__##P##_v xv = tfm__##P##_ld(x[j] + k);                                                \
-                TFM__KEEP_##P(xv); /* a register, not R loads folded into the fmas */                     \
-                TFM__UNROLL for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fma(wv[i], xv, acc[i][j]);     \
+                tfm__##P##_v a = first ? tfm__##P##_zero() : acc_buf[i * C + j];                          \
+                TFM__SPLIT_##P(a, acc[i][j]);                                                             \
             }                                                                                             \
-        }                                                                                                 \
+        for (k = k0; k < k1; k += TFM__LANES)                                                             \
+            TFM__UNROLL for (h = 0; h < TFM__PARTS_##P; h++) {                                            \
+                int kh = k + h * (TFM__LANES / TFM__PARTS_##P);                                           \
+                tfm__##P##_p wv[R];                                                                       \
+                TFM__UNROLL for (i = 0; i < R; i++) wv[i] = LDP(row[i] + (size_t)kh * esz);               \
+                TFM__UNROLL for (j = 0; j < C; j++) {                                                     \
+                    tfm__##P##_p xv = tfm__##P##_ldp(x[j] + kh);                                          \
+                    TFM__KEEPP_##P(xv); /* a register, not R loads folded into the fmas */                \
+                    TFM__UNROLL for (i = 0; i < R; i++) acc[i][j][h] = tfm__##P##_fmap(wv[i], xv, acc[i][j][h]); \
+                }                                                                                         \
+            }                                                                                             \
         if (!last) {                                                                                      \
             TFM__UNROLL for (i = 0; i < R; i++)                                                           \
-                TFM__UNROLL for (j = 0; j < C; j++) acc_buf[i * C + j] = acc[i][j];                       \
+                TFM__UNROLL for (j = 0; j < C; j++) acc_buf[i * C + j] = TFM__JOIN_##P(acc[i][j]);        \
             return;                                                                                       \
         }                                                                                                 \
         for (i = 0; i < R && r + i < r1; i++)                                                             \
             for (j = 0; j < C && b + j < m->n_b; j++) {                                                   \
                 float *y = m->y + (size_t)(b + j) * m->y_stride + (size_t)(r + i);                        \
                 if (k == n) {                                                                             \
-                    *y = tfm__##P##_sum(acc[i][j]);                                                       \
+                    *y = tfm__##P##_sum(TFM__JOIN_##P(acc[i][j]));                                        \
                 } else {                                                                                  \
-                    tfm__##P##_st(lanes, acc[i][j]);                                                      \
+                    tfm__##P##_st(lanes, TFM__JOIN_##P(acc[i][j]));                                       \
                     for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), x[j][k + l], lanes[l]); \
                     *y = tfm__lanes_sum(lanes);                                                           \
                 }                                                                                         \
@@ -2989,7 +3004,7 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
        column passes, exactly as they were, so the result is that of one pass. */                  \
     T TFM__PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {      \
         tfm__##P##_v *buf = TFM__CAST(tfm__##P##_v *, TFM__CAST(void *, scratch)); /* [mc / R][R][C] */  \
-        int n16 = m->w->cols / TFM__LANES * TFM__LANES, mc = tfm__fmm_rows(m->w->row_bytes, R);           \
+        int n16 = m->w->cols / TFM__LANES * TFM__LANES, mc = tfm__fmm_rows(m->w->row_bytes, R, TFM__FMM_L2_##P);           \
         int rc, re, r, b, k0, k1;                                                                         \
         if (m->n_b == 1) {                                                                                \
             tfm__##P##_gemv_##W(m, r0, r1);                                                               \
@@ -3123,9 +3138,22 @@ TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_bf16x8(const unsigned char *p) {
 TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_b(const unsigned char *p) {
     return tfm__avx2_pair(tfm__avx2_bf16x8(p), tfm__avx2_bf16x8(p + 16));
 }
+#define tfm__avx2_ldp_b tfm__avx2_bf16x8
 TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_fma(tfm__avx2_v a, tfm__avx2_v b, tfm__avx2_v c) {
     return tfm__avx2_pair(_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi));
 }
+typedef __m256 tfm__avx2_p; /* a part: lanes 0..7 or 8..15 */
+#define TFM__PARTS_avx2 2
+#define TFM__JOIN_avx2(p) tfm__avx2_pair((p)[0], (p)[1])
+#define TFM__SPLIT_avx2(v, p) ((p)[0] = (v).lo, (p)[1] = (v).hi)
+TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_ldp(const float *p) { return _mm256_loadu_ps(p); }
+TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_ldp_w32(const unsigned char *p) {
+    return _mm256_loadu_ps(TFM__CAST(const float *, TFM__CAST(const void *, p)));
+}
+TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_ldp_h(const unsigned char *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p))));
+}
+TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_fmap(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
@@ -3143,7 +3171,9 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_to_f16(const float *x, unsigned char *ou
         _mm_storeu_si128(TFM__CAST(__m128i *, TFM__CAST(void *, out + 2 * i)), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
     tfm__f16_row_from_f32(x + i, out + 2 * i, n - i);
 }
-#define TFM__AVX2_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
+/* Tokens of the batched float register block, 2 rows x 3 (12 accumulator registers, one part
+   at a time: on Zen 3 1.2x (f32) / 1.1x (f16) the 2 x 2 block; 2 x 4 and 3 x 2 slower). */
+#define TFM__AVX2_FMM_C 3
 TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
 
 #define TFM__OP256(name) _mm256_##name
@@ -3168,6 +3198,15 @@ TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ld_b(const unsigned char *p) {
 }
 TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_st(float *p, __m512 v) { _mm512_storeu_ps(p, v); }
+typedef __m512 tfm__avx512_p; /* one part: the whole vector */
+#define TFM__PARTS_avx512 1
+#define TFM__JOIN_avx512(p) ((p)[0])
+#define TFM__SPLIT_avx512(v, p) ((p)[0] = (v))
+#define tfm__avx512_ldp tfm__avx512_ld
+#define tfm__avx512_ldp_w32 tfm__avx512_ld_w32
+#define tfm__avx512_ldp_h tfm__avx512_ld_h
+#define tfm__avx512_ldp_b tfm__avx512_ld_b
+#define tfm__avx512_fmap tfm__avx512_fma
 TFM__T_AVX512 TFM__PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
     return tfm__avx2_sum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
@@ -3224,6 +3263,15 @@ TFM__PRIVATE tfm__neon_v tfm__neon_fma(tfm__neon_v a, tfm__neon_v b, tfm__neon_v
     for (i = 0; i < 4; i++) c.q[i] = vfmaq_f32(c.q[i], a.q[i], b.q[i]);
     return c;
 }
+typedef tfm__neon_v tfm__neon_p; /* one part: the whole vector */
+#define TFM__PARTS_neon 1
+#define TFM__JOIN_neon(p) ((p)[0])
+#define TFM__SPLIT_neon(v, p) ((p)[0] = (v))
+#define tfm__neon_ldp tfm__neon_ld
+#define tfm__neon_ldp_w32 tfm__neon_ld_w32
+#define tfm__neon_ldp_h tfm__neon_ld_h
+#define tfm__neon_ldp_b tfm__neon_ld_b
+#define tfm__neon_fmap tfm__neon_fma
 TFM__PRIVATE void tfm__neon_st(float *p, tfm__neon_v v) {
     int i;
     for (i = 0; i < 4; i++) vst1q_f32(p + 4 * i, v.q[i]);
