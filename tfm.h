@@ -3789,14 +3789,32 @@ TFM__T_AVX2 TFM__PRIVATE int32_t tfm__avx2_q6_sb(const unsigned char *blk, const
     }
     zero = _mm256_add_epi32(_mm256_mullo_epi32(scl32a, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs)))),
                             _mm256_mullo_epi32(scl32b, _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8)))));
-    return tfm__avx2_hsum_i32(isum) - TFM__Q6_K_ZERO * tfm__avx2_hsum_i32(zero);
+    return tfm__avx2_hsum_i32(_mm256_sub_epi32(isum, _mm256_mullo_epi32(zero, _mm256_set1_epi32(TFM__Q6_K_ZERO))));
+}
+/* A q6_k super-block's 16 int8 scales as the pmaddwd factors of its 8 registers of codes: sc[i]
+   = scale 2i in the low 8 int16 lanes, 2i + 1 in the high 8 (sign-extended once, then one
+   pshufb each: a third of the one-token kernel's work had been 16 scalar broadcasts). */
+TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_q6_scales(const signed char *scl, __m256i *sc) {
+    int h, i;
+    TFM__UNROLL for (h = 0; h < 2; h++) {
+        __m128i s16 = _mm_cvtepi8_epi16(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl + 8 * h))));
+        __m256i both = _mm256_broadcastsi128_si256(s16); /* scales 8h .. 8h + 7 as int16, in both halves */
+        TFM__UNROLL for (i = 0; i < 4; i++) {
+            const char lo = (char)(4 * i), hi = (char)(4 * i + 2); /* byte offsets of int16 scales 2i, 2i + 1 */
+            __m256i pick = _mm256_setr_epi8(lo, (char)(lo + 1), lo, (char)(lo + 1), lo, (char)(lo + 1), lo, (char)(lo + 1),
+                                            lo, (char)(lo + 1), lo, (char)(lo + 1), lo, (char)(lo + 1), lo, (char)(lo + 1),
+                                            hi, (char)(hi + 1), hi, (char)(hi + 1), hi, (char)(hi + 1), hi, (char)(hi + 1),
+                                            hi, (char)(hi + 1), hi, (char)(hi + 1), hi, (char)(hi + 1), hi, (char)(hi + 1));
+            sc[4 * h + i] = _mm256_shuffle_epi8(both, pick);
+        }
+    }
 }
 /* q6_k, activations in rows (the output matrix of q4_0 and k-quant files): one row at a time, its
    super-blocks' scales unpacked once for every token, whose float chain advances one step per
    super-block (kept in y between them, an exact store). */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q6_k(const tfm__mm *m, int r0, int r1) {
     size_t bb = (size_t)tfm__dtype_of(TFM_DTYPE_Q6_K).info.block_bytes, l;
-    int r, b, j, i, nb = m->w->cols / TFM__QK_K;
+    int r, b, j, nb = m->w->cols / TFM__QK_K;
     for (r = r0; r < r1; r++) {
         const unsigned char *row = tfm__tensor_at(m->w, r);
         size_t pf = r + TFM__GEMV_ROWS < m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0;
@@ -3806,7 +3824,7 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q6_k(const tfm__mm *m, int r0, int 
             __m256i sc[8], scl32a, scl32b;
             float d = tfm__avx2_h2f(blk + 208);
             for (l = 0; l < bb; l += TFM__ALIGN) TFM__PREFETCH(blk + l + pf); /* the row 8 down */
-            TFM__UNROLL for (i = 0; i < 8; i++) sc[i] = _mm256_setr_m128i(_mm_set1_epi16(scl[2 * i]), _mm_set1_epi16(scl[2 * i + 1]));
+            tfm__avx2_q6_scales(scl, sc);
             scl32a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl))));
             scl32b = _mm256_cvtepi8_epi32(_mm_loadl_epi64(TFM__CAST(const __m128i *, TFM__CAST(const void *, scl + 8))));
             for (b = 0; b < m->n_b; b++) {
