@@ -3138,7 +3138,7 @@ TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_bf16x8(const unsigned char *p) {
 TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_ld_b(const unsigned char *p) {
     return tfm__avx2_pair(tfm__avx2_bf16x8(p), tfm__avx2_bf16x8(p + 16));
 }
-#define tfm__avx2_ldp_b tfm__avx2_bf16x8
+TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_ldp_b(const unsigned char *p) { return tfm__avx2_bf16x8(p); }
 TFM__T_AVX2 TFM__PRIVATE tfm__avx2_v tfm__avx2_fma(tfm__avx2_v a, tfm__avx2_v b, tfm__avx2_v c) {
     return tfm__avx2_pair(_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi));
 }
@@ -3202,11 +3202,11 @@ typedef __m512 tfm__avx512_p; /* one part: the whole vector */
 #define TFM__PARTS_avx512 1
 #define TFM__JOIN_avx512(p) ((p)[0])
 #define TFM__SPLIT_avx512(v, p) ((p)[0] = (v))
-#define tfm__avx512_ldp tfm__avx512_ld
-#define tfm__avx512_ldp_w32 tfm__avx512_ld_w32
-#define tfm__avx512_ldp_h tfm__avx512_ld_h
-#define tfm__avx512_ldp_b tfm__avx512_ld_b
-#define tfm__avx512_fmap tfm__avx512_fma
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ldp(const float *p) { return tfm__avx512_ld(p); }
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ldp_w32(const unsigned char *p) { return tfm__avx512_ld_w32(p); }
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ldp_h(const unsigned char *p) { return tfm__avx512_ld_h(p); }
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ldp_b(const unsigned char *p) { return tfm__avx512_ld_b(p); }
+TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_fmap(__m512 a, __m512 b, __m512 c) { return tfm__avx512_fma(a, b, c); }
 TFM__T_AVX512 TFM__PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
     return tfm__avx2_sum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
@@ -3267,11 +3267,11 @@ typedef tfm__neon_v tfm__neon_p; /* one part: the whole vector */
 #define TFM__PARTS_neon 1
 #define TFM__JOIN_neon(p) ((p)[0])
 #define TFM__SPLIT_neon(v, p) ((p)[0] = (v))
-#define tfm__neon_ldp tfm__neon_ld
-#define tfm__neon_ldp_w32 tfm__neon_ld_w32
-#define tfm__neon_ldp_h tfm__neon_ld_h
-#define tfm__neon_ldp_b tfm__neon_ld_b
-#define tfm__neon_fmap tfm__neon_fma
+TFM__PRIVATE tfm__neon_v tfm__neon_ldp(const float *p) { return tfm__neon_ld(p); }
+TFM__PRIVATE tfm__neon_v tfm__neon_ldp_w32(const unsigned char *p) { return tfm__neon_ld_w32(p); }
+TFM__PRIVATE tfm__neon_v tfm__neon_ldp_h(const unsigned char *p) { return tfm__neon_ld_h(p); }
+TFM__PRIVATE tfm__neon_v tfm__neon_ldp_b(const unsigned char *p) { return tfm__neon_ld_b(p); }
+TFM__PRIVATE tfm__neon_v tfm__neon_fmap(tfm__neon_v a, tfm__neon_v b, tfm__neon_v c) { return tfm__neon_fma(a, b, c); }
 TFM__PRIVATE void tfm__neon_st(float *p, tfm__neon_v v) {
     int i;
     for (i = 0; i < 4; i++) vst1q_f32(p + 4 * i, v.q[i]);
