@@ -2914,9 +2914,9 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
             for (j = 0; j < n; j++) out[k] = fmaf(w[j], WS(v + ESZ * (size_t)j * stride, k), out[k]);     \
     }
 
-/* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, LDP one part of
-   them, WS one weight as a float (the tail). Lanes of a row's tail (cols % 16) go through fmaf one by one, as the
-   scalar twin does. */
+/* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, LDP one part
+   of them, WS one weight as a float (the tail). Lanes of a row's tail (cols % 16) go through
+   fmaf one by one, as the scalar twin does. */
 #define TFM__FLOAT_MM(P, T, R, C, W, LD, LDP, WS)                                                         \
     T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                           \
         const tfm__tensor *w = m->w;                                                                      \
@@ -3004,7 +3004,7 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
        column passes, exactly as they were, so the result is that of one pass. */                  \
     T TFM__PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {      \
         tfm__##P##_v *buf = TFM__CAST(tfm__##P##_v *, TFM__CAST(void *, scratch)); /* [mc / R][R][C] */  \
-        int n16 = m->w->cols / TFM__LANES * TFM__LANES, mc = tfm__fmm_rows(m->w->row_bytes, R, TFM__FMM_L2_##P);           \
+        int n16 = m->w->cols / TFM__LANES * TFM__LANES, mc = tfm__fmm_rows(m->w->row_bytes, R, TFM__FMM_L2_##P); \
         int rc, re, r, b, k0, k1;                                                                         \
         if (m->n_b == 1) {                                                                                \
             tfm__##P##_gemv_##W(m, r0, r1);                                                               \
@@ -3539,11 +3539,11 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0(const tfm__mm *m, int r0, int 
     }
 }
 
-/* A batch: 16 tokens (one group) x 1 row at a time; lo / hi: tokens 0..7 / 8..15. */
-TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1, tfm_dtype ty) {
+/* A batch of q8_0: 16 tokens (one group) x 1 row at a time; lo / hi: tokens 0..7 / 8..15. */
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q8_0(const tfm__mm *m, int r0, int r1) {
     const tfm__qacts *qa = m->qa;
-    size_t bb = ty == TFM_DTYPE_Q8_0 ? 34u : 18u;
-    int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, zero = ty == TFM_DTYPE_Q8_0 ? 0 : TFM__Q4_0_ZERO;
+    const size_t bb = 34u;
+    int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP;
     int r, g, j, k, t;
     for (r = r0; r < r1; r++) {
         const unsigned char *row = tfm__tensor_at(m->w, r);
@@ -3553,7 +3553,6 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1,
             for (j = 0; j < qa->n_blocks; j++) {
                 size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
                 const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP;
-                const int32_t *s = qa->s + bi * TFM__GROUP;
                 const float *dx = qa->d + bi * TFM__GROUP;
                 __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
                 __m256 dw = _mm256_set1_ps(tfm__avx2_h2f(row + (size_t)j * bb));
@@ -3563,21 +3562,11 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q(const tfm__mm *m, int r0, int r1,
                     __m256i xh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, ak + 32)));
                     int32_t w4;
                     __m256i wv;
-                    if (ty == TFM_DTYPE_Q8_0) {
-                        memcpy(&w4, row + (size_t)j * bb + 2 + 4 * k, 4);
-                        wv = _mm256_set1_epi32(w4);
-                        lo = _mm256_add_epi32(lo, tfm__avx2_dot_s8(wv, xl));
-                        hi = _mm256_add_epi32(hi, tfm__avx2_dot_s8(wv, xh));
-                    } else {
-                        memcpy(&w4, row + (size_t)j * bb + 2 + 4 * (k % 4), 4);
-                        wv = _mm256_set1_epi32(w4);
-                        wv = _mm256_and_si256(k < 4 ? wv : _mm256_srli_epi16(wv, 4), _mm256_set1_epi8(0xf));
-                        lo = _mm256_add_epi32(lo, tfm__avx2_dot_u4(wv, xl));
-                        hi = _mm256_add_epi32(hi, tfm__avx2_dot_u4(wv, xh));
-                    }
+                    memcpy(&w4, row + (size_t)j * bb + 2 + 4 * k, 4);
+                    wv = _mm256_set1_epi32(w4);
+                    lo = _mm256_add_epi32(lo, tfm__avx2_dot_s8(wv, xl));
+                    hi = _mm256_add_epi32(hi, tfm__avx2_dot_s8(wv, xh));
                 }
-                lo = _mm256_sub_epi32(lo, _mm256_mullo_epi32(_mm256_set1_epi32(zero), _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, s)))));
-                hi = _mm256_sub_epi32(hi, _mm256_mullo_epi32(_mm256_set1_epi32(zero), _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, s + 8)))));
                 acc_lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(dw, _mm256_loadu_ps(dx)), acc_lo);
                 acc_hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(dw, _mm256_loadu_ps(dx + 8)), acc_hi);
             }
@@ -4109,7 +4098,7 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_kquant(const tfm__mm *m, int r0, int 
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     (void)scratch;
     if (m->qa->group == 1) tfm__avx2_gemv_q8_0(m, r0, r1);
-    else tfm__avx2_gemm_q(m, r0, r1, TFM_DTYPE_Q8_0);
+    else tfm__avx2_gemm_q8_0(m, r0, r1);
 }
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     if (m->qa->group == 1) tfm__avx2_gemv_q4_0(m, r0, r1);
