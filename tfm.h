@@ -2738,8 +2738,8 @@ TFM__PRIVATE void tfm__sinusoid_table(float *pe, int n_ctx, int d) {
    with their own loads (ldp, ldp_w32 / _h / _b) and fmap, TFM__JOIN_P / TFM__SPLIT_P between
    parts and vector, so a register block finishes one part's fmas before it loads the next
    part (its weight rows and token hold one part's registers, not a whole vector's). The
-   integer kernels differ too much between
-   sets to share code (VNNI dot products, AMX tiles) and are written per set. */
+   integer kernels differ too much between sets to share code (VNNI dot products, AMX tiles)
+   and are written per set. */
 
 /* Per set: the one-token kernels prefetch the next rows as one sequential run
    (TFM__PREFETCH_RUN), measured faster on Zen 3 (AVX2), or each row's next line on its own,
@@ -3172,7 +3172,7 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_to_f16(const float *x, unsigned char *ou
     tfm__f16_row_from_f32(x + i, out + 2 * i, n - i);
 }
 /* Tokens of the batched float register block, 2 rows x 3 (12 accumulator registers, one part
-   at a time: on Zen 3 1.2x (f32) / 1.1x (f16) the 2 x 2 block; 2 x 4 and 3 x 2 slower). */
+   at a time: on Zen 3 1.12x (f32) / 1.1x (f16) the 2 x 2 block; 2 x 4 and 3 x 2 slower). */
 #define TFM__AVX2_FMM_C 3
 TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, 2, TFM__AVX2_FMM_C)
 
