@@ -3508,23 +3508,20 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_q4_0_pair(const unsigned char *
     return _mm256_madd_epi16(_mm256_add_epi16(lo, hi), _mm256_set1_epi16(1));
 }
 
-/* One token, rows [r0, r1) of q4_0, 8 rows a step as 4 row pairs; two rounds of phaddd leave
-   the 8 exact block sums in the lane order rows 0 2 4 6 1 3 5 7 (TFM__Q4_0_LANE), which the
-   scales are gathered in and the outputs put back from (1.7x reducing each row's vector on
-   its own, from L2). */
-#define TFM__Q4_0_LANE(i) (2 * ((i) % 4) + (i) / 4)
+/* One token, rows [r0, r1) of q4_0, 8 rows a step as 4 row pairs (i, i + 4): two rounds of
+   phaddd leave the 8 exact block sums in row order (1.7x reducing each row's vector on its
+   own, from L2). */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0(const tfm__mm *m, int r0, int r1) {
     const tfm__qacts *qa = m->qa;
     const size_t bb = 18u;
     int r, i, j;
     for (r = r0; r < r1; r += TFM__GEMV_ROWS) {
-        const unsigned char *row[TFM__GEMV_ROWS], *lane[TFM__GEMV_ROWS];
+        const unsigned char *row[TFM__GEMV_ROWS];
         __m256 acc = _mm256_setzero_ps();
         float out[TFM__GEMV_ROWS];
         size_t next = r + 2 * TFM__GEMV_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0; /* the next rows' bytes */
         size_t per = tfm__prefetch_per(next, qa->n_blocks);
         for (i = 0; i < 8; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
-        for (i = 0; i < 8; i++) lane[i] = row[TFM__Q4_0_LANE(i)];
         for (j = 0; j < qa->n_blocks; j++) {
             size_t at = (size_t)j * bb;
             const int8_t *x = qa->q + 32 * (size_t)j;
@@ -3532,16 +3529,13 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0(const tfm__mm *m, int r0, int 
             __m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, x + 16))));
             __m256i p[4], isum;
             TFM__PREFETCH_RUN(row[0] + TFM__GEMV_ROWS * m->w->row_bytes, next, per, j);
-            TFM__UNROLL for (i = 0; i < 4; i++) p[i] = tfm__avx2_q4_0_pair(row[2 * i] + at + 2, row[2 * i + 1] + at + 2, xl, xh);
+            TFM__UNROLL for (i = 0; i < 4; i++) p[i] = tfm__avx2_q4_0_pair(row[i] + at + 2, row[i + 4] + at + 2, xl, xh);
             isum = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
             isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(TFM__Q4_0_ZERO * qa->s[j]));
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(tfm__avx2_scales8(lane, at), _mm256_set1_ps(qa->d[j])), acc);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(tfm__avx2_scales8(row, at), _mm256_set1_ps(qa->d[j])), acc);
         }
         _mm256_storeu_ps(out, acc);
-        for (i = 0; i < 8; i++) {
-            int ri = r + TFM__Q4_0_LANE(i);
-            if (ri < r1) m->y[ri] = m->bias ? out[i] + m->bias[ri] : out[i];
-        }
+        for (i = 0; i < 8 && r + i < r1; i++) m->y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
     }
 }
 
