@@ -57,7 +57,9 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
         scratch = block + (64 - (uintptr_t)block % 64) % 64;
     }
     m.w = w; m.x = x; m.x_stride = xs; m.qa = &qa; m.bias = bias; m.y = y; m.y_stride = (size_t)w->rows; m.n_b = n_b;
+    m.pf_run = false; /* both prefetch styles: they must not change a bit */
     isa->mm[w->dtype](&m, 0, split, scratch);
+    m.pf_run = true;
     isa->mm[w->dtype](&m, split, w->rows, scratch);
     free(block);
     if (f != TFM__ACT_F32) free_qa(&qa);
