@@ -1428,6 +1428,7 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 #define TFM__QK 32      /* weights per q8_0 / q4_0 block, and per q8 activation block */
 #define TFM__QK_K 256   /* weights per q4_k / q6_k super-block, and per q8_k activation block */
 #define TFM__Q4_0_ZERO 8   /* q4_0 stores q + 8 in a nibble */
+#define TFM__Q4_0_BYTES 18 /* a q4_0 block: f16 scale, 16 bytes of nibbles */
 #define TFM__Q6_K_ZERO 32  /* q6_k stores q + 32 in 6 bits */
 #define TFM__Q8_MAX 127    /* q8 codes are in [-127, 127]: never -128, so a sign flip stays in range */
 #define TFM__BF16_ROUND 0x7fffu /* f32 -> bf16: add this plus the kept lsb, then truncate */
@@ -4144,6 +4145,75 @@ TFM__T_AVX512 TFM__PRIVATE __m512i tfm__avx512_ld4x128(const unsigned char *cons
     return _mm512_inserti32x4(v, _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p[3] + at))), 3);
 }
 
+#define TFM__W2(a, b) ((a) | (b) << 16) /* two int16 lanes of a permute's indices as one int32 */
+/* q4_0, one token: 4 blocks of 8 rows (lr: the rows in lane order) into the rows' float chains
+   acc, blocks j..j + 3 at byte `at`. A row's 72 bytes come in two loads (at, at + 8: nothing past
+   them is read) and one word permute gathers its 4 blocks' nibbles, block k in 128-bit lane k,
+   where the low nibbles meet codes 0..15 of block k (xlo) and the high ones codes 16..31 (xhi).
+   Two rows' 16 partial sums at a time reduce to [block][row] for 8 rows (I01: blocks 0-1, I23:
+   2-3), the scales come from the same loads in that order, and each block enters the float
+   chains in block order, as the twin's. Per 8 rows x 4 blocks ~130 instructions (most of them
+   shuffles, the limit on Zen 4), against ~45 per 8 rows x 1 block a block at a time (4 inserts
+   and a gather each): 1.5x from L1 / L2 on Zen 4. The next rows' prefetch is spread over the
+   pairs: as one burst per step the same kernel read 151 MB from RAM at ~11 GB/s, spread at
+   ~20 (the kernel before it ~17). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m256 tfm__avx512_q4_0_x4(const tfm__mm *m, const unsigned char *const *lr, size_t at, int j,
+                                                           size_t next, size_t per, __m256 acc) {
+    const tfm__qacts *qa = m->qa;
+    const __m512i low4 = _mm512_set1_epi8(0xf);
+    const __m512i nib = _mm512_setr_epi32(TFM__W2(1, 2), TFM__W2(3, 4), TFM__W2(5, 6), TFM__W2(7, 8), /* blocks 0-2: */
+                                          TFM__W2(10, 11), TFM__W2(12, 13), TFM__W2(14, 15), TFM__W2(16, 17), /* the first */
+                                          TFM__W2(19, 20), TFM__W2(21, 22), TFM__W2(23, 24), TFM__W2(25, 26), /* load, */
+                                          TFM__W2(56, 57), TFM__W2(58, 59), TFM__W2(60, 61), TFM__W2(62, 63)); /* 3: second */
+    const __m512i sc2 = _mm512_setr_epi32(TFM__W2(0, 32), TFM__W2(9, 41), TFM__W2(18, 50), TFM__W2(27, 59), 0, 0, 0, 0, 0, 0, 0,
+                                          0, 0, 0, 0, 0); /* two rows' scales, [block][row] */
+    const __m512i x0 = _mm512_loadu_si512(qa->q + 32 * (size_t)j), x1 = _mm512_loadu_si512(qa->q + 32 * (size_t)j + 64);
+    const __m512i xlo = _mm512_permutex2var_epi64(x0, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), x1);
+    const __m512i xhi = _mm512_permutex2var_epi64(x0, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), x1);
+    const __m512i half01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i half23 = _mm512_add_epi32(half01, _mm512_set1_epi32(2));
+    __m128i z4 = _mm_mullo_epi32(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, qa->s + j))),
+                                 _mm_set1_epi32(TFM__Q4_0_ZERO));
+    __m128 d4 = _mm_loadu_ps(qa->d + j);
+    __m512i u[4], sc[4], v0, v1, i01, i23, w;
+    __m512 sd01, sd23, f01, f23;
+    int q, h;
+    TFM__UNROLL for (q = 0; q < 4; q++) { /* rows 2q, 2q + 1 of the lane order */
+        __m512i p[2], a[2];
+        if (m->pf_run) TFM__PREFETCH_RUN(lr[0] + next, next, per, j + q); /* a block's share before each pair */
+        TFM__UNROLL for (h = 0; h < 2; h++) {
+            __m512i n;
+            if (!m->pf_run && next) { /* or the lines of these 72 bytes 8 rows down */
+                TFM__PREFETCH(lr[2 * q + h] + at + next);
+                TFM__PREFETCH(lr[2 * q + h] + at + next + 4 * TFM__Q4_0_BYTES - 1);
+            }
+            a[h] = _mm512_loadu_si512(lr[2 * q + h] + at);
+            n = _mm512_permutex2var_epi16(a[h], nib, _mm512_loadu_si512(lr[2 * q + h] + at + 8));
+            p[h] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(n, low4), xlo);
+            p[h] = _mm512_dpbusd_epi32(p[h], _mm512_and_si512(_mm512_srli_epi16(n, 4), low4), xhi);
+        }
+        u[q] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
+        sc[q] = _mm512_permutex2var_epi16(a[0], sc2, a[1]);
+    }
+    v0 = _mm512_add_epi32(_mm512_unpacklo_epi64(u[0], u[1]), _mm512_unpackhi_epi64(u[0], u[1])); /* lane k: rows 0-3 */
+    v1 = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2], u[3]), _mm512_unpackhi_epi64(u[2], u[3])); /* rows 4-7 */
+    i01 = _mm512_permutex2var_epi64(v0, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), v1);
+    i23 = _mm512_permutex2var_epi64(v0, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), v1);
+    i01 = _mm512_sub_epi32(i01, _mm512_permutexvar_epi32(half01, _mm512_castsi128_si512(z4)));
+    i23 = _mm512_sub_epi32(i23, _mm512_permutexvar_epi32(half23, _mm512_castsi128_si512(z4)));
+    sc[0] = _mm512_permutex2var_epi32(sc[0], _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 0, 0, 0, 0, 0, 0, 0, 0), sc[1]);
+    sc[2] = _mm512_permutex2var_epi32(sc[2], _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 0, 0, 0, 0, 0, 0, 0, 0), sc[3]);
+    w = _mm512_permutex2var_epi64(sc[0], _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), sc[2]); /* [block][row] f16 */
+    sd01 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(w)), _mm512_permutexvar_ps(half01, _mm512_castps128_ps512(d4)));
+    sd23 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(w, 1)), _mm512_permutexvar_ps(half23, _mm512_castps128_ps512(d4)));
+    f01 = _mm512_cvtepi32_ps(i01);
+    f23 = _mm512_cvtepi32_ps(i23);
+    acc = _mm256_fmadd_ps(_mm512_castps512_ps256(f01), _mm512_castps512_ps256(sd01), acc);
+    acc = _mm256_fmadd_ps(_mm512_extractf32x8_ps(f01, 1), _mm512_extractf32x8_ps(sd01, 1), acc);
+    acc = _mm256_fmadd_ps(_mm512_castps512_ps256(f23), _mm512_castps512_ps256(sd23), acc);
+    return _mm256_fmadd_ps(_mm512_extractf32x8_ps(f23, 1), _mm512_extractf32x8_ps(sd23, 1), acc);
+}
+
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const bool q8 = ty == TFM_DTYPE_Q8_0;
@@ -4151,7 +4221,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q(const tfm__mm *m, int r
     int r, i, j, zero = q8 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO;
     const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP), low4 = _mm512_set1_epi8(0xf);
     for (r = r0; r < r1; r += TFM__GEMV_ROWS) {
-        const unsigned char *row[TFM__GEMV_ROWS];
+        const unsigned char *row[TFM__GEMV_ROWS], *lr[TFM__GEMV_ROWS];
         int32_t lane[TFM__GEMV_ROWS];
         __m256i offs;
         __m256 acc = _mm256_setzero_ps();
@@ -4159,9 +4229,15 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q(const tfm__mm *m, int r
         size_t pf = r + 2 * TFM__GEMV_ROWS <= m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0; /* the next rows */
         size_t per = tfm__prefetch_per(pf, qa->n_blocks);
         for (i = 0; i < TFM__GEMV_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
-        for (i = 0; i < TFM__GEMV_ROWS; i++) lane[i] = (int)(row[tfm__avx512_gemv_lane(ty, i)] - row[0]);
+        for (i = 0; i < TFM__GEMV_ROWS; i++) lr[i] = row[tfm__avx512_gemv_lane(ty, i)];
+        for (i = 0; i < TFM__GEMV_ROWS; i++) lane[i] = (int)(lr[i] - row[0]);
         offs = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, lane))); /* the scales' rows */
-        for (j = 0; j < qa->n_blocks; j++) {
+        j = 0;
+        if (!q8)
+            for (; j + 4 <= qa->n_blocks; j += 4) {
+                acc = tfm__avx512_q4_0_x4(m, lr, (size_t)j * bb, j, pf, per, acc);
+            }
+        for (; j < qa->n_blocks; j++) {
             size_t at = (size_t)j * bb;
             const int8_t *xq = qa->q + 32 * (size_t)j;
             __m512i p[4];
