@@ -2914,28 +2914,28 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
    of them, WS one weight as a float (the tail). Lanes of a row's tail (cols % 16) go through
    fmaf one by one, as the scalar twin does. */
 #define TFM__FLOAT_MM(P, T, R, C, W, LD, LDP, WS)                                                         \
-    T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                           \
+    /* One token, G rows at a time (G = 4: each of the next 4 rows' lines prefetched; G = 1:       \
+       nothing prefetched, the rows one stream the hardware's prefetcher follows). */             \
+    T TFM__ALWAYS_INLINE void tfm__##P##_gemv_rows_##W(const tfm__mm *m, int r0, int r1, const int G) {     \
         const tfm__tensor *w = m->w;                                                                      \
         size_t rb = w->row_bytes, esz = rb / (size_t)w->cols;                                             \
         int n = w->cols, r, i, k, l;                                                                      \
-        for (r = r0; r < r1; r += 4) {                                                                    \
+        for (r = r0; r < r1; r += G) {                                                                    \
             const unsigned char *row[4], *pf;                                                             \
             tfm__##P##_v acc[4];                                                                          \
             float lanes[TFM__LANES];                                                                      \
-            TFM__UNROLL for (i = 0; i < 4; i++) {                                                         \
+            TFM__UNROLL for (i = 0; i < G; i++) {                                                         \
                 row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                                  \
                 acc[i] = tfm__##P##_zero();                                                               \
             }                                                                                             \
-            pf = r + 8 <= r1 ? row[0] + 4 * rb : row[0]; /* the next 4 rows, one line ahead at a time */ \
+            pf = r + 2 * G <= r1 ? row[0] + (size_t)G * rb : row[0]; /* the next G rows */                \
             for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                           \
                 tfm__##P##_v xv = tfm__##P##_ld(m->x + k);                                                \
-                if (m->pf_run) /* or as one run: each step 4 x 16 weights' bytes = esz lines */          \
-                    TFM__PREFETCH_RUN(pf, 4 * rb, esz, k / TFM__LANES);                                   \
-                else if (((size_t)k * esz) % TFM__ALIGN == 0)                                             \
-                    TFM__UNROLL for (i = 0; i < 4; i++) TFM__PREFETCH(pf + (size_t)i * rb + (size_t)k * esz); \
-                TFM__UNROLL for (i = 0; i < 4; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
+                if (G > 1 && ((size_t)k * esz) % TFM__ALIGN == 0)                                        \
+                    TFM__UNROLL for (i = 0; i < G; i++) TFM__PREFETCH(pf + (size_t)i * rb + (size_t)k * esz); \
+                TFM__UNROLL for (i = 0; i < G; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
             }                                                                                             \
-            for (i = 0; i < 4 && r + i < r1; i++) {                                                       \
+            for (i = 0; i < G && r + i < r1; i++) {                                                       \
                 if (k == n) {                                                                             \
                     m->y[r + i] = tfm__##P##_sum(acc[i]);                                                 \
                 } else {                                                                                  \
@@ -2946,6 +2946,15 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
                 if (m->bias) m->y[r + i] += m->bias[r + i];                                               \
             }                                                                                             \
         }                                                                                                 \
+    }                                                                                                     \
+    /* Where the next rows come as one run (m->pf_run: AMD), the rows one at a time: one row's     \
+       chain (4 cycles a step) still outruns memory, and Zen 4's prefetcher keeps up with one       \
+       stream as with no software prefetch of 4 rows (4 rows with the next 4 prefetched as one     \
+       run, the kernel before this: 134 MB from RAM f32 20 -> 26 GB/s, f16 17 -> 23, alternating   \
+       runs; from cache one row is the slower, f16 56 -> 40 GB/s). */                              \
+    T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                           \
+        if (m->pf_run) tfm__##P##_gemv_rows_##W(m, r0, r1, 1);                                            \
+        else tfm__##P##_gemv_rows_##W(m, r0, r1, 4);                                                      \
     }                                                                                                     \
     /* Rows [r, r + R) x tokens [b, b + C) over columns [k0, k1) (multiples of 16): the sums     \
        start at zero (first) or from acc_buf, and go back there, or are finished (last: the    \
