@@ -2817,8 +2817,8 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
      tfm__P_values_f32, _f16   attention's value sum (tfm__values_scalar's chains), 64 outputs
                     kept in registers over all the keys
      tfm__P_scores_f32, _f16   attention scores, 4 x 16 keys per pass (independent chains)
-     tfm__P_mm_f32, _f16, _bf16   matrix kernels (tfm__mm_fn): one token -> 4 rows at a time
-                    with the next rows prefetched; a batch -> R rows x C tokens at a time,
+     tfm__P_mm_f32, _f16, _bf16   matrix kernels (tfm__mm_fn): one token -> one row at a time
+                    (m->pf_run) or 4 with the next rows prefetched; a batch -> R rows x C tokens at a time,
                     every weight row read once per C tokens. Rows and tokens past the end of a
                     block repeat the last one and their results are dropped, so edges need no
                     code of their own. */
