@@ -2482,7 +2482,7 @@ typedef struct tfm__mm {
     float *y;              /* [n_b, rows], rows y_stride floats apart */
     size_t y_stride;
     int n_b;
-    bool pf_run;           /* one-token kernels: prefetch the next rows as one run (tfm__isa.pf_run) */
+    bool pf_run;           /* one-token kernels read the rows as one stream (tfm__isa.pf_run) */
 } tfm__mm;
 
 /* A kernel computes rows [r0, r1) for every token; scratch is this task's own
@@ -5022,8 +5022,11 @@ typedef struct tfm__isa {
     void (*to_f16)(const float *x, unsigned char *out, size_t n); /* an f16 KV cache's stores (tfm__f16_row_from_f32) */
     size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
-    bool pf_run;                                          /* one-token kernels prefetch the next rows as one
-                                                             run (tfm__prefetch_as_run), else row by row */
+    bool pf_run;                                          /* one-token kernels read the rows as one stream:
+                                                             float / AVX-512 q8_0 a row at a time, the
+                                                             others prefetching the next rows as one run
+                                                             (tfm__prefetch_as_run); else each row's next
+                                                             line prefetched */
 } tfm__isa;
 
 TFM__PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
