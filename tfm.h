@@ -2379,16 +2379,22 @@ TFM__PRIVATE void tfm__quant_not_finite(const float *x, size_t x_stride, int n_b
    sum isum of weight codes times activation codes (zero points folded in through the code
    sums), then acc = fmaf((float)isum, d_w * d_x, acc) in block order; q4_k adds a second step
    for its mins. Row w (one weight row), token t of qa. */
+/* The exact sum of a q8_0 block's codes (w: the block) times 32 activation codes x. */
+TFM__PRIVATE int32_t tfm__q8_0_block_isum(const unsigned char *w, const int8_t *x) {
+    const signed char *wq = TFM__CAST(const signed char *, TFM__CAST(const void *, w + 2));
+    int32_t isum = 0;
+    int i;
+    for (i = 0; i < TFM__QK; i++) isum += wq[i] * x[i]; /* (gcc 12 vectorizes a cast per element wrongly) */
+    return isum;
+}
+
 TFM__PRIVATE float tfm__dot_q8_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK];
     float acc = 0.0f;
-    int j, i;
+    int j;
     for (j = 0; j < qa->n_blocks; j++, w += 34) {
-        const signed char *wq = TFM__CAST(const signed char *, TFM__CAST(const void *, w + 2));
-        int32_t isum = 0;
         tfm__qa_codes(qa, t, j, x);
-        for (i = 0; i < TFM__QK; i++) isum += wq[i] * x[i]; /* (gcc 12 vectorizes a cast per element wrongly) */
-        acc = fmaf((float)isum, tfm__rd_f16(w) * tfm__qa_scale(qa, t, j), acc);
+        acc = fmaf((float)tfm__q8_0_block_isum(w, x), tfm__rd_f16(w) * tfm__qa_scale(qa, t, j), acc);
     }
     return acc;
 }
@@ -4261,13 +4267,9 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q8_0_rows(const tfm__mm *m, int
             }
         }
         y = _mm_cvtss_f32(acc);
-        for (; j < qa->n_blocks; j++) { /* the last blocks one at a time */
-            const unsigned char *b = w + (size_t)j * bb;
-            const signed char *wq = TFM__CAST(const signed char *, TFM__CAST(const void *, b + 2));
-            int32_t isum = 0;
-            for (k = 0; k < TFM__QK; k++) isum += wq[k] * qa->q[TFM__QK * (size_t)j + (size_t)k]; /* (as the twin: no cast) */
-            y = fmaf((float)isum, tfm__avx2_h2f(b) * qa->d[j], y);
-        }
+        for (; j < qa->n_blocks; j++) /* the last blocks one at a time, as the twin */
+            y = fmaf((float)tfm__q8_0_block_isum(w + (size_t)j * bb, qa->q + TFM__QK * (size_t)j),
+                     tfm__avx2_h2f(w + (size_t)j * bb) * qa->d[j], y);
         m->y[r] = m->bias ? y + m->bias[r] : y;
     }
 }
@@ -5226,10 +5228,12 @@ TFM__PRIVATE bool tfm__isa_runs(const char *name) {
     return false;
 }
 
-/* How the one-token kernels prefetch on this CPU. AMD's cores (Zen 3, Zen 4) keep up with one
-   sequential stream, not with 8 interleaved rows: the next rows as one run read Pythia-410M's
-   f16 / q8_0 / Q4_K_M decode 1.5x / 1.7x / 1.5x as fast on Zen 4 (and 1.2-1.65x on Zen 3).
-   Intel's, where the kernels were first tuned, ran each row's next line as fast or faster. */
+/* Whether the one-token kernels read the rows as one stream on this CPU (tfm__isa.pf_run). AMD's
+   cores (Zen 3, Zen 4) keep up with one sequential stream, not with 8 interleaved rows: the next
+   rows prefetched as one run read Pythia-410M's f16 / q8_0 / Q4_K_M decode 1.5x / 1.7x / 1.5x as
+   fast on Zen 4 (1.2-1.65x on Zen 3), and the float and q8_0 rows read one at a time with no
+   prefetch faster still. Intel's, where the kernels were first tuned, ran each row's next line
+   prefetched as fast or faster. */
 TFM__PRIVATE bool tfm__prefetch_as_run(void) {
     unsigned r[4];
     char vendor[12];
