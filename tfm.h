@@ -2920,47 +2920,56 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
    of them, WS one weight as a float (the tail). Lanes of a row's tail (cols % 16) go through
    fmaf one by one, as the scalar twin does. */
 #define TFM__FLOAT_MM(P, T, R, C, W, LD, LDP, WS)                                                         \
-    /* One token, G rows at a time (G = 4: each of the next 4 rows' lines prefetched; G = 1:       \
-       nothing prefetched, the rows one stream the hardware's prefetcher follows). */             \
-    T TFM__ALWAYS_INLINE void tfm__##P##_gemv_rows_##W(const tfm__mm *m, int r0, int r1, const int G) {     \
+    /* One token, G rows at a time: rows r + i * S (i < G) for r from r0 below r1. S = 1 (G = 4):  \
+       adjacent rows, each of the next G rows' lines prefetched; S > 1 (G = 2): rows S apart,      \
+       nothing prefetched (the caller keeps r1 - 1 + S a row of w). */                             \
+    T TFM__ALWAYS_INLINE void tfm__##P##_gemv_rows_##W(const tfm__mm *m, int r0, int r1, const int G, int S) { \
         const tfm__tensor *w = m->w;                                                                      \
         size_t rb = w->row_bytes, esz = rb / (size_t)w->cols;                                             \
         int n = w->cols, r, i, k, l;                                                                      \
-        for (r = r0; r < r1; r += G) {                                                                    \
+        for (r = r0; r < r1; r += S == 1 ? G : 1) {                                                       \
             const unsigned char *row[4], *pf;                                                             \
             tfm__##P##_v acc[4];                                                                          \
             float lanes[TFM__LANES];                                                                      \
+            int last = S == 1 ? r1 - 1 - r : G - 1; /* the rows past r1 read row r1 - 1 again */          \
             TFM__UNROLL for (i = 0; i < G; i++) {                                                         \
-                row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                                  \
+                row[i] = tfm__tensor_at(w, r + (i < last ? i : last) * S);                                \
                 acc[i] = tfm__##P##_zero();                                                               \
             }                                                                                             \
-            pf = r + 2 * G <= r1 ? row[0] + (size_t)G * rb : row[0]; /* the next G rows */                \
+            pf = S == 1 && r + 2 * G <= r1 ? row[0] + (size_t)G * rb : row[0]; /* the next G rows */      \
             for (k = 0; k + TFM__LANES <= n; k += TFM__LANES) {                                           \
                 tfm__##P##_v xv = tfm__##P##_ld(m->x + k);                                                \
-                if (G > 1 && ((size_t)k * esz) % TFM__ALIGN == 0)                                        \
+                if (G > 1 && S == 1 && ((size_t)k * esz) % TFM__ALIGN == 0)                              \
                     TFM__UNROLL for (i = 0; i < G; i++) TFM__PREFETCH(pf + (size_t)i * rb + (size_t)k * esz); \
                 TFM__UNROLL for (i = 0; i < G; i++) acc[i] = tfm__##P##_fma(LD(row[i] + (size_t)k * esz), xv, acc[i]); \
             }                                                                                             \
-            for (i = 0; i < G && r + i < r1; i++) {                                                       \
+            for (i = 0; i < G && i <= last; i++) {                                                        \
+                int ri = r + i * S;                                                                       \
                 if (k == n) {                                                                             \
-                    m->y[r + i] = tfm__##P##_sum(acc[i]);                                                 \
+                    m->y[ri] = tfm__##P##_sum(acc[i]);                                                    \
                 } else {                                                                                  \
                     tfm__##P##_st(lanes, acc[i]);                                                         \
                     for (l = 0; k + l < n; l++) lanes[l] = fmaf(WS(row[i], k + l), m->x[k + l], lanes[l]); \
-                    m->y[r + i] = tfm__lanes_sum(lanes);                                                  \
+                    m->y[ri] = tfm__lanes_sum(lanes);                                                     \
                 }                                                                                         \
-                if (m->bias) m->y[r + i] += m->bias[r + i];                                               \
+                if (m->bias) m->y[ri] += m->bias[ri];                                                     \
             }                                                                                             \
         }                                                                                                 \
     }                                                                                                     \
-    /* Where the next rows come as one run (m->pf_run: AMD), the rows one at a time: one row's     \
-       chain (4 cycles a step) still outruns memory, and Zen 4's prefetcher keeps up with one       \
-       stream as with no software prefetch of 4 rows (4 rows with the next 4 prefetched as one     \
-       run, the kernel before this: 134 MB from RAM f32 20 -> 26 GB/s, f16 17 -> 23, alternating   \
-       runs; from cache one row is the slower, f16 56 -> 40 GB/s). */                              \
+    /* Where the next rows come as one run (m->pf_run: AMD), two rows at a time half the range      \
+       apart, nothing prefetched: two streams, each in its own pages, that Zen 4's prefetcher       \
+       follows, and x read once for both. Two adjacent rows interleave in one page, which it does    \
+       not follow (f16 from RAM 4.3 bytes a cycle, against one row at a time 9 and two rows half a  \
+       range apart 11-12; 8 rows apart: 8); the same 4 rows with software prefetch of the next 4:   \
+       f16 decode 17 GB/s, one row 23. */                                                          \
     T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                           \
-        if (m->pf_run) tfm__##P##_gemv_rows_##W(m, r0, r1, 1);                                            \
-        else tfm__##P##_gemv_rows_##W(m, r0, r1, 4);                                                      \
+        int h = (r1 - r0) / 2;                                                                            \
+        if (!m->pf_run) {                                                                                 \
+            tfm__##P##_gemv_rows_##W(m, r0, r1, 4, 1);                                                    \
+            return;                                                                                       \
+        }                                                                                                 \
+        if (h > 0) tfm__##P##_gemv_rows_##W(m, r0, r0 + h, 2, h);                                         \
+        if ((r1 - r0) % 2) tfm__##P##_gemv_rows_##W(m, r1 - 1, r1, 1, 1);                                 \
     }                                                                                                     \
     /* Rows [r, r + R) x tokens [b, b + C) over columns [k0, k1) (multiples of 16): the sums     \
        start at zero (first) or from acc_buf, and go back there, or are finished (last: the    \
@@ -4229,48 +4238,69 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m256 tfm__avx512_q4_0_x4(const tfm__mm *m, co
     return _mm256_fmadd_ps(_mm512_extractf32x8_ps(f23, 1), _mm512_extractf32x8_ps(sd23, 1), acc);
 }
 
-/* q8_0, one token, one row at a time: the rows one stream, which AMD's prefetchers follow with
-   no software prefetch (m->pf_run). 4 blocks a step, 2 per register; their 4 sums reduced
-   together, then the twin's 4 float steps in block order (the chain: 4 fmas a step). */
-TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q8_0_rows(const tfm__mm *m, int r0, int r1) {
-    const tfm__qacts *qa = m->qa;
+/* q8_0, one token: 4 blocks of one row (at b) into its chain acc (lane 0): their 4 sums, 2
+   blocks per register, reduced together, then the twin's 4 float steps in block order. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m128 tfm__avx512_q8_0_x4(const tfm__qacts *qa, const unsigned char *b, int j, __m128 acc) {
     const size_t bb = 34u;
     const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
-    int r, j, k;
-    for (r = r0; r < r1; r++) {
-        const unsigned char *w = tfm__tensor_at(m->w, r);
-        __m128 acc = _mm_setzero_ps();
-        float y;
-        for (j = 0; j + 4 <= qa->n_blocks; j += 4) {
-            const unsigned char *b = w + (size_t)j * bb;
-            const int8_t *xq = qa->q + 32 * (size_t)j;
-            __m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(tfm__avx512_ld2x256(b + 2, b + bb + 2), flip),
-                                             _mm512_loadu_si512(xq));
-            __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(tfm__avx512_ld2x256(b + 2 * bb + 2, b + 3 * bb + 2), flip),
-                                             _mm512_loadu_si512(xq + 64));
-            __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
-            __m128i isum;
-            __m128 f, sd;
-            c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, _MM_PERM_BADC)); /* 128-bit lane L: p0's, p1's lane sums */
-            c = _mm512_add_epi32(c, _mm512_shuffle_i64x2(c, c, 0xb1));        /* lane 0: blocks 0, 2; lane 2: 1, 3 */
-            isum = _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 8, 1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), c));
-            isum = _mm_sub_epi32(isum, _mm_mullo_epi32(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, qa->s + j))),
-                                                       _mm_set1_epi32(TFM__Q8_FLIP)));
-            f = _mm_cvtepi32_ps(isum);
-            sd = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi16((short)tfm__rd_u16(b), (short)tfm__rd_u16(b + bb), (short)tfm__rd_u16(b + 2 * bb),
-                                                        (short)tfm__rd_u16(b + 3 * bb), 0, 0, 0, 0)),
-                            _mm_loadu_ps(qa->d + j));
-            TFM__UNROLL for (k = 0; k < 4; k++) { /* block j + k into the chain (lane 0) */
-                acc = _mm_fmadd_ss(f, sd, acc);
-                f = _mm_shuffle_ps(f, f, 0x39);
-                sd = _mm_shuffle_ps(sd, sd, 0x39);
-            }
+    const int8_t *xq = qa->q + 32 * (size_t)j;
+    __m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(tfm__avx512_ld2x256(b + 2, b + bb + 2), flip),
+                                     _mm512_loadu_si512(xq));
+    __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(tfm__avx512_ld2x256(b + 2 * bb + 2, b + 3 * bb + 2), flip),
+                                     _mm512_loadu_si512(xq + 64));
+    __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
+    __m128i isum;
+    __m128 f, sd;
+    int k;
+    c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, _MM_PERM_BADC)); /* 128-bit lane L: p0's, p1's lane sums */
+    c = _mm512_add_epi32(c, _mm512_shuffle_i64x2(c, c, 0xb1));        /* lane 0: blocks 0, 2; lane 2: 1, 3 */
+    isum = _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 8, 1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), c));
+    isum = _mm_sub_epi32(isum, _mm_mullo_epi32(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, qa->s + j))),
+                                               _mm_set1_epi32(TFM__Q8_FLIP)));
+    f = _mm_cvtepi32_ps(isum);
+    sd = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi16((short)tfm__rd_u16(b), (short)tfm__rd_u16(b + bb), (short)tfm__rd_u16(b + 2 * bb),
+                                                (short)tfm__rd_u16(b + 3 * bb), 0, 0, 0, 0)),
+                    _mm_loadu_ps(qa->d + j));
+    TFM__UNROLL for (k = 0; k < 4; k++) { /* block j + k into the chain */
+        acc = _mm_fmadd_ss(f, sd, acc);
+        f = _mm_shuffle_ps(f, f, 0x39);
+        sd = _mm_shuffle_ps(sd, sd, 0x39);
+    }
+    return acc;
+}
+
+/* The last blocks of a q8_0 row one at a time, as the twin, and its bias. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q8_0_finish(const tfm__mm *m, const unsigned char *w, int r, int j, __m128 acc) {
+    const tfm__qacts *qa = m->qa;
+    const size_t bb = 34u;
+    float y = _mm_cvtss_f32(acc);
+    for (; j < qa->n_blocks; j++)
+        y = fmaf((float)tfm__q8_0_block_isum(w + (size_t)j * bb, qa->q + TFM__QK * (size_t)j),
+                 tfm__avx2_h2f(w + (size_t)j * bb) * qa->d[j], y);
+    m->y[r] = m->bias ? y + m->bias[r] : y;
+}
+
+/* q8_0, one token, where the next rows come as one run (m->pf_run: AMD): two rows at a time half
+   the range apart, nothing prefetched (two streams the prefetcher follows, as the float
+   kernels), 4 blocks a step each; the odd last row alone. */
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q8_0_rows(const tfm__mm *m, int r0, int r1) {
+    const int nb = m->qa->n_blocks, h = (r1 - r0) / 2;
+    int r, j;
+    for (r = r0; r < r0 + h; r++) {
+        const unsigned char *w0 = tfm__tensor_at(m->w, r), *w1 = tfm__tensor_at(m->w, r + h);
+        __m128 a0 = _mm_setzero_ps(), a1 = a0;
+        for (j = 0; j + 4 <= nb; j += 4) {
+            a0 = tfm__avx512_q8_0_x4(m->qa, w0 + (size_t)j * 34u, j, a0);
+            a1 = tfm__avx512_q8_0_x4(m->qa, w1 + (size_t)j * 34u, j, a1);
         }
-        y = _mm_cvtss_f32(acc);
-        for (; j < qa->n_blocks; j++) /* the last blocks one at a time, as the twin */
-            y = fmaf((float)tfm__q8_0_block_isum(w + (size_t)j * bb, qa->q + TFM__QK * (size_t)j),
-                     tfm__avx2_h2f(w + (size_t)j * bb) * qa->d[j], y);
-        m->y[r] = m->bias ? y + m->bias[r] : y;
+        tfm__avx512_q8_0_finish(m, w0, r, j, a0);
+        tfm__avx512_q8_0_finish(m, w1, r + h, j, a1);
+    }
+    if ((r1 - r0) % 2) {
+        const unsigned char *w = tfm__tensor_at(m->w, r1 - 1);
+        __m128 a = _mm_setzero_ps();
+        for (j = 0; j + 4 <= nb; j += 4) a = tfm__avx512_q8_0_x4(m->qa, w + (size_t)j * 34u, j, a);
+        tfm__avx512_q8_0_finish(m, w, r1 - 1, j, a);
     }
 }
 
