@@ -4593,7 +4593,8 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q45_sums(const unsigned char *
     mn = _mm512_permutexvar_epi32(to_lanes, _mm512_unpackhi_epi8(sc, zero)); /* [L][row]: mins 2L, 2L + 1 */
     sc = _mm512_unpacklo_epi8(sc, zero);                                        /* [row][8] int16 */
     TFM__UNROLL for (i = 0; i < TFM__Q45_ROWS; i++) {
-        __m512i qh = zero, sci = _mm512_shuffle_i32x4(sc, sc, 0x55 * i); /* row i's scales in every lane */
+        __m512i qh = zero, sci = _mm512_permutexvar_epi64(_mm512_add_epi64(_mm512_set1_epi64(2 * i), /* row i's scales in every lane */
+                                                                  _mm512_setr_epi64(0, 1, 0, 1, 0, 1, 0, 1)), sc);
         isum[i] = zero;
         if (five) {
             __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, row[i] + at + 16)));
