@@ -1430,6 +1430,7 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 #define TFM__Q4_0_ZERO 8   /* q4_0 stores q + 8 in a nibble */
 #define TFM__Q4_0_BYTES 18 /* a q4_0 block: f16 scale, 16 bytes of nibbles */
 #define TFM__Q6_K_ZERO 32  /* q6_k stores q + 32 in 6 bits */
+#define TFM__Q6_K_BYTES 210u /* bytes per q6_k super-block */
 #define TFM__Q8_MAX 127    /* q8 codes are in [-127, 127]: never -128, so a sign flip stays in range */
 #define TFM__BF16_ROUND 0x7fffu /* f32 -> bf16: add this plus the kept lsb, then truncate */
 
@@ -4490,52 +4491,79 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0
    ~40% of its time), 3-14% on the 31 MB output matrix of Pythia-160M (50304 x 768, from L3 and
    RAM). */
 #define TFM__K64 0x0001000100010001LL /* four int16 lanes of 1 */
-TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q6_k(const tfm__mm *m, int r0, int r1) {
+/* Super-block j of row r (at row) into every token's y (as its chain's next step). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q6_k_block(const tfm__mm *m, const unsigned char *row, int r, int j) {
     const __m512i low4 = _mm512_set1_epi8(0xf), low2 = _mm512_set1_epi8(3);
     const __m512i pick = _mm512_set_epi64(3 * TFM__K64, 3 * TFM__K64, 2 * TFM__K64, 2 * TFM__K64, TFM__K64, TFM__K64, 0, 0);
-    size_t bb = (size_t)tfm__dtype_of(TFM_DTYPE_Q6_K).info.block_bytes, l;
-    int r, b, j, h, nb = m->w->cols / TFM__QK_K;
+    const size_t bb = TFM__Q6_K_BYTES;
+    const int nb = m->w->cols / TFM__QK_K;
+    const unsigned char *blk = row + (size_t)j * bb;
+    __m128i s8 = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, blk + 192)));
+    __m256i scl16 = _mm256_cvtepi8_epi16(s8);
+    __m512i code[4], sc[4];
+    float d = tfm__avx2_h2f(blk + 208);
+    int b, h;
+    TFM__UNROLL for (h = 0; h < 2; h++) { /* weights 128h + 0..63, then 128h + 64..127 */
+        __m512i ql = _mm512_loadu_si512(blk + 64 * h);
+        __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 128 + 32 * h)));
+        __m512i hb_lo = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+        __m512i hb_hi = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(qh, 4)), _mm256_srli_epi16(qh, 6), 1);
+        code[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_slli_epi16(_mm512_and_si512(hb_lo, low2), 4));
+        code[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                          _mm512_slli_epi16(_mm512_and_si512(hb_hi, low2), 4));
+    }
+    TFM__UNROLL for (h = 0; h < 4; h++) /* sub-blocks 4h..4h + 3, one per 128-bit lane */
+        sc[h] = _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16((short)(4 * h))), _mm512_castsi256_si512(scl16));
+    for (b = 0; b < m->n_b; b++) {
+        size_t bi = (size_t)b * (size_t)nb + (size_t)j;
+        const int8_t *x = m->qa->q + bi * TFM__QK_K;
+        const int32_t *xs = m->qa->s + bi * (TFM__QK_K / 16);
+        float *y = m->y + (size_t)b * m->y_stride + (size_t)r, acc = j ? *y : 0.0f;
+        __m512i isum = _mm512_setzero_si512();
+        __m256i s16, zero;
+        TFM__UNROLL for (h = 0; h < 4; h++)
+            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(code[h], _mm512_loadu_si512(x + 64 * h)), sc[h]));
+        s16 = _mm256_packs_epi32(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs))),
+                                 _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8))));
+        zero = _mm256_madd_epi16(scl16, _mm256_permute4x64_epi64(s16, 0xd8)); /* sums 0..15 in order */
+        zero = _mm256_mullo_epi32(zero, _mm256_set1_epi32(TFM__Q6_K_ZERO));
+        isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(zero)); /* one horizontal sum, not two */
+        acc = fmaf((float)_mm512_reduce_add_epi32(isum), d * m->qa->d[bi], acc);
+        *y = acc;
+    }
+}
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q6_k_bias(const tfm__mm *m, int r) {
+    int b;
+    if (m->bias)
+        for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];
+}
+/* Rows one at a time, each row's lines 8 rows down prefetched; where the next rows come as one run
+   (m->pf_run: AMD) and for one token, two rows half the range apart and nothing prefetched (two
+   streams its prefetcher follows, as the float kernels). */
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q6_k(const tfm__mm *m, int r0, int r1) {
+    const size_t bb = TFM__Q6_K_BYTES;
+    int r, j, h = (r1 - r0) / 2, nb = m->w->cols / TFM__QK_K;
+    size_t l;
+    if (m->pf_run && m->n_b == 1 && h > 0) {
+        for (r = r0; r < r0 + h; r++) {
+            const unsigned char *row = tfm__tensor_at(m->w, r), *row2 = tfm__tensor_at(m->w, r + h);
+            for (j = 0; j < nb; j++) {
+                tfm__avx512_q6_k_block(m, row, r, j);
+                tfm__avx512_q6_k_block(m, row2, r + h, j);
+            }
+            tfm__avx512_q6_k_bias(m, r);
+            tfm__avx512_q6_k_bias(m, r + h);
+        }
+        r0 += 2 * h;
+    }
     for (r = r0; r < r1; r++) {
         const unsigned char *row = tfm__tensor_at(m->w, r);
         size_t pf = r + TFM__GEMV_ROWS < m->w->rows ? TFM__GEMV_ROWS * m->w->row_bytes : 0;
         for (j = 0; j < nb; j++) {
-            const unsigned char *blk = row + (size_t)j * bb;
-            __m128i s8 = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, blk + 192)));
-            __m256i scl16 = _mm256_cvtepi8_epi16(s8);
-            __m512i code[4], sc[4];
-            float d = tfm__avx2_h2f(blk + 208);
-            for (l = 0; l < bb; l += TFM__ALIGN) TFM__PREFETCH(blk + l + pf); /* the row 8 down */
-            TFM__UNROLL for (h = 0; h < 2; h++) { /* weights 128h + 0..63, then 128h + 64..127 */
-                __m512i ql = _mm512_loadu_si512(blk + 64 * h);
-                __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk + 128 + 32 * h)));
-                __m512i hb_lo = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-                __m512i hb_hi = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(qh, 4)), _mm256_srli_epi16(qh, 6), 1);
-                code[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_slli_epi16(_mm512_and_si512(hb_lo, low2), 4));
-                code[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                                                  _mm512_slli_epi16(_mm512_and_si512(hb_hi, low2), 4));
-            }
-            TFM__UNROLL for (h = 0; h < 4; h++) /* sub-blocks 4h..4h + 3, one per 128-bit lane */
-                sc[h] = _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16((short)(4 * h))), _mm512_castsi256_si512(scl16));
-            for (b = 0; b < m->n_b; b++) {
-                size_t bi = (size_t)b * (size_t)nb + (size_t)j;
-                const int8_t *x = m->qa->q + bi * TFM__QK_K;
-                const int32_t *xs = m->qa->s + bi * (TFM__QK_K / 16);
-                float *y = m->y + (size_t)b * m->y_stride + (size_t)r, acc = j ? *y : 0.0f;
-                __m512i isum = _mm512_setzero_si512();
-                __m256i s16, zero;
-                TFM__UNROLL for (h = 0; h < 4; h++)
-                    isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(code[h], _mm512_loadu_si512(x + 64 * h)), sc[h]));
-                s16 = _mm256_packs_epi32(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs))),
-                                         _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, xs + 8))));
-                zero = _mm256_madd_epi16(scl16, _mm256_permute4x64_epi64(s16, 0xd8)); /* sums 0..15 in order */
-                zero = _mm256_mullo_epi32(zero, _mm256_set1_epi32(TFM__Q6_K_ZERO));
-                isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(zero)); /* one horizontal sum, not two */
-                acc = fmaf((float)_mm512_reduce_add_epi32(isum), d * m->qa->d[bi], acc);
-                *y = acc;
-            }
+            for (l = 0; l < bb; l += TFM__ALIGN) TFM__PREFETCH(row + (size_t)j * bb + l + pf); /* the row 8 down */
+            tfm__avx512_q6_k_block(m, row, r, j);
         }
-        if (m->bias)
-            for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];
+        tfm__avx512_q6_k_bias(m, r);
     }
 }
 
