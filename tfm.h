@@ -2489,7 +2489,7 @@ typedef struct tfm__mm {
     float *y;              /* [n_b, rows], rows y_stride floats apart */
     size_t y_stride;
     int n_b;
-    bool pf_run;           /* one-token kernels read the rows as one stream (tfm__isa.pf_run) */
+    bool pf_run;           /* one-token kernels read rows as AMD's prefetchers follow (tfm__isa.pf_run) */
 } tfm__mm;
 
 /* A kernel computes rows [r0, r1) for every token; scratch is this task's own
@@ -5117,9 +5117,11 @@ typedef struct tfm__isa {
     void (*to_f16)(const float *x, unsigned char *out, size_t n); /* an f16 KV cache's stores (tfm__f16_row_from_f32) */
     size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
-    bool pf_run;                                          /* one-token kernels read the rows as one stream:
-                                                             float / AVX-512 q8_0 a row at a time, the
-                                                             others prefetching the next rows as one run
+    bool pf_run;                                          /* one-token kernels read rows as AMD's
+                                                             prefetchers follow: float / AVX-512 q8_0 /
+                                                             q6_k 2 rows half the range apart, q4_k /
+                                                             q5_k 4 a quarter apart, the others
+                                                             prefetching the next rows as one run
                                                              (tfm__prefetch_as_run); else each row's next
                                                              line prefetched */
 } tfm__isa;
@@ -5321,11 +5323,12 @@ TFM__PRIVATE bool tfm__isa_runs(const char *name) {
     return false;
 }
 
-/* Whether the one-token kernels read the rows as one stream on this CPU (tfm__isa.pf_run). AMD's
-   cores (Zen 3, Zen 4) keep up with one sequential stream, not with 8 interleaved rows: the next
-   rows prefetched as one run read Pythia-410M's f16 / q8_0 / Q4_K_M decode 1.5x / 1.7x / 1.5x as
-   fast on Zen 4 (1.2-1.65x on Zen 3), and the float and q8_0 rows read one at a time with no
-   prefetch faster still. Intel's, where the kernels were first tuned, ran each row's next line
+/* Whether the one-token kernels read rows as AMD's prefetchers follow on this CPU
+   (tfm__isa.pf_run). AMD's cores (Zen 3, Zen 4) keep up with a few sequential streams, each in
+   pages of its own, not with 8 interleaved rows: the next rows prefetched as one run read
+   Pythia-410M's f16 / q8_0 / Q4_K_M decode 1.5x / 1.7x / 1.5x as fast on Zen 4 (1.2-1.65x on
+   Zen 3), rows read one at a time with no prefetch faster still, and 2-4 rows far apart faster
+   again (Zen 4). Intel's, where the kernels were first tuned, ran each row's next line
    prefetched as fast or faster. */
 TFM__PRIVATE bool tfm__prefetch_as_run(void) {
     unsigned r[4];

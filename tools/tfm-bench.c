@@ -577,7 +577,8 @@ int main(int argc, char **argv) {
     if (!a.json) {
         printf("build            %s\n", tfm_build_info());
         printf("kernels          %s (one-token reads: %s)\n", model->isa.name,
-               model->isa.pf_run ? "the rows as one stream, for AMD" : "each row's next line prefetched");
+               model->isa.pf_run ? "rows in streams far apart, or the next rows as one run, for AMD"
+                                  : "each row's next line prefetched");
         printf("model            %s %s: %d layers, d_model %d, d_ff %d, vocab %d; %.1f MB of matrices per token\n", label,
                type_label, c.n_layers, c.d_model, c.d_ff, c.n_vocab, bytes / 1e6);
     }
