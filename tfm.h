@@ -2824,9 +2824,9 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
      tfm__P_values_f32, _f16   attention's value sum (tfm__values_scalar's chains), 64 outputs
                     kept in registers over all the keys
      tfm__P_scores_f32, _f16   attention scores, 4 x 16 keys per pass (independent chains)
-     tfm__P_mm_f32, _f16, _bf16   matrix kernels (tfm__mm_fn): one token -> one row at a time
-                    (m->pf_run) or 4 with the next rows prefetched; a batch -> R rows x C tokens at a time,
-                    every weight row read once per C tokens. Rows and tokens past the end of a
+     tfm__P_mm_f32, _f16, _bf16   matrix kernels (tfm__mm_fn): one token -> two rows half the
+                    range apart (m->pf_run) or 4 with the next rows prefetched; a batch -> R rows x
+                    C tokens at a time, every weight row read once per C tokens. Rows and tokens past the end of a
                     block repeat the last one and their results are dropped, so edges need no
                     code of their own. */
 #define TFM__FLOAT_KERNELS(P, T, R, C)                                                                    \
@@ -2957,12 +2957,11 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
             }                                                                                             \
         }                                                                                                 \
     }                                                                                                     \
-    /* Where the next rows come as one run (m->pf_run: AMD), two rows at a time half the range      \
-       apart, nothing prefetched: two streams, each in its own pages, that Zen 4's prefetcher       \
-       follows, and x read once for both. Two adjacent rows interleave in one page, which it does    \
-       not follow (f16 from RAM 4.3 bytes a cycle, against one row at a time 9 and two rows half a  \
-       range apart 11-12; 8 rows apart: 8); the same 4 rows with software prefetch of the next 4:   \
-       f16 decode 17 GB/s, one row 23. */                                                          \
+    /* On AMD (m->pf_run), two rows at a time half the range apart, nothing prefetched: two               \
+       streams, each in its own pages, that Zen 4's prefetcher follows, and x read once for both.         \
+       Two adjacent rows interleave in one page, which it does not follow (f16 from RAM 4.3 bytes         \
+       a cycle, against one row at a time 9 and two rows half a range apart 11-12; 8 rows apart:          \
+       8); the same 4 rows with software prefetch of the next 4: f16 decode 17 GB/s, one row 23. */       \
     T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                           \
         int h = (r1 - r0) / 2;                                                                            \
         if (!m->pf_run) {                                                                                 \
@@ -3085,10 +3084,10 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
 #define TFM__PREFETCH_RUN(p, bytes, per, j)                                                       \
     do {                                                                                          \
         size_t tfm__o_ = (size_t)(j) * (per) * TFM__ALIGN, tfm__e_ = tfm__o_ + (per) * TFM__ALIGN; \
-        if ((bytes) > TFM__PF_RUN_L1)                                                             \
-            for (; tfm__o_ < tfm__e_ && tfm__o_ < (bytes); tfm__o_ += TFM__ALIGN) TFM__PREFETCH_L2((p) + tfm__o_); \
-        else                                                                                      \
-            for (; tfm__o_ < tfm__e_ && tfm__o_ < (bytes); tfm__o_ += TFM__ALIGN) TFM__PREFETCH((p) + tfm__o_); \
+        for (; tfm__o_ < tfm__e_ && tfm__o_ < (bytes); tfm__o_ += TFM__ALIGN) {                   \
+            if ((bytes) > TFM__PF_RUN_L1) TFM__PREFETCH_L2((p) + tfm__o_);                        \
+            else TFM__PREFETCH((p) + tfm__o_);                                                    \
+        }                                                                                         \
     } while (0)
 /* Step j of a one-token kernel over 8 rows `row` (blocks of bb bytes, this one at `at`): the
    next 8 rows (`next` bytes, 0 past the end) as one run, or each row's next line when the block
@@ -3932,10 +3931,10 @@ TFM__PRIVATE void tfm__q45_store(const tfm__mm *m, int b, int r, int r1, int S, 
             }                                                                                             \
         }                                                                                                 \
     }                                                                                                     \
-    /* One token where the next rows come as one run (m->pf_run: AMD): 4 rows a quarter of the     \
-       range apart, 4 streams its prefetcher follows (as the float kernels' 2; adjacent rows with  \
-       the next ones prefetched as a run: Q4_K_M decode on Zen 4 67 tokens/s, spread 76); the rows \
-       past 4 quarters, and batches, as elsewhere. */                                              \
+    /* One token on AMD (m->pf_run): 4 rows a quarter of the range apart, 4 streams its                   \
+       prefetcher follows (as the float kernels' 2; adjacent rows with the next ones prefetched as        \
+       a run: Q4_K_M decode on Zen 4 67 tokens/s, spread 76); the rows past 4 quarters, and               \
+       batches, as elsewhere. */                                                                          \
     T TFM__ALWAYS_INLINE void tfm__##P##_gemv_q45(const tfm__mm *m, int r0, int r1, const bool five) {   \
         int q = (r1 - r0) / TFM__Q45_ROWS;                                                                \
         if (m->pf_run && m->n_b == 1 && q > 1) {                                                         \
@@ -4310,9 +4309,9 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q8_0_finish(const tfm__mm *m, 
     m->y[r] = m->bias ? y + m->bias[r] : y;
 }
 
-/* q8_0, one token, where the next rows come as one run (m->pf_run: AMD): two rows at a time half
-   the range apart, nothing prefetched (two streams the prefetcher follows, as the float
-   kernels), 4 blocks a step each; the odd last row alone. */
+/* q8_0, one token, on AMD (m->pf_run): two rows at a time half the range apart, nothing
+   prefetched (two streams the prefetcher follows, as the float kernels), 4 blocks a step each;
+   the odd last row alone. */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q8_0_rows(const tfm__mm *m, int r0, int r1) {
     const int nb = m->qa->n_blocks, h = (r1 - r0) / 2;
     int r, j;
@@ -4547,9 +4546,9 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q6_k_bias(const tfm__mm *m, in
     if (m->bias)
         for (b = 0; b < m->n_b; b++) m->y[(size_t)b * m->y_stride + (size_t)r] += m->bias[r];
 }
-/* Rows one at a time, each row's lines 8 rows down prefetched; where the next rows come as one run
-   (m->pf_run: AMD) and for one token, two rows half the range apart and nothing prefetched (two
-   streams its prefetcher follows, as the float kernels). */
+/* Rows one at a time, each row's lines 8 rows down prefetched; on AMD (m->pf_run) and for one
+   token, two rows half the range apart and nothing prefetched (two streams its prefetcher
+   follows, as the float kernels). */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q6_k(const tfm__mm *m, int r0, int r1) {
     const size_t bb = TFM__Q6_K_BYTES;
     int r, j, h = (r1 - r0) / 2, nb = m->w->cols / TFM__QK_K;
