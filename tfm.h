@@ -407,6 +407,11 @@ typedef struct tfm_model_desc {
     size_t data_bytes;
     tfm_io io;               /* read callbacks: the file is read into one allocator block */
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
+    bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
+                                read q4_0 rows interleaved (avx512) get them repacked at open:
+                                in place when the file was read into memory, else into a copy
+                                of those matrices (a mapping is read-only); one-token q4_0
+                                products then run ~1.5x as fast. Results are the same bits. */
     const char *kernels;     /* NULL or "": the best set this CPU runs; else "scalar", "avx2",
                                 "avx512", "amx" or "neon" (UNSUPPORTED if this build or CPU lacks it).
                                 Every set gives the same results bit for bit. */
@@ -1082,8 +1087,8 @@ TFM__PRIVATE tfm_result tfm__log(const tfm_logger *logger, tfm_result result, co
    on cache lines. The arena contract: blocks are freed in the reverse order of their
    allocation, within an object and across objects destroyed in the reverse order of their
    creation, also when a create call fails half way; so a stack allocator works. A model holds
-   at most three blocks (the file when it is read into memory, the model, the tokenizer), a
-   session and a sampler one each. */
+   at most three blocks (the file when it is read into memory, else its repacked q4_0 matrices
+   if any; the model; the tokenizer), a session and a sampler one each. */
 
 #define TFM__ALIGN 64 /* cache line; also the .tfm tensor alignment */
 
@@ -1423,7 +1428,15 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
      q6_k  256 weights, 210 bytes: u8 ql[128] (low 4 bits), u8 qh[64] (high 2 bits), int8
            scales[16] (one per 16 weights), f16 d; in each half of 128 weights (ql + 64h,
            qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
-           and high bits qh[l] >> 2k;                                     w = d scale_j (q - 32) */
+           and high bits qh[l] >> 2k;                                     w = d scale_j (q - 32)
+
+   Interleaved rows (q8_0, q4_0, when the model's kernel set asks for them: tfm__isa.ilv): a
+   matrix with a multiple of 16 rows is repacked at open (tfm__model_interleave) so that each
+   group of 16 rows is stored block by block: for block j, the 16 rows' f16 d, then their
+   payloads 4 bytes at a time, [payload / 4][16 rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles,
+   q8_0: 8 x 64 bytes of codes). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 =
+   32 + 4 x 64), so whole groups stay where they were; one 64-byte load holds the same 4 bytes of
+   16 rows, one per lane of a vector product, and the matrix is read front to back. */
 
 #define TFM__QK 32      /* weights per q8_0 / q4_0 block, and per q8 activation block */
 #define TFM__QK_K 256   /* weights per q4_k / q6_k super-block, and per q8_k activation block */
@@ -1865,6 +1878,34 @@ TFM__PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
     return tfm__mul_size(n_cols / (size_t)t.info.block_elems, (size_t)t.info.block_bytes, &bytes) ? bytes : 0;
 }
 
+#define TFM__ILV_ROWS 16 /* rows per interleaved group */
+#define TFM__ILV_CHUNK 4 /* payload bytes of one row side by side in an interleaved group */
+
+/* Row i's block from the interleaved blocks of a group at g (the 16 rows' block j) into out
+   (bb bytes: f16 d, then the payload). */
+TFM__PRIVATE void tfm__ilv_get(const unsigned char *g, size_t bb, int i, unsigned char *out) {
+    size_t c;
+    memcpy(out, g + 2 * (size_t)i, 2);
+    for (c = 0; c < (bb - 2) / TFM__ILV_CHUNK; c++)
+        memcpy(out + 2 + TFM__ILV_CHUNK * c, g + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c + TFM__ILV_CHUNK * (size_t)i,
+               TFM__ILV_CHUNK);
+}
+
+/* 16 rows of n_blocks blocks of bb bytes each, row_bytes apart at src, interleaved into dst
+   (16 row_bytes; not overlapping src). */
+TFM__PRIVATE void tfm__ilv_put(const unsigned char *src, size_t row_bytes, size_t bb, size_t n_blocks, unsigned char *dst) {
+    size_t j, c;
+    int i;
+    for (j = 0; j < n_blocks; j++, dst += TFM__ILV_ROWS * bb)
+        for (i = 0; i < TFM__ILV_ROWS; i++) {
+            const unsigned char *b = src + (size_t)i * row_bytes + j * bb;
+            memcpy(dst + 2 * (size_t)i, b, 2);
+            for (c = 0; c < (bb - 2) / TFM__ILV_CHUNK; c++)
+                memcpy(dst + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c + TFM__ILV_CHUNK * (size_t)i,
+                       b + 2 + TFM__ILV_CHUNK * c, TFM__ILV_CHUNK);
+        }
+}
+
 /* >>format ---------------------------------------------------------------------------------------
    Parse and validate a .tfm file (layout in the top comment) before any pointer is made: the
    header and config ranges, then every directory entry, all in checked 64-bit math against the
@@ -2169,23 +2210,37 @@ TFM__PRIVATE tfm_result tfm__check_directory(const unsigned char *file, size_t f
 #define TFM__ALIBI_MAX_EXP 8.0                  /* ALiBi slopes 2^(-8 i / n) */
 
 /* A weight matrix in place in the file: [rows, cols] row-major in any dtype, rows row_bytes
-   apart (whole blocks per row, see >>dtype). */
+   apart (whole blocks per row, see >>dtype), or repacked at open in interleaved groups of 16
+   rows (ilv; a group in the bytes of its rows). */
 typedef struct tfm__tensor {
     const void *data; /* NULL: the tensor is absent */
     tfm_dtype dtype;
     int rows;
     int cols;
     size_t row_bytes;
+    bool ilv;         /* rows interleaved by 16 (>>dtype): read them with tfm__tensor_block */
 } tfm__tensor;
 
+/* Row r (ilv: the group from row r on, r a multiple of 16). */
 TFM__PRIVATE const unsigned char *tfm__tensor_at(const tfm__tensor *t, int r) {
     return TFM__CAST(const unsigned char *, t->data) + (size_t)r * t->row_bytes;
+}
+
+/* Block j of row r: in place, or copied out of its interleaved group into tmp (bb bytes). */
+TFM__PRIVATE const unsigned char *tfm__tensor_block(const tfm__tensor *t, int r, int j, size_t bb, unsigned char *tmp) {
+    if (!t->ilv) return tfm__tensor_at(t, r) + (size_t)j * bb;
+    tfm__ilv_get(tfm__tensor_at(t, r - r % TFM__ILV_ROWS) + (size_t)j * bb * TFM__ILV_ROWS, bb, r % TFM__ILV_ROWS, tmp);
+    return tmp;
 }
 
 /* Row r of a matrix as floats: out[cols]. Used for embedding lookups. */
 TFM__PRIVATE void tfm__tensor_row(const tfm__tensor *t, int r, float *out) {
     tfm__dtype_row d = tfm__dtype_of(t->dtype);
-    (d.to_f32)(tfm__tensor_at(t, r), out, (size_t)(t->cols / d.info.block_elems));
+    size_t bb = (size_t)d.info.block_bytes, n_blocks = (size_t)(t->cols / d.info.block_elems), j;
+    unsigned char tmp[TFM__QK + 2]; /* an interleaved type's block: q8_0's is the largest */
+    if (!t->ilv) (d.to_f32)(tfm__tensor_at(t, r), out, n_blocks);
+    else
+        for (j = 0; j < n_blocks; j++) (d.to_f32)(tfm__tensor_block(t, r, (int)j, bb, tmp), out + j * (size_t)d.info.block_elems, 1);
 }
 
 /* The float dot product, bit for bit the same in every kernel: TFM__LANES lanes, lane l
@@ -2389,22 +2444,27 @@ TFM__PRIVATE int32_t tfm__q8_0_block_isum(const unsigned char *w, const int8_t *
     return isum;
 }
 
-TFM__PRIVATE float tfm__dot_q8_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+/* q8_0 / q4_0: row r of W (in place or interleaved), token t of qa. */
+TFM__PRIVATE float tfm__dot_q8_0_scalar(const tfm__tensor *W, int r, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK];
+    unsigned char tmp[34];
     float acc = 0.0f;
     int j;
-    for (j = 0; j < qa->n_blocks; j++, w += 34) {
+    for (j = 0; j < qa->n_blocks; j++) {
+        const unsigned char *w = tfm__tensor_block(W, r, j, sizeof tmp, tmp);
         tfm__qa_codes(qa, t, j, x);
         acc = fmaf((float)tfm__q8_0_block_isum(w, x), tfm__rd_f16(w) * tfm__qa_scale(qa, t, j), acc);
     }
     return acc;
 }
 
-TFM__PRIVATE float tfm__dot_q4_0_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__dot_q4_0_scalar(const tfm__tensor *W, int r, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK];
+    unsigned char tmp[TFM__Q4_0_BYTES];
     float acc = 0.0f;
     int j, i;
-    for (j = 0; j < qa->n_blocks; j++, w += 18) {
+    for (j = 0; j < qa->n_blocks; j++) {
+        const unsigned char *w = tfm__tensor_block(W, r, j, sizeof tmp, tmp);
         int32_t isum = -TFM__Q4_0_ZERO * tfm__qa_sum(qa, t, j, 0);
         tfm__qa_codes(qa, t, j, x);
         for (i = 0; i < TFM__QK / 2; i++) isum += (w[2 + i] & 0xf) * x[i] + (w[2 + i] >> 4) * x[i + TFM__QK / 2];
@@ -2503,8 +2563,8 @@ TFM__PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     case TFM_DTYPE_F32: return tfm__dot_f32_scalar(TFM__CAST(const float *, TFM__CAST(const void *, w)), x, m->w->cols);
     case TFM_DTYPE_F16: return tfm__dot_half_scalar(w, false, x, m->w->cols);
     case TFM_DTYPE_BF16: return tfm__dot_half_scalar(w, true, x, m->w->cols);
-    case TFM_DTYPE_Q8_0: return tfm__dot_q8_0_scalar(w, m->qa, b);
-    case TFM_DTYPE_Q4_0: return tfm__dot_q4_0_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q8_0: return tfm__dot_q8_0_scalar(m->w, r, m->qa, b);
+    case TFM_DTYPE_Q4_0: return tfm__dot_q4_0_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(w, m->qa, b);
     case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(w, m->qa, b);
     case TFM_DTYPE_Q5_K: return tfm__dot_q5_k_scalar(w, m->qa, b);
@@ -3510,7 +3570,9 @@ TFM__PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char
    against a vector of 16 tokens x 4 activation codes, so one register holds a block's integer
    sums for 16 tokens; the float step is then vectorized over those tokens. u8 x s8 products:
    q4_0 nibbles are unsigned already; q8_0 codes are made unsigned by adding 128 (x ^ 0x80) and
-   the 128 x (sum of activation codes) taken back off, exactly. */
+   the 128 x (sum of activation codes) taken back off, exactly. AVX-512 reads q4_0 interleaved
+   (>>dtype, repacked at open): 16 rows in the lanes of every load, so one token needs no
+   reduction and a batch no packing (tfm__avx512_gemv_q4_0_ilv). */
 #define TFM__Q8_FLIP 128 /* q8_0 code + 128 is unsigned */
 /* One token reads 8 rows at a time, a block of each in turn, and prefetches the same bytes of
    the next 8 rows (measured on Pythia-410m's matrices streamed from RAM: 1 KiB ahead in each
@@ -4435,6 +4497,57 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q(const tfm__mm *m, int r
     }
 }
 
+/* The lanes of rows [r0, r1) in the 16-row group from row g (g <= r0 or r0 <= g < r1). */
+TFM__PRIVATE unsigned tfm__ilv_lanes(int g, int r0, int r1) {
+    unsigned all = (1u << TFM__ILV_ROWS) - 1u;
+    unsigned lo = r0 > g ? all << (r0 - g) : all, hi = r1 - g < TFM__ILV_ROWS ? (1u << (r1 - g)) - 1u : all;
+    return lo & hi & all;
+}
+
+/* Block j of an interleaved q4_0 group (>>dtype) at b against the token's codes x[32] and
+   their sum s: the 16 rows' exact sums of the twin, one per lane. Its 4 loads hold the rows'
+   bytes 4c..4c+3, whose low nibbles meet codes 4c.. and high ones 16 + 4c.., broadcast; the 8
+   vpdpbusd add into one register, so nothing is left to reduce. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_0_isum(const unsigned char *b, const int8_t *x, int32_t s) {
+    const __m512i low4 = _mm512_set1_epi8(0xf);
+    __m512i isum = _mm512_set1_epi32(-TFM__Q4_0_ZERO * s);
+    int c;
+    TFM__UNROLL for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
+        __m512i q = _mm512_loadu_si512(b + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c);
+        int32_t lo, hi;
+        memcpy(&lo, x + TFM__ILV_CHUNK * c, 4);
+        memcpy(&hi, x + TFM__QK / 2 + TFM__ILV_CHUNK * c, 4);
+        isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(q, low4), _mm512_set1_epi32(lo));
+        isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(_mm512_srli_epi16(q, 4), low4), _mm512_set1_epi32(hi));
+    }
+    return isum;
+}
+/* The rows' f16 scales at b times the token's dx, as the twin's d_w * d_x. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_scales(const unsigned char *b, float dx) {
+    return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b)))), _mm512_set1_ps(dx));
+}
+
+/* q4_0 interleaved, one token: a group of 16 rows a pass, one row per lane, its blocks in turn
+   (one 288-byte run each) into 16 float chains. The groups follow each other, so the matrix
+   is read front to back as one stream, which every prefetcher follows; no shuffles (Zen 4, 113
+   MB of q4_0 from RAM: 28-30 GB/s, a plain read loop's speed, against 18-19 for the 8-row
+   kernel on rows in place, tfm__avx512_gemv_q). */
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q4_0_ilv(const tfm__mm *m, int r0, int r1) {
+    const tfm__qacts *qa = m->qa;
+    const size_t gb = TFM__ILV_ROWS * TFM__Q4_0_BYTES; /* a block of a group */
+    int g, j;
+    for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
+        const unsigned char *b = tfm__tensor_at(m->w, g);
+        const __mmask16 lanes = (__mmask16)tfm__ilv_lanes(g, r0, r1);
+        __m512 acc = _mm512_setzero_ps();
+        for (j = 0; j < qa->n_blocks; j++, b += gb)
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tfm__avx512_ilv_q4_0_isum(b, qa->q + TFM__QK * (size_t)j, qa->s[j])),
+                                  tfm__avx512_ilv_scales(b, qa->d[j]), acc);
+        if (m->bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, m->bias + g));
+        _mm512_mask_storeu_ps(m->y + g, lanes, acc);
+    }
+}
+
 TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512)
 
 /* The code sums of 32 (sub-blocks 2p, 2p + 1 as int16 pairs) of 16 tokens, from their sums of 16
@@ -4762,21 +4875,33 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_pack(const tfm__mm *m, cons
         _mm512_storeu_ps(pk + TFM__QK * TFM__QP_ROWS, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
     }
 }
-/* Packed rows r.. (r1 - r of them count) x token group g. */
-TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, const unsigned char *pk, int r, int r1, int g, const int zero) {
+/* Packed rows r.. (those in lanes `rows`) x token group g; ilv: pk is a q4_0 interleaved group
+   (>>dtype), whose nibbles and scales are the packed ones a mask and a shift away. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, const unsigned char *pk, int r, __mmask16 rows, int g,
+                                                         const int zero, const bool ilv) {
     const tfm__qacts *qa = m->qa;
-    const __mmask16 rows = (__mmask16)(r1 - r >= TFM__QP_ROWS ? 0xffff : (1u << (r1 - r)) - 1u);
+    const __m512i low4 = _mm512_set1_epi8(0xf);
     __m512 acc[TFM__GROUP];
     int j, k, t;
     for (t = 0; t < TFM__GROUP; t++) acc[t] = _mm512_setzero_ps();
-    for (j = 0; j < qa->n_blocks; j++, pk += TFM__QP_BLOCK) {
+    for (j = 0; j < qa->n_blocks; j++, pk += ilv ? TFM__ILV_ROWS * TFM__Q4_0_BYTES : TFM__QP_BLOCK) {
         size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
         const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP; /* [8][16 tokens][4] */
         const int32_t *s = qa->s + bi * TFM__GROUP;
         const float *dx = qa->d + bi * TFM__GROUP;
         __m512i w[TFM__QK / 4];
-        __m512 dw = _mm512_loadu_ps(pk + TFM__QK * TFM__QP_ROWS);
-        TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm512_loadu_si512(pk + 64 * k);
+        __m512 dw;
+        if (ilv) {
+            dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk))));
+            TFM__UNROLL for (k = 0; k < TFM__QK / 8; k++) {
+                __m512i q = _mm512_loadu_si512(pk + 2 * TFM__ILV_ROWS + 64 * k);
+                w[k] = _mm512_and_si512(q, low4);
+                w[k + TFM__QK / 8] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+            }
+        } else {
+            dw = _mm512_loadu_ps(pk + TFM__QK * TFM__QP_ROWS);
+            TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm512_loadu_si512(pk + 64 * k);
+        }
         TFM__UNROLL for (t = 0; t < TFM__GROUP; t++) {
             __m512i isum = _mm512_set1_epi32(-zero * s[t]);
             TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) {
@@ -4799,8 +4924,17 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemm_qp_rows(const tfm__mm *m,
         const unsigned char *row[TFM__QP_ROWS];
         for (i = 0; i < TFM__QP_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
         tfm__avx512_qp_pack(m, row, scratch, ty);
-        for (g = 0; g < n_groups; g++) tfm__avx512_qp_tile(m, scratch, r, r1, g, ty == TFM_DTYPE_Q8_0 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO);
+        for (g = 0; g < n_groups; g++)
+            tfm__avx512_qp_tile(m, scratch, r, (__mmask16)tfm__ilv_lanes(r, r, r1), g, ty == TFM_DTYPE_Q8_0 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO,
+                                false);
     }
+}
+/* A batch of q4_0 interleaved: each group of 16 rows read in place by every token group. */
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q4_0_ilv(const tfm__mm *m, int r0, int r1) {
+    int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g;
+    for (r = r0 - r0 % TFM__ILV_ROWS; r < r1; r += TFM__ILV_ROWS)
+        for (g = 0; g < n_groups; g++)
+            tfm__avx512_qp_tile(m, tfm__tensor_at(m->w, r), r, (__mmask16)tfm__ilv_lanes(r, r0, r1), g, TFM__Q4_0_ZERO, true);
 }
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
     if (ty == TFM_DTYPE_Q8_0) tfm__avx512_gemm_qp_rows(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
@@ -4812,7 +4946,9 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q8_0(const tfm__mm *m, int r0, in
     else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
 }
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
+    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q4_0_ilv(m, r0, r1);
+    else if (m->w->ilv) tfm__avx512_gemm_q4_0_ilv(m, r0, r1);
+    else if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
     else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
 }
 
@@ -5157,6 +5293,8 @@ typedef struct tfm__isa {
     void (*to_f16)(const float *x, unsigned char *out, size_t n); /* an f16 KV cache's stores (tfm__f16_row_from_f32) */
     size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
+    unsigned ilv;                                         /* bit d: its kernels read dtype d's matrices
+                                                             interleaved (>>dtype), repacked at open */
     bool pf_run;                                          /* one-token kernels read rows as AMD's
                                                              prefetchers follow: float / AVX-512 q8_0 /
                                                              q6_k 2 rows half the range apart, q4_k /
@@ -5220,6 +5358,7 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->to_f16 = tfm__f16_row_from_f32;
     t->scratch_bytes = NULL;
     t->grouped = 1u << TFM__ACT_Q8 | 1u << TFM__ACT_Q8_K;
+    t->ilv = 0;
     t->pf_run = false;
 }
 
@@ -5257,6 +5396,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__avx512_scratch_bytes;
+        out->ilv = 1u << TFM_DTYPE_Q4_0;
         return true;
 #endif
 #ifdef TFM__X86_AMX
@@ -5459,6 +5599,8 @@ struct tfm_model {
     tfm__isa isa;          /* the kernels, chosen at open (>>dispatch) */
     unsigned act_formats;  /* bit f set: some matrix reads activations in tfm__act format f */
     uint64_t id;           /* identifies the file in saved session states (tfm__model_id) */
+    unsigned char *ilv_block; /* the matrices repacked for the kernels (tfm__model_interleave) when */
+    size_t ilv_bytes;         /* the file is mapped or borrowed (read-only); else NULL */
 };
 
 /* The model's tokenizer, or NULL when the file carries none. */
@@ -5647,6 +5789,25 @@ TFM__PRIVATE void tfm__config_from_header(const tfm__header *h, tfm_config *c) {
     c->post_norms = (h->flags & TFM_FLAG_POST_NORMS) != 0;
 }
 
+/* The model's matrices one by one: each layer's 7 (absent ones have data NULL), then the
+   output matrix (tok_embd itself when tied). */
+#define TFM__LAYER_MATRICES 7
+TFM__PRIVATE int tfm__n_matrices(const tfm_model *m) { return m->config.n_layers * TFM__LAYER_MATRICES + 1; }
+TFM__PRIVATE tfm__tensor *tfm__model_matrix(tfm_model *m, int i) {
+    tfm__layer *L;
+    if (i == m->config.n_layers * TFM__LAYER_MATRICES) return &m->w_out;
+    L = &m->layers[i / TFM__LAYER_MATRICES];
+    switch (i % TFM__LAYER_MATRICES) {
+    case 0: return &L->wq;
+    case 1: return &L->wk;
+    case 2: return &L->wv;
+    case 3: return &L->wo;
+    case 4: return &L->w_up;
+    case 5: return &L->w_gate;
+    default: return &L->w_down;
+    }
+}
+
 /* config.dtype: the dtype of the largest of tok_embd and the w_up matrices (the converter writes
    every matrix in one dtype, so this stands for all of them). */
 TFM__PRIVATE tfm_dtype tfm__largest_dtype(const tfm_model *m) {
@@ -5687,18 +5848,62 @@ TFM__PRIVATE uint64_t tfm__model_id(const unsigned char *file, const tfm__header
 }
 
 /* Bit f for each activation format (tfm__act) some matrix of the model reads. */
-TFM__PRIVATE unsigned tfm__act_formats(const tfm_model *m) {
-    unsigned bits = 1u << tfm__dtype_of(m->w_out.dtype).act;
-    int l, i;
-    for (l = 0; l < m->config.n_layers; l++) {
-        const tfm__layer *L = &m->layers[l];
-        const tfm__tensor *t[7];
-        t[0] = &L->wq; t[1] = &L->wk; t[2] = &L->wv; t[3] = &L->wo;
-        t[4] = &L->w_up; t[5] = &L->w_gate; t[6] = &L->w_down;
-        for (i = 0; i < 7; i++)
-            if (t[i]->data) bits |= 1u << tfm__dtype_of(t[i]->dtype).act;
+TFM__PRIVATE unsigned tfm__act_formats(tfm_model *m) {
+    unsigned bits = 0;
+    int i;
+    for (i = 0; i < tfm__n_matrices(m); i++) {
+        const tfm__tensor *t = tfm__model_matrix(m, i);
+        if (t->data) bits |= 1u << tfm__dtype_of(t->dtype).act;
     }
     return bits;
+}
+
+/* Repack the matrices the kernels read interleaved (tfm__isa.ilv, >>dtype; those with a
+   multiple of 16 rows) once, at open: in place when the file was read into memory (through a
+   group-sized copy), else into one block of their own, as a mapped or borrowed file is
+   read-only (its pages of them are then read once and left to the OS). keep: the file's
+   layout stays (desc no_repack). */
+TFM__PRIVATE bool tfm__ilv_wanted(const tfm_model *m, const tfm__tensor *t) {
+    return t->data && !t->ilv && (m->isa.ilv >> t->dtype & 1u) && t->rows % TFM__ILV_ROWS == 0;
+}
+TFM__PRIVATE tfm_result tfm__model_interleave(tfm_model *m, bool keep, const tfm_logger *lg) {
+    const tfm_allocator *a = &m->allocator;
+    bool in_place = m->file.kind == TFM__FILE_OWNED;
+    size_t total = 0, group_max = 0, at = 0, tmp_bytes;
+    unsigned char *tmp;
+    int i, r;
+    for (i = 0; i < tfm__n_matrices(m) && !keep; i++) {
+        const tfm__tensor *t = tfm__model_matrix(m, i);
+        if (!tfm__ilv_wanted(m, t)) continue;
+        total += (size_t)t->rows * t->row_bytes; /* no overflow: each tensor lies in the file */
+        if (TFM__ILV_ROWS * t->row_bytes > group_max) group_max = TFM__ILV_ROWS * t->row_bytes;
+    }
+    if (total == 0) return TFM_OK;
+    tmp_bytes = in_place ? group_max : total;
+    tmp = TFM__CAST(unsigned char *, tfm__alloc(a, tmp_bytes));
+    if (!tmp) return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "model: cannot allocate %zu bytes to repack its q4_0 matrices "
+                              "for the %s kernels (no_repack keeps the file's layout)", tmp_bytes, m->isa.name);
+    for (i = 0; i < tfm__n_matrices(m); i++) {
+        tfm__tensor *t = tfm__model_matrix(m, i);
+        size_t bb = (size_t)tfm__dtype_of(t->dtype).info.block_bytes, group = TFM__ILV_ROWS * t->row_bytes;
+        unsigned char *dst = in_place ? TFM__CAST(unsigned char *, m->file.owned) + (tfm__tensor_at(t, 0) - m->file.data) : tmp + at;
+        if (!tfm__ilv_wanted(m, t)) continue;
+        for (r = 0; r < t->rows; r += TFM__ILV_ROWS, dst += group) {
+            const unsigned char *src = tfm__tensor_at(t, r);
+            if (in_place) src = TFM__CAST(const unsigned char *, memcpy(tmp, src, group));
+            tfm__ilv_put(src, t->row_bytes, bb, t->row_bytes / bb, dst);
+        }
+        if (!in_place) t->data = tmp + at;
+        at += (size_t)t->rows * t->row_bytes;
+        t->ilv = true;
+    }
+    if (m->config.tied_output) m->tok_embd = m->w_out; /* the output matrix is tok_embd, repacked */
+    if (in_place) tfm__free(a, tmp, tmp_bytes);
+    else {
+        m->ilv_block = tmp;
+        m->ilv_bytes = tmp_bytes;
+    }
+    return TFM_OK;
 }
 
 /* >>session --------------------------------------------------------------------------------------
@@ -14158,14 +14363,16 @@ TFM_API tfm_result tfm_dtype_from_f32(tfm_dtype dtype, const float *src, void *d
     return TFM_OK;
 }
 
-/* Frees everything tfm_model_open built, in the reverse order of allocation (the tokenizer, the
-   model block, then the file when it was read into memory): a host's stack allocator works. */
+/* Frees everything tfm_model_open built, in the reverse order of allocation (the repacked
+   matrices, the tokenizer, the model block, then the file when it was read into memory): a
+   host's stack allocator works. */
 TFM__PRIVATE void tfm__model_free(tfm_model *m) {
     tfm_allocator a;
     tfm__file file;
     if (!m) return;
     a = m->allocator;
     file = m->file;
+    if (m->ilv_block) tfm__free(&a, m->ilv_block, m->ilv_bytes);
     if (m->tokenizer) tfm__tokenizer_destroy(m->tokenizer, &a);
     tfm__free(&a, m, m->block_bytes);
     tfm__file_close(&file, &a);
@@ -14251,8 +14458,14 @@ TFM_API tfm_result tfm_model_open(const tfm_model_desc *desc, tfm_model **out_mo
     if (!tfm__host_is_little_endian())
         return tfm__log(lg, TFM_ERR_UNSUPPORTED, "big-endian hosts are not supported");
     if ((r = tfm__file_open(desc, &desc->allocator, lg, &f)) != TFM_OK) return r;
-    r = tfm__model_build(&f, desc, out_model);
-    if (r) tfm__file_close(&f, &desc->allocator);
+    if ((r = tfm__model_build(&f, desc, out_model)) != TFM_OK) {
+        tfm__file_close(&f, &desc->allocator);
+        return r;
+    }
+    if ((r = tfm__model_interleave(*out_model, desc->no_repack, lg)) != TFM_OK) {
+        tfm__model_free(*out_model);
+        *out_model = NULL;
+    }
     return r;
 }
 

@@ -28,9 +28,9 @@ typedef struct model_file {
     int n_vocab, n_ctx;
 } model_file;
 
-/* A GPT-NeoX-shaped model (LayerNorm, parallel residual, partial RoPE, biases); f16 matrices
-   when f16. */
-static model_file make_model(int n_layers, int n_vocab, int n_ctx, int f16, uint64_t seed) {
+/* A GPT-NeoX-shaped model (LayerNorm, parallel residual, partial RoPE, biases); matrices of
+   dtype dt (f32, f16 or a quantized type); tied: no output.w (the output matrix is tok_embd). */
+static model_file make_model_ex(int n_layers, int n_vocab, int n_ctx, tfm_dtype dt, int tied, uint64_t seed) {
     enum { D = 32, HEADS = 4, FF = 64 };
     static const char *const per_layer[][3] = {
         {"ln1.w", "v", "1"}, {"ln1.b", "v", "0"}, {"ln2.w", "v", "1"}, {"ln2.b", "v", "0"}, {"wq", "dd", ""},
@@ -55,9 +55,9 @@ static model_file make_model(int n_layers, int n_vocab, int n_ctx, int f16, uint
         snprintf(names[n], 64, "%s", nm);                                                            \
         vals[n] = (float *)malloc(cnt_ * sizeof(float));                                             \
         for (k = 0; k < cnt_; k++) vals[n][k] = (mean) + rng_sym(scale);                             \
-        if (f16 && (c)) for (k = 0; k < cnt_; k++) vals[n][k] = tfm__f16_to_f32(tw_f32_to_f16(vals[n][k])); \
-        t[n].name = names[n]; t[n].rows = (r); t[n].cols = (c); t[n].f16 = f16 && (c); t[n].v = vals[n]; \
-        t[n].dtype = 0;                                                                              \
+        if (dt == TFM_DTYPE_F16 && (c)) for (k = 0; k < cnt_; k++) vals[n][k] = tfm__f16_to_f32(tw_f32_to_f16(vals[n][k])); \
+        t[n].name = names[n]; t[n].rows = (r); t[n].cols = (c); t[n].f16 = dt == TFM_DTYPE_F16 && (c); t[n].v = vals[n]; \
+        t[n].dtype = (c) && dt > TFM_DTYPE_F16 ? (int)dt : 0;                                        \
         n++;                                                                                         \
     } while (0)
     ADD("tok_embd", n_vocab, D, 0.0f, 1.0f);
@@ -73,7 +73,7 @@ static model_file make_model(int n_layers, int n_vocab, int n_ctx, int f16, uint
     }
     ADD("lnf.w", D, 0, 1.0f, 0.1f);
     ADD("lnf.b", D, 0, 0.0f, 0.1f);
-    ADD("output.w", n_vocab, D, 0.0f, 2.0f / sqrtf((float)D));
+    if (!tied) ADD("output.w", n_vocab, D, 0.0f, 2.0f / sqrtf((float)D));
 #undef ADD
     mf.bytes = tw_write(&h, t, n, NULL, 0, &mf.n_bytes);
     mf.n_vocab = n_vocab;
@@ -81,6 +81,11 @@ static model_file make_model(int n_layers, int n_vocab, int n_ctx, int f16, uint
     for (i = 0; i < n; i++) free(vals[i]);
     if (!mf.bytes) { fprintf(stderr, "test_embed: out of memory\n"); exit(1); }
     return mf;
+}
+
+/* f32 matrices, or f16 ones when f16. */
+static model_file make_model(int n_layers, int n_vocab, int n_ctx, int f16, uint64_t seed) {
+    return make_model_ex(n_layers, n_vocab, n_ctx, f16 ? TFM_DTYPE_F16 : TFM_DTYPE_F32, 0, seed);
 }
 
 static tfm_model *open_bytes(const model_file *mf) {
@@ -272,10 +277,79 @@ static void test_mapped_path(void) {
     free(mf.bytes);
 }
 
+/* The last logits of tokens 1, 2, 3 evaluated one at a time (the one-token kernels). */
+static int logits_one_by_one(const tfm_model *m, float *out) {
+    tfm_session *s = NULL;
+    int32_t tok[3] = {1, 2, 3};
+    int ok = tfm_session_create(m, NULL, &s) == TFM_OK, i;
+    for (i = 0; i < 3 && ok; i++) ok = tfm_session_eval(s, tok + i, 1, i, NULL) == TFM_OK;
+    if (ok) memcpy(out, tfm_session_logits(s), (size_t)tfm_model_config(m).n_vocab * sizeof(float));
+    tfm_session_destroy(s);
+    return ok;
+}
+
+/* q4_0 matrices repacked at open for the avx512 kernels (interleaved rows): from every source
+   (borrowed and mapped: into a block of their own; read into memory: in place), tied and not;
+   the logits the same bits as the scalar kernels' on the file's layout and as with no_repack,
+   for a prompt and token by token; every block freed. */
+static void test_repack(void) {
+    const char *path = "build/test_embed_q4.tfm";
+    int tied;
+    if (!tfm__isa_runs("avx512")) {
+        printf("SKIP repacked q4_0 matrices: the avx512 kernels do not run on this CPU\n");
+        return;
+    }
+    for (tied = 0; tied < 2; tied++) {
+        model_file mf = make_model_ex(2, 48, 32, TFM_DTYPE_Q4_0, tied, 71 + (uint64_t)tied);
+        float want[48], want1[48], got[48], got1[48];
+        tfm_model_desc md;
+        tfm_model *ref = NULL;
+        int src, keep;
+        FILE *fp = fopen(path, "wb");
+        if (fp) { fwrite(mf.bytes, 1, mf.n_bytes, fp); fclose(fp); }
+        memset(&md, 0, sizeof md);
+        md.data = mf.bytes; md.data_bytes = mf.n_bytes; md.kernels = "scalar";
+        CHECK(fp != NULL && tfm_model_open(&md, &ref) == TFM_OK && logits_of(ref, want) && logits_one_by_one(ref, want1));
+        CHECK(memcmp(want, want1, sizeof want) == 0);
+        for (src = 0; src < 4; src++) /* borrowed, mapped path, path read into memory, io */
+            for (keep = 0; keep < 2; keep++) {
+                test_alloc c;
+                pak p;
+                tfm_model *m = NULL;
+                bool copied = src < 2 && !keep;
+                memset(&c, 0, sizeof c);
+                memset(&md, 0, sizeof md);
+                memset(&p, 0, sizeof p);
+                p.bytes = mf.bytes; p.fail_read = -1;
+                if (src == 0) { md.data = mf.bytes; md.data_bytes = mf.n_bytes; }
+                else if (src == 3) { md.io.read = pak_read; md.io.user = &p; md.io.file_bytes = mf.n_bytes; }
+                else { md.path = path; md.no_mmap = src == 2; }
+                md.kernels = "avx512";
+                md.no_repack = keep != 0;
+                md.allocator = test_allocator(&c);
+                CHECK_MSG(tfm_model_open(&md, &m) == TFM_OK, "source %d, no_repack %d", src, keep);
+                if (!m) continue;
+                CHECK_MSG(m->layers[1].w_down.ilv == !keep && m->w_out.ilv == !keep && m->tok_embd.ilv == (tied && !keep),
+                          "source %d, no_repack %d, tied %d: matrices interleaved %d %d %d", src, keep, tied,
+                          m->layers[1].w_down.ilv, m->w_out.ilv, m->tok_embd.ilv);
+                CHECK_MSG((m->ilv_block != NULL) == copied, "source %d, no_repack %d: a block of their own %p", src, keep,
+                          (void *)m->ilv_block);
+                CHECK(logits_of(m, got) && logits_one_by_one(m, got1));
+                CHECK_MSG(memcmp(want, got, sizeof want) == 0 && memcmp(want1, got1, sizeof want) == 0,
+                          "source %d, no_repack %d, tied %d: logits differ from the scalar kernels'", src, keep, tied);
+                tfm_model_close(m);
+                CHECK(c.live == 0);
+            }
+        tfm_model_close(ref);
+        free(mf.bytes);
+        remove(path);
+    }
+}
+
 /* Model, session and sampler from one stack allocator, destroyed in reverse order: every free
    is of the top block, and an allocation failing at any point unwinds in order too. */
 static void test_stack_allocator(void) {
-    model_file mf = make_model(2, 40, 32, 1, 8);
+    model_file mf = make_model(2, 40, 32, 1, 8), mq = make_model_ex(2, 48, 32, TFM_DTYPE_Q4_0, 1, 81);
     stack st;
     pak p;
     int fail, n_total = -1, path_done = 0;
@@ -290,7 +364,9 @@ static void test_stack_allocator(void) {
     st.base = (unsigned char *)malloc(STACK_BYTES);
     for (fail = 0; fail < 32; fail++) {
         int src;
-        for (src = 0; src < 4; src++) { /* io, path read with no_mmap, borrowed memory, the demo model */
+        for (src = 0; src < 6; src++) { /* io, path read with no_mmap, borrowed memory, the demo model, then
+                                           a q4_0 model borrowed and through io (its matrices repacked
+                                           into a block of their own / in place with avx512) */
             tfm_model_desc md;
             tfm_session_desc sd;
             tfm_sampler_desc pd;
@@ -302,10 +378,11 @@ static void test_stack_allocator(void) {
             st.used = 0; st.depth = 0; st.n_alloc = 0; st.fail_at = fail; st.bad_frees = 0;
             memset(&md, 0, sizeof md);
             memset(&p, 0, sizeof p);
-            p.bytes = mf.bytes; p.fail_read = -1;
-            if (src == 0) { md.io.read = pak_read; md.io.user = &p; md.io.file_bytes = mf.n_bytes; }
+            p.bytes = src == 5 ? mq.bytes : mf.bytes; p.fail_read = -1;
+            if (src == 0 || src == 5) { md.io.read = pak_read; md.io.user = &p; md.io.file_bytes = src == 5 ? mq.n_bytes : mf.n_bytes; }
             else if (src == 1) { md.path = path; md.no_mmap = true; }
             else if (src == 3) { md.path = DEMO; md.no_mmap = true; } /* a tokenizer block too */
+            else if (src == 4) { md.data = mq.bytes; md.data_bytes = mq.n_bytes; }
             else { md.data = mf.bytes; md.data_bytes = mf.n_bytes; }
             md.allocator = stack_allocator(&st);
             memset(&sd, 0, sizeof sd);
@@ -340,6 +417,7 @@ static void test_stack_allocator(void) {
     free(st.base);
     remove(path);
     free(mf.bytes);
+    free(mq.bytes);
 }
 
 /* tfm_session_memory_bytes is what create allocates; a session in the host's block works the
@@ -1334,6 +1412,7 @@ int main(void) {
     test_io();
     test_mapped_path();
     test_stack_allocator();
+    test_repack();
     test_session_memory();
     test_step_units();
     test_step_budget();

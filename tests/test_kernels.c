@@ -76,7 +76,27 @@ static tfm__tensor make_matrix(tfm_dtype dt, int rows, int cols, unsigned char *
     CHECK(tfm_dtype_from_f32(dt, f, *bytes, n) == TFM_OK);
     CHECK(tfm_dtype_to_f32(dt, *bytes, *deq, n) == TFM_OK);
     free(f);
+    memset(&t, 0, sizeof t);
     t.data = *bytes; t.dtype = dt; t.rows = rows; t.cols = cols; t.row_bytes = rb;
+    return t;
+}
+
+/* w's rows interleaved by 16 (>>dtype), as a model repacks them for a set whose ilv names
+   the dtype; NULL data when its rows are not a multiple of 16. */
+static tfm__tensor make_ilv(const tfm__tensor *w, unsigned char **bytes) {
+    tfm__tensor t = *w;
+    size_t bb = (size_t)tfm__dtype_of(w->dtype).info.block_bytes;
+    int r;
+    *bytes = NULL;
+    if (w->rows % TFM__ILV_ROWS) {
+        t.data = NULL;
+        return t;
+    }
+    *bytes = (unsigned char *)malloc((size_t)w->rows * w->row_bytes);
+    for (r = 0; r < w->rows; r += TFM__ILV_ROWS)
+        tfm__ilv_put(tfm__tensor_at(w, r), w->row_bytes, bb, w->row_bytes / bb, *bytes + (size_t)r * w->row_bytes);
+    t.data = *bytes;
+    t.ilv = true;
     return t;
 }
 
@@ -84,7 +104,7 @@ static tfm__tensor make_matrix(tfm_dtype dt, int rows, int cols, unsigned char *
    one token at a time equal to the batch; the scalar twin near double. */
 static void test_matmul(void) {
     static const int float_shapes[][2] = {{1, 1}, {5, 7}, {9, 16}, {17, 31}, {33, 100}, {40, 257}, {70, 1100}, {150, 4100}};
-    static const int q_shapes[][2] = {{1, 32}, {7, 64}, {17, 96}, {33, 256}, {40, 512}, {23, 416}};
+    static const int q_shapes[][2] = {{1, 32}, {7, 64}, {17, 96}, {33, 256}, {40, 512}, {23, 416}, {16, 32}, {48, 416}};
     static const int k_shapes[][2] = {{1, 256}, {9, 256}, {33, 512}, {47, 256}};
     static const int batches[] = {1, 2, 5, 16, 17, 40};
     int dt;
@@ -98,18 +118,22 @@ static void test_matmul(void) {
         int si, bi, i;
         double rel_err = 0.0;
         char what[96];
-        int mismatch[8] = {0}, ran[8] = {0};
+        int mismatch[8] = {0}, ran[8] = {0}, ran_ilv[8] = {0};
+        int ilv_type = dt == TFM_DTYPE_Q8_0 || dt == TFM_DTYPE_Q4_0; /* the scalar twin reads these interleaved */
         for (si = 0; si < n_shapes; si++) {
             int R = shapes[si][0], C = shapes[si][1], b, r, k;
             unsigned char *wb;
             float *deq, *bias = (float *)malloc((size_t)R * sizeof(float));
-            tfm__tensor w = make_matrix((tfm_dtype)dt, R, C, &wb, &deq);
+            tfm__tensor w = make_matrix((tfm_dtype)dt, R, C, &wb, &deq), wi;
+            unsigned char *wib;
             size_t xs = (size_t)C + 5;
             float *x = (float *)malloc(40 * xs * sizeof(float) + 64);
             float *ref = (float *)malloc(40 * (size_t)R * sizeof(float)), *y = (float *)malloc(40 * (size_t)R * sizeof(float));
             float *y1 = (float *)malloc((size_t)R * sizeof(float));
             for (i = 0; i < (int)(40 * xs); i++) x[i] = rng_normal();
             for (r = 0; r < R; r++) bias[r] = rng_sym(1.0f);
+            wi = make_ilv(&w, &wib);
+            if (!ilv_type) wi.data = NULL;
             for (bi = 0; bi < (int)(sizeof batches / sizeof batches[0]); bi++) {
                 int nb = batches[bi], si2;
                 run_mm(&scalar, &w, x + 1, xs, nb, bias, ref, R);
@@ -130,6 +154,12 @@ static void test_matmul(void) {
                     memset(y, 0xff, (size_t)nb * (size_t)R * sizeof(float)); /* NaNs where a kernel writes nothing */
                     run_mm(isa, &w, x + 1, xs, nb, bias, y, R / 2 + (R > 2)); /* split at an odd row */
                     if (memcmp(y, ref, (size_t)nb * (size_t)R * sizeof(float)) != 0) mismatch[si2]++;
+                    if (wi.data && ((si2 == TFM__SET_SCALAR && ilv_type) || (set.ilv >> dt & 1u))) { /* rows interleaved: the same bits */
+                        memset(y, 0xff, (size_t)nb * (size_t)R * sizeof(float));
+                        run_mm(isa, &wi, x + 1, xs, nb, bias, y, R / 2 + 1);
+                        if (memcmp(y, ref, (size_t)nb * (size_t)R * sizeof(float)) != 0) mismatch[si2]++;
+                        ran_ilv[si2] = 1;
+                    }
                     if (nb == 17) /* token by token: the same bits as in the batch */
                         for (b = 0; b < nb; b++) {
                             memset(y1, 0xff, (size_t)R * sizeof(float));
@@ -138,7 +168,7 @@ static void test_matmul(void) {
                         }
                 }
             }
-            free(wb); free(deq); free(bias); free(x); free(ref); free(y); free(y1);
+            free(wb); free(wib); free(deq); free(bias); free(x); free(ref); free(y); free(y1);
         }
         for (i = 0; i < TFM__SET_COUNT; i++) {
             tfm__isa set;
@@ -149,6 +179,9 @@ static void test_matmul(void) {
             }
             CHECK_MSG(mismatch[i] == 0, "%s on %s: %d runs differ from the scalar twin", tfm__dtype_of((tfm_dtype)dt).info.name,
                       set.name, mismatch[i]);
+            CHECK_MSG(ran_ilv[i] == ((i == TFM__SET_SCALAR && ilv_type) || (set.ilv >> dt & 1u)),
+                      "%s on %s: interleaved rows %s", tfm__dtype_of((tfm_dtype)dt).info.name, set.name,
+                      ran_ilv[i] ? "run though the set does not read them" : "not compared");
         }
         /* Integer kernels quantize activations to 8 bits: |error| <= sum |w x| / 127 per block
            in the worst case, ~1% in practice; float kernels are exact up to rounding. */
