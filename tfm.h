@@ -408,10 +408,10 @@ typedef struct tfm_model_desc {
     tfm_io io;               /* read callbacks: the file is read into one allocator block */
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
-                                read q4_0 rows interleaved (avx512) get them repacked at open:
-                                in place when the file was read into memory, else into a copy
-                                of those matrices (a mapping is read-only); one-token q4_0
-                                products then run ~1.5x as fast. Results are the same bits. */
+                                read q8_0 / q4_0 / q6_k rows interleaved (avx512) get them repacked at
+                                open: in place when the file was read into memory, else into a
+                                copy of those matrices (a mapping is read-only); one-token
+                                products of them then run 1.3-1.5x as fast. The same bits. */
     const char *kernels;     /* NULL or "": the best set this CPU runs; else "scalar", "avx2",
                                 "avx512", "amx" or "neon" (UNSUPPORTED if this build or CPU lacks it).
                                 Every set gives the same results bit for bit. */
@@ -1087,8 +1087,8 @@ TFM__PRIVATE tfm_result tfm__log(const tfm_logger *logger, tfm_result result, co
    on cache lines. The arena contract: blocks are freed in the reverse order of their
    allocation, within an object and across objects destroyed in the reverse order of their
    creation, also when a create call fails half way; so a stack allocator works. A model holds
-   at most three blocks (the file when it is read into memory, else its repacked q4_0 matrices
-   if any; the model; the tokenizer), a session and a sampler one each. */
+   at most three blocks (the file when it is read into memory, else its repacked matrices if
+   any; the model; the tokenizer), a session and a sampler one each. */
 
 #define TFM__ALIGN 64 /* cache line; also the .tfm tensor alignment */
 
@@ -1430,13 +1430,14 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
            qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
            and high bits qh[l] >> 2k;                                     w = d scale_j (q - 32)
 
-   Interleaved rows (q8_0, q4_0, when the model's kernel set asks for them: tfm__isa.ilv): a
-   matrix with a multiple of 16 rows is repacked at open (tfm__model_interleave) so that each
-   group of 16 rows is stored block by block: for block j, the 16 rows' f16 d, then their
-   payloads 4 bytes at a time, [payload / 4][16 rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles,
-   q8_0: 8 x 64 bytes of codes). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 =
-   32 + 4 x 64), so whole groups stay where they were; one 64-byte load holds the same 4 bytes of
-   16 rows, one per lane of a vector product, and the matrix is read front to back. */
+   Interleaved rows (q8_0, q4_0, q6_k, when the model's kernel set asks for them: tfm__isa.ilv):
+   a matrix with a multiple of 16 rows is repacked at open (tfm__model_interleave) so that each
+   group of 16 rows is stored block by block: for block j, the 16 rows' f16 d, then the rest of
+   their blocks 4 bytes at a time, [rest / 4][16 rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles;
+   q8_0: 8 x 64 of codes; q6_k: 52 x 64 of ql, qh and scales, in the order its kernel reads
+   them: tfm__ilv_piece). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 = 32 + 4 x
+   64), so whole groups stay where they were; one 64-byte load holds the same 4 bytes of 16
+   rows, one per lane of a vector product, and the matrix is read front to back. */
 
 #define TFM__QK 32      /* weights per q8_0 / q4_0 block, and per q8 activation block */
 #define TFM__QK_K 256   /* weights per q4_k / q6_k super-block, and per q8_k activation block */
@@ -1881,28 +1882,52 @@ TFM__PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
 #define TFM__ILV_ROWS 16 /* rows per interleaved group */
 #define TFM__ILV_CHUNK 4 /* payload bytes of one row side by side in an interleaved group */
 
-/* Row i's block from the interleaved blocks of a group at g (the 16 rows' block j) into out
-   (bb bytes: f16 d, then the payload). */
-TFM__PRIVATE void tfm__ilv_get(const unsigned char *g, size_t bb, int i, unsigned char *out) {
-    size_t c;
-    memcpy(out, g + 2 * (size_t)i, 2);
-    for (c = 0; c < (bb - 2) / TFM__ILV_CHUNK; c++)
-        memcpy(out + 2 + TFM__ILV_CHUNK * c, g + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c + TFM__ILV_CHUNK * (size_t)i,
-               TFM__ILV_CHUNK);
+#define TFM__Q6_K_D_AT 208 /* q6_k's f16 d: the end of its block (q8_0 / q4_0: the start) */
+#define TFM__Q6_K_HALF_SLOTS 26 /* q6_k interleaved: chunks per half super-block (8 x 3, 2 of scales) */
+
+/* Where an interleaved type's block holds its f16 d. */
+TFM__PRIVATE size_t tfm__ilv_d_at(tfm_dtype dt) { return dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_D_AT : 0; }
+
+/* Piece n (4 bytes) of row i's block of dtype dt in an interleaved group: its offset in the
+   block, and *at its offset in the group's block (the 16 rows' d, then the pieces, 16 rows x 4
+   bytes each). Pieces follow block order, except q6_k's, which follow its kernel
+   (tfm__avx512_ilv_q6_k_isum) so that it reads every group front to back: per half h of 128
+   weights, for m = 0..7 ql's bytes 4 (16h + m) and 4 (16h + 8 + m) and qh's 4 (8h + m), then
+   the half's 8 scales. */
+TFM__PRIVATE size_t tfm__ilv_piece(tfm_dtype dt, int i, size_t n, size_t *at) {
+    size_t h = n / TFM__Q6_K_HALF_SLOTS, s = n % TFM__Q6_K_HALF_SLOTS, m = s / 3;
+    *at = 2 * TFM__ILV_ROWS + n * TFM__ILV_ROWS * TFM__ILV_CHUNK + TFM__ILV_CHUNK * (size_t)i;
+    if (dt != TFM_DTYPE_Q6_K) return 2 + TFM__ILV_CHUNK * n;
+    if (s >= 24) return 192 + 8 * h + 4 * (s - 24);        /* scales */
+    if (s % 3 == 2) return 128 + 4 * (8 * h + m);           /* qh */
+    return 4 * (16 * h + 8 * (s % 3) + m);                  /* ql */
 }
 
-/* 16 rows of n_blocks blocks of bb bytes each, row_bytes apart at src, interleaved into dst
-   (16 row_bytes; not overlapping src). */
-TFM__PRIVATE void tfm__ilv_put(const unsigned char *src, size_t row_bytes, size_t bb, size_t n_blocks, unsigned char *dst) {
-    size_t j, c;
+/* Row i's block of dtype dt (bb bytes) from the interleaved blocks of a group at g (the 16
+   rows' block j) into out. */
+TFM__PRIVATE void tfm__ilv_get(tfm_dtype dt, const unsigned char *g, size_t bb, int i, unsigned char *out) {
+    size_t n, at;
+    memcpy(out + tfm__ilv_d_at(dt), g + 2 * (size_t)i, 2);
+    for (n = 0; n < (bb - 2) / TFM__ILV_CHUNK; n++) {
+        size_t b = tfm__ilv_piece(dt, i, n, &at);
+        memcpy(out + b, g + at, TFM__ILV_CHUNK);
+    }
+}
+
+/* 16 rows of n_blocks blocks of dtype dt (bb bytes each), row_bytes apart at src, interleaved
+   into dst (16 row_bytes; not overlapping src). */
+TFM__PRIVATE void tfm__ilv_put(tfm_dtype dt, const unsigned char *src, size_t row_bytes, size_t bb, size_t n_blocks,
+                              unsigned char *dst) {
+    size_t j, n, at;
     int i;
     for (j = 0; j < n_blocks; j++, dst += TFM__ILV_ROWS * bb)
         for (i = 0; i < TFM__ILV_ROWS; i++) {
             const unsigned char *b = src + (size_t)i * row_bytes + j * bb;
-            memcpy(dst + 2 * (size_t)i, b, 2);
-            for (c = 0; c < (bb - 2) / TFM__ILV_CHUNK; c++)
-                memcpy(dst + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c + TFM__ILV_CHUNK * (size_t)i,
-                       b + 2 + TFM__ILV_CHUNK * c, TFM__ILV_CHUNK);
+            memcpy(dst + 2 * (size_t)i, b + tfm__ilv_d_at(dt), 2);
+            for (n = 0; n < (bb - 2) / TFM__ILV_CHUNK; n++) {
+                size_t k = tfm__ilv_piece(dt, i, n, &at);
+                memcpy(dst + at, b + k, TFM__ILV_CHUNK);
+            }
         }
 }
 
@@ -2229,7 +2254,7 @@ TFM__PRIVATE const unsigned char *tfm__tensor_at(const tfm__tensor *t, int r) {
 /* Block j of row r: in place, or copied out of its interleaved group into tmp (bb bytes). */
 TFM__PRIVATE const unsigned char *tfm__tensor_block(const tfm__tensor *t, int r, int j, size_t bb, unsigned char *tmp) {
     if (!t->ilv) return tfm__tensor_at(t, r) + (size_t)j * bb;
-    tfm__ilv_get(tfm__tensor_at(t, r - r % TFM__ILV_ROWS) + (size_t)j * bb * TFM__ILV_ROWS, bb, r % TFM__ILV_ROWS, tmp);
+    tfm__ilv_get(t->dtype, tfm__tensor_at(t, r - r % TFM__ILV_ROWS) + (size_t)j * bb * TFM__ILV_ROWS, bb, r % TFM__ILV_ROWS, tmp);
     return tmp;
 }
 
@@ -2237,7 +2262,7 @@ TFM__PRIVATE const unsigned char *tfm__tensor_block(const tfm__tensor *t, int r,
 TFM__PRIVATE void tfm__tensor_row(const tfm__tensor *t, int r, float *out) {
     tfm__dtype_row d = tfm__dtype_of(t->dtype);
     size_t bb = (size_t)d.info.block_bytes, n_blocks = (size_t)(t->cols / d.info.block_elems), j;
-    unsigned char tmp[TFM__QK + 2]; /* an interleaved type's block: q8_0's is the largest */
+    unsigned char tmp[TFM__Q6_K_BYTES]; /* an interleaved type's block: q6_k's is the largest */
     if (!t->ilv) (d.to_f32)(tfm__tensor_at(t, r), out, n_blocks);
     else
         for (j = 0; j < n_blocks; j++) (d.to_f32)(tfm__tensor_block(t, r, (int)j, bb, tmp), out + j * (size_t)d.info.block_elems, 1);
@@ -2520,11 +2545,13 @@ TFM__PRIVATE float tfm__dot_q5_k_scalar(const unsigned char *w, const tfm__qacts
 }
 
 /* q6_k: isum = sum_j scale_j (codes . x - 32 sum of x) over each sub-block of 16. */
-TFM__PRIVATE float tfm__dot_q6_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__dot_q6_k_scalar(const tfm__tensor *W, int r, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK_K];
+    unsigned char tmp[TFM__Q6_K_BYTES];
     float acc = 0.0f;
     int j, sb, i;
-    for (j = 0; j < qa->n_blocks; j++, w += 210) {
+    for (j = 0; j < qa->n_blocks; j++) {
+        const unsigned char *w = tfm__tensor_block(W, r, j, sizeof tmp, tmp);
         int32_t isum = 0;
         tfm__qa_codes(qa, t, j, x);
         for (sb = 0; sb < TFM__Q6_K_SUB; sb++) {
@@ -2532,7 +2559,7 @@ TFM__PRIVATE float tfm__dot_q6_k_scalar(const unsigned char *w, const tfm__qacts
             for (i = 0; i < 16; i++) dot += tfm__q6k_code(w, 16 * sb + i) * x[16 * sb + i];
             isum += (signed char)w[192 + sb] * dot;
         }
-        acc = fmaf((float)isum, tfm__rd_f16(w + 208) * tfm__qa_scale(qa, t, j), acc);
+        acc = fmaf((float)isum, tfm__rd_f16(w + TFM__Q6_K_D_AT) * tfm__qa_scale(qa, t, j), acc);
     }
     return acc;
 }
@@ -2566,7 +2593,7 @@ TFM__PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     case TFM_DTYPE_Q8_0: return tfm__dot_q8_0_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q4_0: return tfm__dot_q4_0_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(w, m->qa, b);
-    case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q5_K: return tfm__dot_q5_k_scalar(w, m->qa, b);
     case TFM_DTYPE_COUNT: break;
     }
@@ -3570,9 +3597,9 @@ TFM__PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char
    against a vector of 16 tokens x 4 activation codes, so one register holds a block's integer
    sums for 16 tokens; the float step is then vectorized over those tokens. u8 x s8 products:
    q4_0 nibbles are unsigned already; q8_0 codes are made unsigned by adding 128 (x ^ 0x80) and
-   the 128 x (sum of activation codes) taken back off, exactly. AVX-512 reads q4_0 interleaved
-   (>>dtype, repacked at open): 16 rows in the lanes of every load, so one token needs no
-   reduction and a batch no packing (tfm__avx512_gemv_q4_0_ilv). */
+   the 128 x (sum of activation codes) taken back off, exactly. AVX-512 reads q8_0, q4_0 and
+   q6_k interleaved (>>dtype, repacked at open): 16 rows in the lanes of every load, so one
+   token needs no reduction and a q8_0 / q4_0 batch no packing (tfm__avx512_gemv_q_ilv). */
 #define TFM__Q8_FLIP 128 /* q8_0 code + 128 is unsigned */
 /* One token reads 8 rows at a time, a block of each in turn, and prefetches the same bytes of
    the next 8 rows (measured on Pythia-410m's matrices streamed from RAM: 1 KiB ahead in each
@@ -3878,11 +3905,12 @@ TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xfff
     /* Rows [r, r + TFM__KQ_ROWS) of m (the last one repeated past r1), every super-block, unpacked. */ \
     T TFM__PRIVATE void tfm__##P##_kq_unpack_rows(const tfm__mm *m, int r, int r1, tfm__kq_sb *out) {      \
         size_t bb = (size_t)tfm__dtype_of(m->w->dtype).info.block_bytes;                                  \
+        unsigned char tmp[TFM__Q6_K_BYTES]; /* a block of interleaved rows */                            \
         int i, j, nb = m->w->cols / TFM__QK_K;                                                            \
-        for (i = 0; i < TFM__KQ_ROWS; i++) {                                                              \
-            const unsigned char *row = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);                 \
-            for (j = 0; j < nb; j++) tfm__##P##_kq_unpack(m->w->dtype, row + (size_t)j * bb, &out[(size_t)j * TFM__KQ_ROWS + (size_t)i]); \
-        }                                                                                                 \
+        for (i = 0; i < TFM__KQ_ROWS; i++)                                                                \
+            for (j = 0; j < nb; j++)                                                                      \
+                tfm__##P##_kq_unpack(m->w->dtype, tfm__tensor_block(m->w, r + i < r1 ? r + i : r1 - 1, j, bb, tmp), \
+                                     &out[(size_t)j * TFM__KQ_ROWS + (size_t)i]);                         \
     }
 
 TFM__KQUANT_KERNELS(avx2, TFM__T_AVX2)
@@ -4302,7 +4330,8 @@ TFM__T_AVX512 TFM__PRIVATE __m512i tfm__avx512_ld4x128(const unsigned char *cons
 }
 
 #define TFM__W2(a, b) ((a) | (b) << 16) /* two int16 lanes of a permute's indices as one int32 */
-/* q4_0, one token: 4 blocks of 8 rows (lr: the rows in lane order) into the rows' float chains
+/* q4_0, one token, rows in the file's layout (no_repack, the amx set; else
+   tfm__avx512_gemv_q_ilv): 4 blocks of 8 rows (lr: the rows in lane order) into the rows' float chains
    acc, blocks j..j + 3 at byte `at`. A row's 72 bytes come in two loads (at, at + 8: nothing past
    them is read) and one word permute gathers its 4 blocks' nibbles, block k in 128-bit lane k,
    where the low nibbles meet codes 0..15 of block k (xlo) and the high ones codes 16..31 (xhi).
@@ -4522,27 +4551,43 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_0_isum(const unsigne
     }
     return isum;
 }
+/* The same for q8_0: 8 loads of the rows' codes, made unsigned (x ^ 0x80) as in tfm__avx512_gemv_q,
+   the 128 x the token's code sum taken off first. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q8_0_isum(const unsigned char *b, const int8_t *x, int32_t s) {
+    const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
+    __m512i isum = _mm512_set1_epi32(-TFM__Q8_FLIP * s);
+    int c;
+    TFM__UNROLL for (c = 0; c < TFM__QK / TFM__ILV_CHUNK; c++) {
+        __m512i q = _mm512_loadu_si512(b + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c);
+        int32_t x4;
+        memcpy(&x4, x + TFM__ILV_CHUNK * c, 4);
+        isum = _mm512_dpbusd_epi32(isum, _mm512_xor_si512(q, flip), _mm512_set1_epi32(x4));
+    }
+    return isum;
+}
 /* The rows' f16 scales at b times the token's dx, as the twin's d_w * d_x. */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_scales(const unsigned char *b, float dx) {
     return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b)))), _mm512_set1_ps(dx));
 }
 
-/* q4_0 interleaved, one token: a group of 16 rows a pass, one row per lane, its blocks in turn
-   (one 288-byte run each) into 16 float chains. The groups follow each other, so the matrix
+/* q4_0 / q8_0 interleaved, one token: a group of 16 rows a pass, one row per lane, its blocks in
+   turn (one run of 288 / 544 bytes each) into 16 float chains. The groups follow each other, so the matrix
    is read front to back as one stream, which every prefetcher follows; no shuffles (Zen 4, 113
    MB of q4_0 from RAM: 28-30 GB/s, a plain read loop's speed, against 18-19 for the 8-row
    kernel on rows in place, tfm__avx512_gemv_q). */
-TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q4_0_ilv(const tfm__mm *m, int r0, int r1) {
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const bool q8) {
     const tfm__qacts *qa = m->qa;
-    const size_t gb = TFM__ILV_ROWS * TFM__Q4_0_BYTES; /* a block of a group */
+    const size_t gb = TFM__ILV_ROWS * (q8 ? 34u : TFM__Q4_0_BYTES); /* a block of a group */
     int g, j;
     for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
         const unsigned char *b = tfm__tensor_at(m->w, g);
         const __mmask16 lanes = (__mmask16)tfm__ilv_lanes(g, r0, r1);
         __m512 acc = _mm512_setzero_ps();
-        for (j = 0; j < qa->n_blocks; j++, b += gb)
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tfm__avx512_ilv_q4_0_isum(b, qa->q + TFM__QK * (size_t)j, qa->s[j])),
-                                  tfm__avx512_ilv_scales(b, qa->d[j]), acc);
+        for (j = 0; j < qa->n_blocks; j++, b += gb) {
+            const int8_t *x = qa->q + TFM__QK * (size_t)j;
+            __m512i isum = q8 ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j]) : tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j]);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j]), acc);
+        }
         if (m->bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, m->bias + g));
         _mm512_mask_storeu_ps(m->y + g, lanes, acc);
     }
@@ -4642,7 +4687,8 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0
     }
 }
 
-/* q6_k, activations in rows (one token, mostly: the output matrix of q4_0 / q4_k_m files): the
+/* q6_k, activations in rows (one token, mostly: the output matrix of q4_0 / q4_k_m files), rows
+   in the file's layout (no_repack, the amx set; else tfm__avx512_gemv_q6_k_ilv): the
    arithmetic of AVX2's one-row kernel (tfm__avx2_gemv_q6_k) on 64 weights per register. A
    super-block's 256 codes are four vectors (64 low or high nibbles of ql, the two high bits of
    qh shifted per 32-byte half), unpacked once for every token; pmaddubsw pairs codes x
@@ -4813,9 +4859,65 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_q45_sums(const unsigned char *
 }
 TFM__Q45_GEMV(avx512, TFM__T_AVX512)
 
+/* Super-block j of an interleaved q6_k group (>>dtype, its chunks in this loop's order) at b
+   against a token's codes x[256] and sums of 16 xs[16]: the 16 rows' exact isums of the twin,
+   one per lane. Per half h and m: 3 loads give the 4 code vectors of weights 128h + 32k + 4m..
+   (k = 0..3: ql's nibble | qh's two bits << 4, unsigned), each a vpdpbusd against the token's 4
+   codes broadcast into its sub-block's sum, which starts at -32 x the sub-block's code sum (the
+   zero point); then the half's 8 sums times the rows' int8 scales (vpmulld) into isum. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigned char *b, const int8_t *x, const int32_t *xs) {
+    const __m512i low4 = _mm512_set1_epi8(0xf), top2 = _mm512_set1_epi8(0x30);
+    __m512i isum = _mm512_setzero_si512(), dot[8];
+    int h, k, m, q;
+    TFM__UNROLL for (h = 0; h < 2; h++) {
+        const unsigned char *c = b + 2 * TFM__ILV_ROWS + (size_t)(64 * TFM__Q6_K_HALF_SLOTS * h); /* chunks of 16 rows x 4 */
+        TFM__UNROLL for (q = 0; q < 8; q++) dot[q] = _mm512_set1_epi32(-TFM__Q6_K_ZERO * xs[8 * h + q]); /* sub-block 8h + q */
+        TFM__UNROLL for (m = 0; m < 8; m++) {
+            __m512i lo[2], hb = _mm512_loadu_si512(c + 64 * (3 * m + 2));
+            lo[0] = _mm512_loadu_si512(c + 64 * (3 * m));
+            lo[1] = _mm512_loadu_si512(c + 64 * (3 * m + 1));
+            TFM__UNROLL for (k = 0; k < 4; k++) { /* ql chunk 16h + 8(k & 1) + m, nibble k >> 1; qh bits 2k */
+                __m512i hi = k < 2 ? _mm512_slli_epi16(hb, (unsigned)(4 - 2 * k)) : k == 3 ? _mm512_srli_epi16(hb, 2) : hb;
+                __m512i code = _mm512_and_si512(k >> 1 ? _mm512_srli_epi16(lo[k & 1], 4) : lo[k & 1], low4);
+                int32_t x4;
+                memcpy(&x4, x + 128 * h + 32 * k + 4 * m, 4);
+                code = _mm512_or_si512(code, _mm512_and_si512(hi, top2));
+                dot[2 * k + m / 4] = _mm512_dpbusd_epi32(dot[2 * k + m / 4], code, _mm512_set1_epi32(x4));
+            }
+        }
+        TFM__UNROLL for (q = 0; q < 8; q++) { /* the rows' scales 8h + q: byte q % 4 of chunk 24 + q / 4 */
+            __m512i s = _mm512_loadu_si512(c + 64 * (24 + q / 4));
+            s = _mm512_srai_epi32(_mm512_slli_epi32(s, (unsigned)(24 - 8 * (q % 4))), 24);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot[q], s));
+        }
+    }
+    return isum;
+}
+/* q6_k interleaved, one token at a time: a group of 16 rows a pass, read front to back as
+   tfm__avx512_gemv_q_ilv reads q4_0 (the output matrix of q4_0 and Q4_K_M files). */
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q6_k_ilv(const tfm__mm *m, int r0, int r1) {
+    const tfm__qacts *qa = m->qa;
+    const size_t gb = TFM__ILV_ROWS * TFM__Q6_K_BYTES; /* a super-block of a group */
+    int g, j, t;
+    for (t = 0; t < m->n_b; t++)
+        for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
+            const unsigned char *b = tfm__tensor_at(m->w, g);
+            const __mmask16 lanes = (__mmask16)tfm__ilv_lanes(g, r0, r1);
+            __m512 acc = _mm512_setzero_ps();
+            for (j = 0; j < qa->n_blocks; j++, b += gb) {
+                size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;
+                __m512i isum = tfm__avx512_ilv_q6_k_isum(b, qa->q + bi * TFM__QK_K, qa->s + bi * TFM__Q6_K_SUB);
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[bi]), acc);
+            }
+            if (m->bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, m->bias + g));
+            _mm512_mask_storeu_ps(m->y + (size_t)t * m->y_stride + (size_t)g, lanes, acc);
+        }
+}
+
 /* Activations in rows: each k-quant's own kernel. */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_kq(const tfm__mm *m, int r0, int r1) {
-    if (m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx512_gemv_q6_k(m, r0, r1);
+    if (m->w->ilv) tfm__avx512_gemv_q6_k_ilv(m, r0, r1);
+    else if (m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx512_gemv_q6_k(m, r0, r1);
     else if (m->w->dtype == TFM_DTYPE_Q5_K) tfm__avx512_gemv_q45(m, r0, r1, true);
     else tfm__avx512_gemv_q45(m, r0, r1, false);
 }
@@ -4875,23 +4977,29 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_pack(const tfm__mm *m, cons
         _mm512_storeu_ps(pk + TFM__QK * TFM__QP_ROWS, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
     }
 }
-/* Packed rows r.. (those in lanes `rows`) x token group g; ilv: pk is a q4_0 interleaved group
-   (>>dtype), whose nibbles and scales are the packed ones a mask and a shift away. */
+/* Packed rows r.. (those in lanes `rows`) x token group g; ilv: pk is an interleaved group
+   (>>dtype), whose codes and scales are the packed ones a mask and a shift (q4_0) or a flip
+   (q8_0) away. */
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, const unsigned char *pk, int r, __mmask16 rows, int g,
-                                                         const int zero, const bool ilv) {
+                                                         const tfm_dtype ty, const bool ilv) {
     const tfm__qacts *qa = m->qa;
-    const __m512i low4 = _mm512_set1_epi8(0xf);
+    const bool q8 = ty == TFM_DTYPE_Q8_0;
+    const int zero = q8 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO;
+    const __m512i low4 = _mm512_set1_epi8(0xf), flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
     __m512 acc[TFM__GROUP];
     int j, k, t;
     for (t = 0; t < TFM__GROUP; t++) acc[t] = _mm512_setzero_ps();
-    for (j = 0; j < qa->n_blocks; j++, pk += ilv ? TFM__ILV_ROWS * TFM__Q4_0_BYTES : TFM__QP_BLOCK) {
+    for (j = 0; j < qa->n_blocks; j++, pk += !ilv ? TFM__QP_BLOCK : TFM__ILV_ROWS * (q8 ? 34u : TFM__Q4_0_BYTES)) {
         size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
         const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP; /* [8][16 tokens][4] */
         const int32_t *s = qa->s + bi * TFM__GROUP;
         const float *dx = qa->d + bi * TFM__GROUP;
         __m512i w[TFM__QK / 4];
         __m512 dw;
-        if (ilv) {
+        if (ilv && q8) {
+            dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk))));
+            TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm512_xor_si512(_mm512_loadu_si512(pk + 2 * TFM__ILV_ROWS + 64 * k), flip);
+        } else if (ilv) {
             dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk))));
             TFM__UNROLL for (k = 0; k < TFM__QK / 8; k++) {
                 __m512i q = _mm512_loadu_si512(pk + 2 * TFM__ILV_ROWS + 64 * k);
@@ -4925,16 +5033,15 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemm_qp_rows(const tfm__mm *m,
         for (i = 0; i < TFM__QP_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
         tfm__avx512_qp_pack(m, row, scratch, ty);
         for (g = 0; g < n_groups; g++)
-            tfm__avx512_qp_tile(m, scratch, r, (__mmask16)tfm__ilv_lanes(r, r, r1), g, ty == TFM_DTYPE_Q8_0 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO,
-                                false);
+            tfm__avx512_qp_tile(m, scratch, r, (__mmask16)tfm__ilv_lanes(r, r, r1), g, ty, false);
     }
 }
-/* A batch of q4_0 interleaved: each group of 16 rows read in place by every token group. */
-TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q4_0_ilv(const tfm__mm *m, int r0, int r1) {
+/* A batch of q4_0 / q8_0 interleaved: each group of 16 rows read in place by every token group. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemm_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     int n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g;
     for (r = r0 - r0 % TFM__ILV_ROWS; r < r1; r += TFM__ILV_ROWS)
         for (g = 0; g < n_groups; g++)
-            tfm__avx512_qp_tile(m, tfm__tensor_at(m->w, r), r, (__mmask16)tfm__ilv_lanes(r, r0, r1), g, TFM__Q4_0_ZERO, true);
+            tfm__avx512_qp_tile(m, tfm__tensor_at(m->w, r), r, (__mmask16)tfm__ilv_lanes(r, r0, r1), g, ty, true);
 }
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
     if (ty == TFM_DTYPE_Q8_0) tfm__avx512_gemm_qp_rows(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
@@ -4942,12 +5049,14 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int
 }
 
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
+    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, true);
+    else if (m->w->ilv) tfm__avx512_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q8_0);
+    else if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
     else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
 }
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q4_0_ilv(m, r0, r1);
-    else if (m->w->ilv) tfm__avx512_gemm_q4_0_ilv(m, r0, r1);
+    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, false);
+    else if (m->w->ilv) tfm__avx512_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q4_0);
     else if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
     else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
 }
@@ -5396,7 +5505,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__avx512_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q4_0;
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q6_K;
         return true;
 #endif
 #ifdef TFM__X86_AMX
@@ -5881,7 +5990,7 @@ TFM__PRIVATE tfm_result tfm__model_interleave(tfm_model *m, bool keep, const tfm
     if (total == 0) return TFM_OK;
     tmp_bytes = in_place ? group_max : total;
     tmp = TFM__CAST(unsigned char *, tfm__alloc(a, tmp_bytes));
-    if (!tmp) return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "model: cannot allocate %zu bytes to repack its q4_0 matrices "
+    if (!tmp) return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "model: cannot allocate %zu bytes to repack its matrices "
                               "for the %s kernels (no_repack keeps the file's layout)", tmp_bytes, m->isa.name);
     for (i = 0; i < tfm__n_matrices(m); i++) {
         tfm__tensor *t = tfm__model_matrix(m, i);
@@ -5891,7 +6000,7 @@ TFM__PRIVATE tfm_result tfm__model_interleave(tfm_model *m, bool keep, const tfm
         for (r = 0; r < t->rows; r += TFM__ILV_ROWS, dst += group) {
             const unsigned char *src = tfm__tensor_at(t, r);
             if (in_place) src = TFM__CAST(const unsigned char *, memcpy(tmp, src, group));
-            tfm__ilv_put(src, t->row_bytes, bb, t->row_bytes / bb, dst);
+            tfm__ilv_put(t->dtype, src, t->row_bytes, bb, t->row_bytes / bb, dst);
         }
         if (!in_place) t->data = tmp + at;
         at += (size_t)t->rows * t->row_bytes;

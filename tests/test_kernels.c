@@ -94,7 +94,7 @@ static tfm__tensor make_ilv(const tfm__tensor *w, unsigned char **bytes) {
     }
     *bytes = (unsigned char *)malloc((size_t)w->rows * w->row_bytes);
     for (r = 0; r < w->rows; r += TFM__ILV_ROWS)
-        tfm__ilv_put(tfm__tensor_at(w, r), w->row_bytes, bb, w->row_bytes / bb, *bytes + (size_t)r * w->row_bytes);
+        tfm__ilv_put(w->dtype, tfm__tensor_at(w, r), w->row_bytes, bb, w->row_bytes / bb, *bytes + (size_t)r * w->row_bytes);
     t.data = *bytes;
     t.ilv = true;
     return t;
@@ -105,7 +105,7 @@ static tfm__tensor make_ilv(const tfm__tensor *w, unsigned char **bytes) {
 static void test_matmul(void) {
     static const int float_shapes[][2] = {{1, 1}, {5, 7}, {9, 16}, {17, 31}, {33, 100}, {40, 257}, {70, 1100}, {150, 4100}};
     static const int q_shapes[][2] = {{1, 32}, {7, 64}, {17, 96}, {33, 256}, {40, 512}, {23, 416}, {16, 32}, {48, 416}};
-    static const int k_shapes[][2] = {{1, 256}, {9, 256}, {33, 512}, {47, 256}};
+    static const int k_shapes[][2] = {{1, 256}, {9, 256}, {33, 512}, {47, 256}, {16, 256}, {48, 512}};
     static const int batches[] = {1, 2, 5, 16, 17, 40};
     int dt;
     tfm__isa scalar;
@@ -119,7 +119,7 @@ static void test_matmul(void) {
         double rel_err = 0.0;
         char what[96];
         int mismatch[8] = {0}, ran[8] = {0}, ran_ilv[8] = {0};
-        int ilv_type = dt == TFM_DTYPE_Q8_0 || dt == TFM_DTYPE_Q4_0; /* the scalar twin reads these interleaved */
+        int ilv_type = dt == TFM_DTYPE_Q8_0 || dt == TFM_DTYPE_Q4_0 || dt == TFM_DTYPE_Q6_K; /* the twin reads these interleaved */
         for (si = 0; si < n_shapes; si++) {
             int R = shapes[si][0], C = shapes[si][1], b, r, k;
             unsigned char *wb;
@@ -132,8 +132,10 @@ static void test_matmul(void) {
             float *y1 = (float *)malloc((size_t)R * sizeof(float));
             for (i = 0; i < (int)(40 * xs); i++) x[i] = rng_normal();
             for (r = 0; r < R; r++) bias[r] = rng_sym(1.0f);
-            wi = make_ilv(&w, &wib);
-            if (!ilv_type) wi.data = NULL;
+            wi = w;
+            wi.data = NULL;
+            wib = NULL;
+            if (ilv_type) wi = make_ilv(&w, &wib);
             for (bi = 0; bi < (int)(sizeof batches / sizeof batches[0]); bi++) {
                 int nb = batches[bi], si2;
                 run_mm(&scalar, &w, x + 1, xs, nb, bias, ref, R);
