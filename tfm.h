@@ -408,10 +408,11 @@ typedef struct tfm_model_desc {
     tfm_io io;               /* read callbacks: the file is read into one allocator block */
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
-                                read q8_0 / q4_0 / q6_k rows interleaved (avx512) get them repacked at
-                                open: in place when the file was read into memory, else into a
-                                copy of those matrices (a mapping is read-only); one-token
-                                products of them then run 1.3-1.5x as fast. The same bits. */
+                                read rows interleaved (avx512: q8_0, q4_0, q6_k; avx2: q4_0) get
+                                them repacked at open: in place when the file was read into
+                                memory, else into a copy of those matrices (a mapping is
+                                read-only); one-token products of them then run 1.3-1.5x as
+                                fast. The same bits. */
     const char *kernels;     /* NULL or "": the best set this CPU runs; else "scalar", "avx2",
                                 "avx512", "amx" or "neon" (UNSUPPORTED if this build or CPU lacks it).
                                 Every set gives the same results bit for bit. */
@@ -3598,8 +3599,9 @@ TFM__PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char
    sums for 16 tokens; the float step is then vectorized over those tokens. u8 x s8 products:
    q4_0 nibbles are unsigned already; q8_0 codes are made unsigned by adding 128 (x ^ 0x80) and
    the 128 x (sum of activation codes) taken back off, exactly. AVX-512 reads q8_0, q4_0 and
-   q6_k interleaved (>>dtype, repacked at open): 16 rows in the lanes of every load, so one
-   token needs no reduction and a q8_0 / q4_0 batch no packing (tfm__avx512_gemv_q_ilv). */
+   q6_k interleaved (>>dtype, repacked at open), AVX2 q4_0: 16 rows in the lanes of every load
+   (AVX2: 8 in each half), so one token needs no reduction and a q8_0 / q4_0 batch no packing
+   (tfm__avx512_gemv_q_ilv, tfm__avx2_gemv_q4_0_ilv). */
 #define TFM__Q8_FLIP 128 /* q8_0 code + 128 is unsigned */
 /* One token reads 8 rows at a time, a block of each in turn, and prefetches the same bytes of
    the next 8 rows (measured on Pythia-410m's matrices streamed from RAM: 1 KiB ahead in each
@@ -3708,6 +3710,58 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0(const tfm__mm *m, int r0, int 
         }
         _mm256_storeu_ps(out, acc);
         for (i = 0; i < 8 && r + i < r1; i++) m->y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
+    }
+}
+
+/* q4_0 interleaved (>>dtype), one token: a group of 16 rows a pass as two halves of 8 rows,
+   one row per lane (bytes 0..31 of every 64-byte piece hold rows 0..7, 32..63 rows 8..15). Per
+   block and half, the 4 pieces' low and high nibbles against the token's 4 codes broadcast
+   (pmaddubsw), the 8 int16 pair sums added in int16 (at most 8 x 2 x 15 x 127 = 30480) and
+   summed to int32 once (pmaddwd): the 8 rows' exact sums with no reduction across lanes, then
+   the twin's float step for 8 rows. The matrix is read front to back as one stream. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_0_isum(const unsigned char *b, int half, const int8_t *x, int32_t s) {
+    const __m256i low4 = _mm256_set1_epi8(0xf);
+    __m256i s16 = _mm256_setzero_si256();
+    int c;
+    TFM__UNROLL for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
+        __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 2 * TFM__ILV_ROWS + 64 * c + 32 * half)));
+        int32_t lo, hi;
+        memcpy(&lo, x + TFM__ILV_CHUNK * c, 4);
+        memcpy(&hi, x + TFM__QK / 2 + TFM__ILV_CHUNK * c, 4);
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(_mm256_and_si256(q, low4), _mm256_set1_epi32(lo)));
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), _mm256_set1_epi32(hi)));
+    }
+    return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), _mm256_set1_epi32(TFM__Q4_0_ZERO * s));
+}
+/* The f16 scales of half `half` of an interleaved group's block at b, as floats. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_scales(const unsigned char *b, int half) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, b + 16 * half))));
+}
+/* Rows r.. r + 7 of 8 floats in v (+ bias) where they lie in [r0, r1). */
+TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_store_rows(const tfm__mm *m, float *y, __m256 v, int r, int r0, int r1) {
+    float out[8];
+    int i;
+    _mm256_storeu_ps(out, v);
+    for (i = 0; i < 8; i++)
+        if (r + i >= r0 && r + i < r1) y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
+}
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0_ilv(const tfm__mm *m, int r0, int r1) {
+    const tfm__qacts *qa = m->qa;
+    const size_t gb = TFM__ILV_ROWS * TFM__Q4_0_BYTES; /* a block of a group */
+    int g, j;
+    for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
+        const unsigned char *b = tfm__tensor_at(m->w, g);
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+        for (j = 0; j < qa->n_blocks; j++, b += gb) {
+            const int8_t *x = qa->q + TFM__QK * (size_t)j;
+            __m256 dx = _mm256_set1_ps(qa->d[j]);
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_ilv_q4_0_isum(b, 0, x, qa->s[j])),
+                                   _mm256_mul_ps(tfm__avx2_ilv_scales(b, 0), dx), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_ilv_q4_0_isum(b, 1, x, qa->s[j])),
+                                   _mm256_mul_ps(tfm__avx2_ilv_scales(b, 1), dx), acc1);
+        }
+        tfm__avx2_store_rows(m, m->y, acc0, g, r0, r1);
+        tfm__avx2_store_rows(m, m->y, acc1, g + 8, r0, r1);
     }
 }
 
@@ -4237,21 +4291,34 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_qp8_pack(const tfm__mm *m, const unsigne
         }
     }
 }
-/* Packed rows r.. (r1 - r of them count) x tokens [t0, t0 + 4) of token group g. */
-TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const unsigned char *pk, int r, int r1, int g, int t0) {
+/* Packed rows r..r + 7 (those in [r0, r1) count) x tokens [t0, t0 + 4) of token group g; ilv:
+   pk is half `half` of an interleaved group (>>dtype), whose nibbles and scales are the packed
+   ones a mask and a shift away. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const unsigned char *pk, int r, int r0, int r1, int g, int t0,
+                                                      const bool ilv, int half) {
     const tfm__qacts *qa = m->qa;
+    const __m256i low4 = _mm256_set1_epi8(0xf);
     __m256 acc[TFM__QP8_TOKENS];
-    float out[TFM__QP8_ROWS];
-    int j, k, t, i;
+    int j, k, t;
     for (t = 0; t < TFM__QP8_TOKENS; t++) acc[t] = _mm256_setzero_ps();
-    for (j = 0; j < qa->n_blocks; j++, pk += TFM__QP8_BLOCK) {
+    for (j = 0; j < qa->n_blocks; j++, pk += ilv ? TFM__ILV_ROWS * TFM__Q4_0_BYTES : TFM__QP8_BLOCK) {
         size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
         const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP + 4 * t0; /* [8][16 tokens][4] */
         const int32_t *s = qa->s + bi * TFM__GROUP + t0;
         const float *dx = qa->d + bi * TFM__GROUP + t0;
         __m256i w[TFM__QK / 4];
-        __m256 dw = _mm256_loadu_ps(TFM__CAST(const float *, TFM__CAST(const void *, pk + TFM__QK * TFM__QP8_ROWS)));
-        TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 32 * k)));
+        __m256 dw;
+        if (ilv) {
+            dw = tfm__avx2_ilv_scales(pk, half);
+            TFM__UNROLL for (k = 0; k < TFM__QK / 8; k++) {
+                __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 2 * TFM__ILV_ROWS + 64 * k + 32 * half)));
+                w[k] = _mm256_and_si256(q, low4);
+                w[k + TFM__QK / 8] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            }
+        } else {
+            dw = _mm256_loadu_ps(TFM__CAST(const float *, TFM__CAST(const void *, pk + TFM__QK * TFM__QP8_ROWS)));
+            TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 32 * k)));
+        }
         TFM__UNROLL for (t = 0; t < TFM__QP8_TOKENS; t++) {
             __m256i s16 = _mm256_setzero_si256(), isum;
             TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) {
@@ -4263,19 +4330,23 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const u
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(dx[t])), acc[t]);
         }
     }
-    for (t = 0; t < TFM__QP8_TOKENS && g * TFM__GROUP + t0 + t < m->n_b; t++) {
-        float *y = m->y + (size_t)(g * TFM__GROUP + t0 + t) * m->y_stride + (size_t)r;
-        _mm256_storeu_ps(out, acc[t]);
-        for (i = 0; i < TFM__QP8_ROWS && r + i < r1; i++) y[i] = m->bias ? out[i] + m->bias[r + i] : out[i];
-    }
+    for (t = 0; t < TFM__QP8_TOKENS && g * TFM__GROUP + t0 + t < m->n_b; t++)
+        tfm__avx2_store_rows(m, m->y + (size_t)(g * TFM__GROUP + t0 + t) * m->y_stride, acc[t], r, r0, r1);
 }
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     int r, t, i;
+    if (m->w->ilv) { /* half groups of 8 rows, read in place */
+        for (r = r0 - r0 % TFM__QP8_ROWS; r < r1; r += TFM__QP8_ROWS)
+            for (t = 0; t < m->n_b; t += TFM__QP8_TOKENS)
+                tfm__avx2_qp8_tile(m, tfm__tensor_at(m->w, r - r % TFM__ILV_ROWS), r, r0, r1, t / TFM__GROUP, t % TFM__GROUP, true,
+                                   r % TFM__ILV_ROWS / TFM__QP8_ROWS);
+        return;
+    }
     for (r = r0; r < r1; r += TFM__QP8_ROWS) {
         const unsigned char *row[TFM__QP8_ROWS];
         for (i = 0; i < TFM__QP8_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
         tfm__avx2_qp8_pack(m, row, scratch);
-        for (t = 0; t < m->n_b; t += TFM__QP8_TOKENS) tfm__avx2_qp8_tile(m, scratch, r, r1, t / TFM__GROUP, t % TFM__GROUP);
+        for (t = 0; t < m->n_b; t += TFM__QP8_TOKENS) tfm__avx2_qp8_tile(m, scratch, r, r, r1, t / TFM__GROUP, t % TFM__GROUP, false, 0);
     }
 }
 
@@ -4290,7 +4361,8 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q8_0(const tfm__mm *m, int r0, int r1
     else tfm__avx2_gemm_q8_0(m, r0, r1);
 }
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    if (m->qa->group == 1) tfm__avx2_gemv_q4_0(m, r0, r1);
+    if (m->qa->group == 1 && m->w->ilv) tfm__avx2_gemv_q4_0_ilv(m, r0, r1);
+    else if (m->qa->group == 1) tfm__avx2_gemv_q4_0(m, r0, r1);
     else tfm__avx2_gemm_q4_0(m, r0, r1, scratch);
 }
 #endif /* TFM__X86_AVX2 */
@@ -5490,6 +5562,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
         out->scratch_bytes = tfm__avx2_scratch_bytes;
+        out->ilv = 1u << TFM_DTYPE_Q4_0;
         return true;
 #endif
 #ifdef TFM__X86_AVX512

@@ -288,24 +288,28 @@ static int logits_one_by_one(const tfm_model *m, float *out) {
     return ok;
 }
 
-/* q4_0 matrices repacked at open for the avx512 kernels (interleaved rows): from every source
-   (borrowed and mapped: into a block of their own; read into memory: in place), tied and not;
-   the logits the same bits as the scalar kernels' on the file's layout and as with no_repack,
-   for a prompt and token by token; every block freed. */
+/* q4_0 matrices repacked at open for the avx512 and avx2 kernels (interleaved rows): from every
+   source (borrowed and mapped: into a block of their own; read into memory: in place), tied
+   and not; the logits the same bits as the scalar kernels' on the file's layout and as with
+   no_repack, for a prompt and token by token; every block freed. */
 static void test_repack(void) {
+    static const char *const sets[] = {"avx512", "avx2"};
     const char *path = "build/test_embed_q4.tfm";
-    int tied;
-    if (!tfm__isa_runs("avx512")) {
-        printf("SKIP repacked q4_0 matrices: the avx512 kernels do not run on this CPU\n");
-        return;
-    }
-    for (tied = 0; tied < 2; tied++) {
-        model_file mf = make_model_ex(2, 48, 32, TFM_DTYPE_Q4_0, tied, 71 + (uint64_t)tied);
+    int run, tied, si;
+    for (si = 0; si < 2; si++)
+        if (!tfm__isa_runs(sets[si])) printf("SKIP repacked q4_0 matrices: the %s kernels do not run on this CPU\n", sets[si]);
+    for (run = 0; run < 4; run++) { /* each set, untied and tied */
+        model_file mf;
         float want[48], want1[48], got[48], got1[48];
         tfm_model_desc md;
         tfm_model *ref = NULL;
         int src, keep;
-        FILE *fp = fopen(path, "wb");
+        FILE *fp;
+        si = run / 2;
+        tied = run % 2;
+        if (!tfm__isa_runs(sets[si])) continue;
+        mf = make_model_ex(2, 48, 32, TFM_DTYPE_Q4_0, tied, 71 + (uint64_t)tied);
+        fp = fopen(path, "wb");
         if (fp) { fwrite(mf.bytes, 1, mf.n_bytes, fp); fclose(fp); }
         memset(&md, 0, sizeof md);
         md.data = mf.bytes; md.data_bytes = mf.n_bytes; md.kernels = "scalar";
@@ -324,10 +328,10 @@ static void test_repack(void) {
                 if (src == 0) { md.data = mf.bytes; md.data_bytes = mf.n_bytes; }
                 else if (src == 3) { md.io.read = pak_read; md.io.user = &p; md.io.file_bytes = mf.n_bytes; }
                 else { md.path = path; md.no_mmap = src == 2; }
-                md.kernels = "avx512";
+                md.kernels = sets[si];
                 md.no_repack = keep != 0;
                 md.allocator = test_allocator(&c);
-                CHECK_MSG(tfm_model_open(&md, &m) == TFM_OK, "source %d, no_repack %d", src, keep);
+                CHECK_MSG(tfm_model_open(&md, &m) == TFM_OK, "%s: source %d, no_repack %d", sets[si], src, keep);
                 if (!m) continue;
                 CHECK_MSG(m->layers[1].w_down.ilv == !keep && m->w_out.ilv == !keep && m->tok_embd.ilv == (tied && !keep),
                           "source %d, no_repack %d, tied %d: matrices interleaved %d %d %d", src, keep, tied,
@@ -336,7 +340,7 @@ static void test_repack(void) {
                           (void *)m->ilv_block);
                 CHECK(logits_of(m, got) && logits_one_by_one(m, got1));
                 CHECK_MSG(memcmp(want, got, sizeof want) == 0 && memcmp(want1, got1, sizeof want) == 0,
-                          "source %d, no_repack %d, tied %d: logits differ from the scalar kernels'", src, keep, tied);
+                          "%s: source %d, no_repack %d, tied %d: logits differ from the scalar kernels'", sets[si], src, keep, tied);
                 tfm_model_close(m);
                 CHECK(c.live == 0);
             }

@@ -96,6 +96,17 @@ static double read_bandwidth(int n_threads) {
     return sum < 0 ? 0.0 : best / 1e9;
 }
 
+/* How many of the model's matrices the kernels read interleaved (repacked at open, >>dtype). */
+static void print_repacked(tfm_model *model) {
+    int i, n = 0, n_ilv = 0;
+    for (i = 0; i < tfm__n_matrices(model); i++) {
+        const tfm__tensor *t = tfm__model_matrix(model, i);
+        n += t->data != NULL;
+        n_ilv += t->data && t->ilv;
+    }
+    printf("repacked         %d of %d matrices interleaved for the kernels at open\n", n_ilv, n);
+}
+
 /* FMA peak in GFLOP/s per kernel set: N independent 16-lane fma chains per thread, written
    with tfm.h's own vector layer (the operations its float kernels use). N: enough chains to
    cover the fma latency on two ports and few enough to stay in registers (AVX2: 6 vectors =
@@ -581,6 +592,7 @@ int main(int argc, char **argv) {
                                   : "each row's next line prefetched");
         printf("model            %s %s: %d layers, d_model %d, d_ff %d, vocab %d; %.1f MB of matrices per token\n", label,
                type_label, c.n_layers, c.d_model, c.d_ff, c.n_vocab, bytes / 1e6);
+        print_repacked(model);
     }
     for (ti = 0; ti < a.n_thread_counts; ti++) {
         int nt = a.threads[ti];
