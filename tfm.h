@@ -6057,7 +6057,9 @@ TFM__PRIVATE tfm_result tfm__model_interleave(tfm_model *m, bool keep, const tfm
     for (i = 0; i < tfm__n_matrices(m) && !keep; i++) {
         const tfm__tensor *t = tfm__model_matrix(m, i);
         if (!tfm__ilv_wanted(m, t)) continue;
-        total += (size_t)t->rows * t->row_bytes; /* no overflow: each tensor lies in the file */
+        /* each lies in the file, but a hostile file may name the same bytes many times */
+        if (!tfm__add_size(total, (size_t)t->rows * t->row_bytes, &total))
+            return tfm__log(lg, TFM_ERR_OUT_OF_MEMORY, "model: its matrices to repack exceed the address space");
         if (TFM__ILV_ROWS * t->row_bytes > group_max) group_max = TFM__ILV_ROWS * t->row_bytes;
     }
     if (total == 0) return TFM_OK;
