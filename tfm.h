@@ -1881,10 +1881,11 @@ TFM__PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
 }
 
 #define TFM__ILV_ROWS 16 /* rows per interleaved group */
-#define TFM__ILV_CHUNK 4 /* payload bytes of one row side by side in an interleaved group */
+#define TFM__ILV_CHUNK 4 /* bytes of one row in a piece of an interleaved group (16 rows side by side) */
 
 #define TFM__Q6_K_D_AT 208 /* q6_k's f16 d: the end of its block (q8_0 / q4_0: the start) */
-#define TFM__Q6_K_HALF_SLOTS 26 /* q6_k interleaved: chunks per half super-block (8 x 3, 2 of scales) */
+#define TFM__Q6_K_HALF_SLOTS 26 /* q6_k interleaved: pieces per half super-block, 8 x 3 of codes, */
+#define TFM__Q6_K_SCALE_SLOT 24 /* then 2 of scales from this one on */
 
 /* Where an interleaved type's block holds its f16 d. */
 TFM__PRIVATE size_t tfm__ilv_d_at(tfm_dtype dt) { return dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_D_AT : 0; }
@@ -1899,7 +1900,7 @@ TFM__PRIVATE size_t tfm__ilv_piece(tfm_dtype dt, int i, size_t n, size_t *at) {
     size_t h = n / TFM__Q6_K_HALF_SLOTS, s = n % TFM__Q6_K_HALF_SLOTS, m = s / 3;
     *at = 2 * TFM__ILV_ROWS + n * TFM__ILV_ROWS * TFM__ILV_CHUNK + TFM__ILV_CHUNK * (size_t)i;
     if (dt != TFM_DTYPE_Q6_K) return 2 + TFM__ILV_CHUNK * n;
-    if (s >= 24) return 192 + 8 * h + 4 * (s - 24);        /* scales */
+    if (s >= TFM__Q6_K_SCALE_SLOT) return 192 + 8 * h + 4 * (s - TFM__Q6_K_SCALE_SLOT); /* scales */
     if (s % 3 == 2) return 128 + 4 * (8 * h + m);           /* qh */
     return 4 * (16 * h + 8 * (s % 3) + m);                  /* ql */
 }
@@ -4957,8 +4958,8 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigne
                 dot[2 * k + m / 4] = _mm512_dpbusd_epi32(dot[2 * k + m / 4], code, _mm512_set1_epi32(x4));
             }
         }
-        TFM__UNROLL for (q = 0; q < 8; q++) { /* the rows' scales 8h + q: byte q % 4 of chunk 24 + q / 4 */
-            __m512i s = _mm512_loadu_si512(c + 64 * (24 + q / 4));
+        TFM__UNROLL for (q = 0; q < 8; q++) { /* the rows' scales 8h + q: byte q % 4 of their piece */
+            __m512i s = _mm512_loadu_si512(c + 64 * (TFM__Q6_K_SCALE_SLOT + q / 4));
             s = _mm512_srai_epi32(_mm512_slli_epi32(s, (unsigned)(24 - 8 * (q % 4))), 24);
             isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot[q], s));
         }
