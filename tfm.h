@@ -4643,28 +4643,6 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_scales(const unsigned ch
     return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b)))), _mm512_set1_ps(dx));
 }
 
-/* q4_0 / q8_0 interleaved, one token: a group of 16 rows a pass, one row per lane, its blocks in
-   turn (one run of 288 / 544 bytes each) into 16 float chains. The groups follow each other, so the matrix
-   is read front to back as one stream, which every prefetcher follows; no shuffles (Zen 4, 113
-   MB of q4_0 from RAM: 28-30 GB/s, a plain read loop's speed, against 18-19 for the 8-row
-   kernel on rows in place, tfm__avx512_gemv_q). */
-TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const bool q8) {
-    const tfm__qacts *qa = m->qa;
-    const size_t gb = TFM__ILV_ROWS * (q8 ? 34u : TFM__Q4_0_BYTES); /* a block of a group */
-    int g, j;
-    for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
-        const unsigned char *b = tfm__tensor_at(m->w, g);
-        const __mmask16 lanes = (__mmask16)tfm__ilv_lanes(g, r0, r1);
-        __m512 acc = _mm512_setzero_ps();
-        for (j = 0; j < qa->n_blocks; j++, b += gb) {
-            const int8_t *x = qa->q + TFM__QK * (size_t)j;
-            __m512i isum = q8 ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j]) : tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j]);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j]), acc);
-        }
-        if (m->bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, m->bias + g));
-        _mm512_mask_storeu_ps(m->y + g, lanes, acc);
-    }
-}
 
 TFM__KQUANT_KERNELS(avx512, TFM__T_AVX512)
 
@@ -4761,7 +4739,7 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0
 }
 
 /* q6_k, activations in rows (one token, mostly: the output matrix of q4_0 / q4_k_m files), rows
-   in the file's layout (no_repack, the amx set; else tfm__avx512_gemv_q6_k_ilv): the
+   in the file's layout (no_repack, the amx set; else tfm__avx512_gemv_q_ilv): the
    arithmetic of AVX2's one-row kernel (tfm__avx2_gemv_q6_k) on 64 weights per register. A
    super-block's 256 codes are four vectors (64 low or high nibbles of ql, the two high bits of
    qh shifted per 32-byte half), unpacked once for every token; pmaddubsw pairs codes x
@@ -4966,30 +4944,34 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigne
     }
     return isum;
 }
-/* q6_k interleaved, one token at a time: a group of 16 rows a pass, read front to back as
-   tfm__avx512_gemv_q_ilv reads q4_0 (the output matrix of q4_0 and Q4_K_M files). */
-TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_q6_k_ilv(const tfm__mm *m, int r0, int r1) {
+/* q8_0 / q4_0 / q6_k interleaved, one token: a group of 16 rows a pass, one row per lane, its
+   blocks in turn (one run of 544 / 288 / 3360 bytes each) into 16 float chains. The groups
+   follow each other, so the matrix is read front to back as one stream, which every
+   prefetcher follows; no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read
+   loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
-    const size_t gb = TFM__ILV_ROWS * TFM__Q6_K_BYTES; /* a super-block of a group */
-    int g, j, t;
-    for (t = 0; t < m->n_b; t++)
-        for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
-            const unsigned char *b = tfm__tensor_at(m->w, g);
-            const __mmask16 lanes = (__mmask16)tfm__ilv_lanes(g, r0, r1);
-            __m512 acc = _mm512_setzero_ps();
-            for (j = 0; j < qa->n_blocks; j++, b += gb) {
-                size_t bi = (size_t)t * (size_t)qa->n_blocks + (size_t)j;
-                __m512i isum = tfm__avx512_ilv_q6_k_isum(b, qa->q + bi * TFM__QK_K, qa->s + bi * TFM__Q6_K_SUB);
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[bi]), acc);
-            }
-            if (m->bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, m->bias + g));
-            _mm512_mask_storeu_ps(m->y + (size_t)t * m->y_stride + (size_t)g, lanes, acc);
+    const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
+    int g, j;
+    for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
+        const unsigned char *b = tfm__tensor_at(m->w, g);
+        const __mmask16 lanes = (__mmask16)tfm__ilv_lanes(g, r0, r1);
+        __m512 acc = _mm512_setzero_ps();
+        for (j = 0; j < qa->n_blocks; j++, b += gb) {
+            const int8_t *x = qa->q + (size_t)qa->block * (size_t)j;
+            __m512i isum = ty == TFM_DTYPE_Q8_0   ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j])
+                           : ty == TFM_DTYPE_Q4_0 ? tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j])
+                                                  : tfm__avx512_ilv_q6_k_isum(b, x, qa->s + (size_t)TFM__Q6_K_SUB * (size_t)j);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j]), acc);
         }
+        if (m->bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, m->bias + g));
+        _mm512_mask_storeu_ps(m->y + g, lanes, acc);
+    }
 }
 
 /* Activations in rows: each k-quant's own kernel. */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_kq(const tfm__mm *m, int r0, int r1) {
-    if (m->w->ilv) tfm__avx512_gemv_q6_k_ilv(m, r0, r1);
+    if (m->w->ilv) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q6_K);
     else if (m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx512_gemv_q6_k(m, r0, r1);
     else if (m->w->dtype == TFM_DTYPE_Q5_K) tfm__avx512_gemv_q45(m, r0, r1, true);
     else tfm__avx512_gemv_q45(m, r0, r1, false);
@@ -5122,13 +5104,13 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_q(const tfm__mm *m, int r0, int
 }
 
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, true);
+    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q8_0);
     else if (m->w->ilv) tfm__avx512_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q8_0);
     else if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
     else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
 }
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, false);
+    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q4_0);
     else if (m->w->ilv) tfm__avx512_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q4_0);
     else if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
     else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
