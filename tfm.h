@@ -1890,19 +1890,20 @@ TFM__PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
 /* Where an interleaved type's block holds its f16 d. */
 TFM__PRIVATE size_t tfm__ilv_d_at(tfm_dtype dt) { return dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_D_AT : 0; }
 
+/* q6_k's pieces in the order its kernel (tfm__avx512_ilv_q6_k_isum) reads them, so that it reads
+   every group front to back: each piece's 4-byte word in the block. Per half h of 128 weights,
+   for m = 0..7 ql's words 16h + m and 16h + 8 + m and qh's 8h + m (words 32 on), then the
+   half's 8 scales (words 48 on). */
+static const unsigned char tfm__q6_k_pieces[2 * TFM__Q6_K_HALF_SLOTS] = {
+    0,  8,  32, 1,  9,  33, 2,  10, 34, 3,  11, 35, 4,  12, 36, 5,  13, 37, 6,  14, 38, 7,  15, 39, 48, 49,
+    16, 24, 40, 17, 25, 41, 18, 26, 42, 19, 27, 43, 20, 28, 44, 21, 29, 45, 22, 30, 46, 23, 31, 47, 50, 51};
+
 /* Piece n (4 bytes) of row i's block of dtype dt in an interleaved group: its offset in the
    block, and *at its offset in the group's block (the 16 rows' d, then the pieces, 16 rows x 4
-   bytes each). Pieces follow block order, except q6_k's, which follow its kernel
-   (tfm__avx512_ilv_q6_k_isum) so that it reads every group front to back: per half h of 128
-   weights, for m = 0..7 ql's bytes 4 (16h + m) and 4 (16h + 8 + m) and qh's 4 (8h + m), then
-   the half's 8 scales. */
+   bytes each). Pieces follow block order, except q6_k's (tfm__q6_k_pieces). */
 TFM__PRIVATE size_t tfm__ilv_piece(tfm_dtype dt, int i, size_t n, size_t *at) {
-    size_t h = n / TFM__Q6_K_HALF_SLOTS, s = n % TFM__Q6_K_HALF_SLOTS, m = s / 3;
     *at = 2 * TFM__ILV_ROWS + n * TFM__ILV_ROWS * TFM__ILV_CHUNK + TFM__ILV_CHUNK * (size_t)i;
-    if (dt != TFM_DTYPE_Q6_K) return 2 + TFM__ILV_CHUNK * n;
-    if (s >= TFM__Q6_K_SCALE_SLOT) return 192 + 8 * h + 4 * (s - TFM__Q6_K_SCALE_SLOT); /* scales */
-    if (s % 3 == 2) return 128 + 4 * (8 * h + m);           /* qh */
-    return 4 * (16 * h + 8 * (s % 3) + m);                  /* ql */
+    return dt == TFM_DTYPE_Q6_K ? TFM__ILV_CHUNK * tfm__q6_k_pieces[n] : 2 + TFM__ILV_CHUNK * n;
 }
 
 /* Row i's block of dtype dt (bb bytes) from the interleaved blocks of a group at g (the 16
