@@ -1431,14 +1431,15 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
            qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
            and high bits qh[l] >> 2k;                                     w = d scale_j (q - 32)
 
-   Interleaved rows (q8_0, q4_0, q6_k, when the model's kernel set asks for them: tfm__isa.ilv):
-   a matrix with a multiple of 16 rows is repacked at open (tfm__model_interleave) so that each
-   group of 16 rows is stored block by block: for block j, the 16 rows' f16 d, then the rest of
-   their blocks 4 bytes at a time, [rest / 4][16 rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles;
-   q8_0: 8 x 64 of codes; q6_k: 52 x 64 of ql, qh and scales, in the order its kernel reads
-   them: tfm__ilv_piece). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 = 32 + 4 x
-   64), so whole groups stay where they were; one 64-byte load holds the same 4 bytes of 16
-   rows, one per lane of a vector product, and the matrix is read front to back. */
+   Interleaved rows (q8_0, q4_0, q6_k, q4_k, when the model's kernel set asks for them:
+   tfm__isa.ilv): a matrix with a multiple of 16 rows is repacked at open (tfm__model_interleave)
+   so that each group of 16 rows is stored block by block: for block j, the 16 rows' heads (the
+   f16 d; q4_k's d and dmin), then the rest of their blocks 4 bytes at a time, [rest / 4][16
+   rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles; q8_0: 8 x 64 of codes; q4_k: 3 x 64 of scales,
+   32 x 64 of nibbles; q6_k: 52 x 64 of ql, qh and scales, in the order its kernel reads them:
+   tfm__ilv_piece). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 = 32 + 4 x 64),
+   so whole groups stay where they were; one 64-byte load holds the same 4 bytes of 16 rows,
+   one per lane of a vector product, and the matrix is read front to back. */
 
 #define TFM__QK 32      /* weights per q8_0 / q4_0 block, and per q8 activation block */
 #define TFM__QK_K 256   /* weights per q4_k / q6_k super-block, and per q8_k activation block */
@@ -1446,6 +1447,7 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 #define TFM__Q4_0_BYTES 18 /* a q4_0 block: f16 scale, 16 bytes of nibbles */
 #define TFM__Q6_K_ZERO 32  /* q6_k stores q + 32 in 6 bits */
 #define TFM__Q6_K_BYTES 210u /* bytes per q6_k super-block */
+#define TFM__Q4_K_BYTES 144u /* bytes per q4_k super-block */
 #define TFM__Q8_MAX 127    /* q8 codes are in [-127, 127]: never -128, so a sign flip stays in range */
 #define TFM__BF16_ROUND 0x7fffu /* f32 -> bf16: add this plus the kept lsb, then truncate */
 
@@ -1884,10 +1886,13 @@ TFM__PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
 #define TFM__ILV_CHUNK 4 /* bytes of one row in a piece of an interleaved group (16 rows side by side) */
 
 #define TFM__Q6_K_D_AT 208 /* q6_k's f16 d: the end of its block (q8_0 / q4_0: the start) */
+#define TFM__Q4_K_HEAD 4   /* q4_k's f16 d and dmin, its block's first bytes */
 #define TFM__Q6_K_HALF_SLOTS 26 /* q6_k interleaved: pieces per half super-block, 8 x 3 of codes, */
 #define TFM__Q6_K_SCALE_SLOT 24 /* then 2 of scales from this one on */
 
-/* Where an interleaved type's block holds its f16 d. */
+/* An interleaved type's head, stored first for the 16 rows: its bytes (the f16 d; q4_k's d and
+   dmin), and where the block holds it. */
+TFM__PRIVATE size_t tfm__ilv_head(tfm_dtype dt) { return dt == TFM_DTYPE_Q4_K ? TFM__Q4_K_HEAD : 2; }
 TFM__PRIVATE size_t tfm__ilv_d_at(tfm_dtype dt) { return dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_D_AT : 0; }
 
 /* q6_k's pieces in the order its kernel (tfm__avx512_ilv_q6_k_isum) reads them, so that it reads
@@ -1899,19 +1904,20 @@ static const unsigned char tfm__q6_k_pieces[2 * TFM__Q6_K_HALF_SLOTS] = {
     16, 24, 40, 17, 25, 41, 18, 26, 42, 19, 27, 43, 20, 28, 44, 21, 29, 45, 22, 30, 46, 23, 31, 47, 50, 51};
 
 /* Piece n (4 bytes) of row i's block of dtype dt in an interleaved group: its offset in the
-   block, and *at its offset in the group's block (the 16 rows' d, then the pieces, 16 rows x 4
-   bytes each). Pieces follow block order, except q6_k's (tfm__q6_k_pieces). */
+   block, and *at its offset in the group's block (the 16 rows' heads, then the pieces, 16 rows
+   x 4 bytes each). Pieces follow block order, except q6_k's (tfm__q6_k_pieces). */
 TFM__PRIVATE size_t tfm__ilv_piece(tfm_dtype dt, int i, size_t n, size_t *at) {
-    *at = 2 * TFM__ILV_ROWS + n * TFM__ILV_ROWS * TFM__ILV_CHUNK + TFM__ILV_CHUNK * (size_t)i;
-    return dt == TFM_DTYPE_Q6_K ? TFM__ILV_CHUNK * tfm__q6_k_pieces[n] : 2 + TFM__ILV_CHUNK * n;
+    size_t head = tfm__ilv_head(dt);
+    *at = head * TFM__ILV_ROWS + n * TFM__ILV_ROWS * TFM__ILV_CHUNK + TFM__ILV_CHUNK * (size_t)i;
+    return dt == TFM_DTYPE_Q6_K ? TFM__ILV_CHUNK * tfm__q6_k_pieces[n] : head + TFM__ILV_CHUNK * n;
 }
 
 /* Row i's block of dtype dt (bb bytes) from the interleaved blocks of a group at g (the 16
    rows' block j) into out. */
 TFM__PRIVATE void tfm__ilv_get(tfm_dtype dt, const unsigned char *g, size_t bb, int i, unsigned char *out) {
-    size_t n, at;
-    memcpy(out + tfm__ilv_d_at(dt), g + 2 * (size_t)i, 2);
-    for (n = 0; n < (bb - 2) / TFM__ILV_CHUNK; n++) {
+    size_t n, at, head = tfm__ilv_head(dt);
+    memcpy(out + tfm__ilv_d_at(dt), g + head * (size_t)i, head);
+    for (n = 0; n < (bb - head) / TFM__ILV_CHUNK; n++) {
         size_t b = tfm__ilv_piece(dt, i, n, &at);
         memcpy(out + b, g + at, TFM__ILV_CHUNK);
     }
@@ -1921,13 +1927,13 @@ TFM__PRIVATE void tfm__ilv_get(tfm_dtype dt, const unsigned char *g, size_t bb, 
    into dst (16 row_bytes; not overlapping src). */
 TFM__PRIVATE void tfm__ilv_put(tfm_dtype dt, const unsigned char *src, size_t row_bytes, size_t bb, size_t n_blocks,
                               unsigned char *dst) {
-    size_t j, n, at;
+    size_t j, n, at, head = tfm__ilv_head(dt);
     int i;
     for (j = 0; j < n_blocks; j++, dst += TFM__ILV_ROWS * bb)
         for (i = 0; i < TFM__ILV_ROWS; i++) {
             const unsigned char *b = src + (size_t)i * row_bytes + j * bb;
-            memcpy(dst + 2 * (size_t)i, b + tfm__ilv_d_at(dt), 2);
-            for (n = 0; n < (bb - 2) / TFM__ILV_CHUNK; n++) {
+            memcpy(dst + head * (size_t)i, b + tfm__ilv_d_at(dt), head);
+            for (n = 0; n < (bb - head) / TFM__ILV_CHUNK; n++) {
                 size_t k = tfm__ilv_piece(dt, i, n, &at);
                 memcpy(dst + at, b + k, TFM__ILV_CHUNK);
             }
@@ -2503,11 +2509,13 @@ TFM__PRIVATE float tfm__dot_q4_0_scalar(const tfm__tensor *W, int r, const tfm__
 
 /* q4_k: isum = sum_j scale_j (nibbles . x over sub-block j), imin = sum_j min_j (sum of x codes
    over sub-block j); w = d scale nibble - dmin min, so acc += isum d dx - imin dmin dx. */
-TFM__PRIVATE float tfm__dot_q4_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
+TFM__PRIVATE float tfm__dot_q4_k_scalar(const tfm__tensor *W, int r, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK_K];
+    unsigned char tmp[TFM__Q4_K_BYTES];
     float acc = 0.0f;
     int j, sb, i, sc, mn;
-    for (j = 0; j < qa->n_blocks; j++, w += 144) {
+    for (j = 0; j < qa->n_blocks; j++) {
+        const unsigned char *w = tfm__tensor_block(W, r, j, sizeof tmp, tmp);
         int32_t isum = 0, imin = 0;
         float dx = tfm__qa_scale(qa, t, j);
         tfm__qa_codes(qa, t, j, x);
@@ -2595,7 +2603,7 @@ TFM__PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     case TFM_DTYPE_BF16: return tfm__dot_half_scalar(w, true, x, m->w->cols);
     case TFM_DTYPE_Q8_0: return tfm__dot_q8_0_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q4_0: return tfm__dot_q4_0_scalar(m->w, r, m->qa, b);
-    case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q5_K: return tfm__dot_q5_k_scalar(w, m->qa, b);
     case TFM_DTYPE_COUNT: break;
@@ -3858,6 +3866,7 @@ typedef struct tfm__kq_sb {
 } tfm__kq_sb;
 
 #define TFM__KQ_ROWS 4 /* weight rows per pass of the batched K-quant kernels */
+#define TFM__KQ_BLOCK_SLOTS 8 /* 32-byte slots that hold a k-quant block (210 bytes and 16 before it) */
 #define TFM__KQ_SUBS 4 /* sub-blocks summed at once (independent chains of dot products) */
 
 /* Task scratch of the batched K-quant kernels: TFM__KQ_ROWS rows unpacked. */
@@ -3888,29 +3897,31 @@ TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xfff
         memcpy(mn, &lo, 4);                                                                               \
         memcpy(mn + 4, &hi, 4);                                                                           \
     }                                                                                                     \
-    /* o->flip and o->sc_pair for n_sub (8 or 16) sub-blocks: each sub-block's code sum from the sums \
-       of absolute differences of codes + 128 against zero (psadbw: four sums of 8 bytes). */            \
+    /* o->flip and o->sc_pair for n_sub (8 or 16) sub-blocks. flip = 128 sum_c sc_c sum(codes of c) \
+       in one pass: the codes made unsigned (q6_k's + 32) times their sub-block's scale in int16   \
+       pairs (pmaddubsw, at most 2 x 63 x 128; a pair never spans two sub-blocks), summed in int32, \
+       less what the + 32 added. */                                                                 \
     T TFM__PRIVATE void tfm__##P##_kq_finish(tfm__kq_sb *o, int n_sub) {                                 \
-        const __m256i flip = _mm256_set1_epi8((char)TFM__Q8_FLIP);                                        \
-        int32_t sum[TFM__Q6_K_SUB];                                                                       \
+        const bool q6 = n_sub == TFM__Q6_K_SUB;                                                           \
+        const int per = q6 ? TFM__QK_K / TFM__Q6_K_SUB : TFM__QK_K / TFM__Q4_K_SUB, zero = q6 ? TFM__Q6_K_ZERO : 0; \
+        __m256i acc = _mm256_setzero_si256();                                                             \
+        int32_t lanes[8], sum = 0, sc_sum = 0;                                                            \
         int k, c;                                                                                         \
-        for (k = 0; k < TFM__QK_K / 32; k++) {                                                            \
+        TFM__UNROLL for (k = 0; k < TFM__QK_K / 32; k++) {                                                \
             __m256i v = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, o->codes + 32 * k))); \
-            __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(v, flip), _mm256_setzero_si256());             \
-            int32_t lo = (int32_t)(_mm256_extract_epi64(sad, 0) + _mm256_extract_epi64(sad, 1)) - 16 * TFM__Q8_FLIP; \
-            int32_t hi = (int32_t)(_mm256_extract_epi64(sad, 2) + _mm256_extract_epi64(sad, 3)) - 16 * TFM__Q8_FLIP; \
-            if (n_sub == TFM__Q6_K_SUB) {                                                                 \
-                sum[2 * k] = lo;                                                                          \
-                sum[2 * k + 1] = hi;                                                                      \
-            } else {                                                                                      \
-                sum[k] = lo + hi;                                                                         \
-            }                                                                                             \
+            __m256i sc = !q6 ? _mm256_set1_epi8((char)o->sc[k])                                     \
+                                   : _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi8((char)o->sc[2 * k])), \
+                                                             _mm_set1_epi8((char)o->sc[2 * k + 1]), 1);    \
+            v = _mm256_add_epi8(v, _mm256_set1_epi8((char)zero));                                         \
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(v, sc), _mm256_set1_epi16(1))); \
         }                                                                                                 \
-        o->flip = 0;                                                                                      \
+        _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, lanes)), acc);                         \
+        for (k = 0; k < 8; k++) sum += lanes[k];                                                          \
         for (c = 0; c < n_sub; c++) {                                                                     \
-            o->flip += TFM__Q8_FLIP * o->sc[c] * sum[c];                                                  \
+            sc_sum += o->sc[c];                                                                           \
             o->sc_pair[c] = tfm__pair16(o->sc[c], o->sc[c]);                                              \
         }                                                                                                 \
+        o->flip = TFM__Q8_FLIP * (sum - zero * per * sc_sum);                                             \
     }                                                                                                     \
     /* One row's super-block's codes, scales, mins, d and dmin (what the AMX planes are made of). */   \
     T TFM__PRIVATE void tfm__##P##_kq_codes(tfm_dtype dt, const unsigned char *blk, tfm__kq_sb *o) {       \
@@ -3958,14 +3969,64 @@ TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xfff
         tfm__##P##_kq_codes(dt, blk, o);                                                                  \
         tfm__##P##_kq_finish(o, dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_SUB : TFM__Q4_K_SUB);                         \
     }                                                                                                     \
+    /* Block j of 4 rows of an interleaved q4_k / q6_k group (from row i of it, a multiple of 4) as  \
+       4 blocks out[4]: each 16-byte load holds a piece of the 4 rows; 8 pieces (two per 256-bit  \
+       load) transposed make each row's 32 bytes that tfm__P_kq_codes loads, stored as it loads    \
+       them (pieces copied 4 bytes at a time and read back 32 at a time stall on store forwarding, \
+       and gathers are slower still: the unpack took 1.8x / 2.2x as long as from rows in place). */ \
+    T TFM__PRIVATE void tfm__##P##_ilv_get4(tfm_dtype dt, const unsigned char *g, int i, unsigned char *const *out) { \
+        const bool q6 = dt == TFM_DTYPE_Q6_K;                                                             \
+        const size_t head = tfm__ilv_head(dt), piece = TFM__ILV_ROWS * TFM__ILV_CHUNK, stride = q6 ? 3 : 1; \
+        const unsigned char *p = g + head * TFM__ILV_ROWS + TFM__ILV_CHUNK * (size_t)i; /* row i's piece 0 */ \
+        size_t n, h, k;                                                                                   \
+        int e;                                                                                            \
+        for (e = 0; e < TFM__KQ_ROWS; e++) memcpy(out[e] + tfm__ilv_d_at(dt), g + head * (size_t)(i + e), head); \
+        for (h = 0; h < (q6 ? 2u : 1u); h++)                                                              \
+            for (k = 0; k < (q6 ? 3u : 4u); k++) { /* q6_k: ql, ql, qh of half h, 3 pieces apart; q4_k: nibbles */ \
+                size_t n1 = q6 ? TFM__Q6_K_HALF_SLOTS * h + k : 3 + 8 * k;                                 \
+                size_t to = q6 ? TFM__ILV_CHUNK * tfm__q6_k_pieces[n1] : head + TFM__ILV_CHUNK * n1;       \
+                __m256i v[4], t[4];                                                                       \
+                TFM__UNROLL for (e = 0; e < 4; e++) { /* pieces e and e + 4 of the run, 4 rows each */                \
+                    const unsigned char *a = p + piece * (n1 + stride * (size_t)e);                       \
+                    v[e] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, a)))), \
+                                                   _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, a + piece * 4 * stride))), 1); \
+                }                                                                                         \
+                t[0] = _mm256_unpacklo_epi32(v[0], v[1]);                                                 \
+                t[1] = _mm256_unpacklo_epi32(v[2], v[3]);                                                 \
+                t[2] = _mm256_unpackhi_epi32(v[0], v[1]);                                                 \
+                t[3] = _mm256_unpackhi_epi32(v[2], v[3]);                                                 \
+                v[0] = _mm256_unpacklo_epi64(t[0], t[1]);                                                 \
+                v[1] = _mm256_unpackhi_epi64(t[0], t[1]);                                                 \
+                v[2] = _mm256_unpacklo_epi64(t[2], t[3]);                                                 \
+                v[3] = _mm256_unpackhi_epi64(t[2], t[3]);                                                 \
+                TFM__UNROLL for (e = 0; e < 4; e++) _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, out[e] + to)), v[e]); \
+            }                                                                                             \
+        for (h = 0; h < (q6 ? 2u : 1u); h++) /* the scales: q6_k's 2 pieces after each half's runs, q4_k's first 3 */ \
+            for (n = q6 ? TFM__Q6_K_HALF_SLOTS * h + TFM__Q6_K_SCALE_SLOT : 0; n < (q6 ? TFM__Q6_K_HALF_SLOTS * (h + 1) : 3); n++) { \
+                size_t at, b = tfm__ilv_piece(dt, 0, n, &at);                                             \
+                for (e = 0; e < 4; e++) memcpy(out[e] + b, p + piece * n + TFM__ILV_CHUNK * (size_t)e, TFM__ILV_CHUNK); \
+            }                                                                                             \
+    }                                                                                                     \
     /* Rows [r, r + TFM__KQ_ROWS) of m (the last one repeated past r1), every super-block, unpacked. */ \
     T TFM__PRIVATE void tfm__##P##_kq_unpack_rows(const tfm__mm *m, int r, int r1, tfm__kq_sb *out) {      \
-        size_t bb = (size_t)tfm__dtype_of(m->w->dtype).info.block_bytes;                                  \
-        unsigned char tmp[TFM__Q6_K_BYTES]; /* a block of interleaved rows */                            \
-        int i, j, nb = m->w->cols / TFM__QK_K;                                                            \
+        const tfm__tensor *w = m->w;                                                                      \
+        size_t bb = (size_t)tfm__dtype_of(w->dtype).info.block_bytes;                                     \
+        __m256i buf[TFM__KQ_ROWS][TFM__KQ_BLOCK_SLOTS]; /* blocks of interleaved rows, 32-byte aligned */ \
+        unsigned char *tmp[TFM__KQ_ROWS];                                                                 \
+        int i, j, nb = w->cols / TFM__QK_K;                                                               \
+        for (i = 0; i < TFM__KQ_ROWS; i++) /* q4_k's nibbles and q6_k's codes on 32-byte boundaries */    \
+            tmp[i] = TFM__CAST(unsigned char *, TFM__CAST(void *, buf[i])) + (w->dtype == TFM_DTYPE_Q4_K ? 16 : 0); \
+        if (w->ilv && w->dtype != TFM_DTYPE_Q5_K && r % TFM__KQ_ROWS == 0 && r + TFM__KQ_ROWS <= r1) {     \
+            for (j = 0; j < nb; j++) {                                                                    \
+                tfm__##P##_ilv_get4(w->dtype, tfm__tensor_at(w, r - r % TFM__ILV_ROWS) + (size_t)j * bb * TFM__ILV_ROWS, \
+                                    r % TFM__ILV_ROWS, tmp);                                              \
+                for (i = 0; i < TFM__KQ_ROWS; i++) tfm__##P##_kq_unpack(w->dtype, tmp[i], &out[(size_t)j * TFM__KQ_ROWS + (size_t)i]); \
+            }                                                                                             \
+            return;                                                                                       \
+        }                                                                                                 \
         for (i = 0; i < TFM__KQ_ROWS; i++)                                                                \
             for (j = 0; j < nb; j++)                                                                      \
-                tfm__##P##_kq_unpack(m->w->dtype, tfm__tensor_block(m->w, r + i < r1 ? r + i : r1 - 1, j, bb, tmp), \
+                tfm__##P##_kq_unpack(w->dtype, tfm__tensor_block(w, r + i < r1 ? r + i : r1 - 1, j, bb, tmp[0]), \
                                      &out[(size_t)j * TFM__KQ_ROWS + (size_t)i]);                         \
     }
 
@@ -4945,8 +5006,60 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigne
     }
     return isum;
 }
-/* q8_0 / q4_0 / q6_k interleaved, one token: a group of 16 rows a pass, one row per lane, its
-   blocks in turn (one run of 544 / 288 / 3360 bytes each) into 16 float chains. The groups
+/* The same for q4_k: the twin's isum, and its imin into *imin, from a block at b (the 16 rows'
+   d and dmin, 3 pieces of their scales' bytes 0..11, 32 of nibbles) against the token's codes
+   x[256] and sums of 16 xs[16]. A lane's scale bytes unpack as tfm__avx2_q4k_scales does one
+   row's; nibble piece n holds the rows' bytes 4n..4n+3 of chunk c = n / 8, whose low nibbles
+   meet codes 64c + 4 (n % 8).. (sub-block 2c) and high ones those 32 on (2c + 1), each
+   sub-block's sum one chain. The mins meet the sub-blocks' code sums in int16 pairs
+   (vpdpwssd: mins 4h and 4h + 2, then 4h + 1 and 4h + 3). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_k_isum(const unsigned char *b, const int8_t *x, const int32_t *xs,
+                                                                  __m512i *imin) {
+    const __m512i low4 = _mm512_set1_epi8(0xf), low6 = _mm512_set1_epi8(0x3f), low2 = _mm512_set1_epi8(3);
+    const __m512i byte = _mm512_set1_epi32(0xff), even = _mm512_set1_epi32(0x00ff00ff);
+    const unsigned char *p = b + TFM__Q4_K_HEAD * TFM__ILV_ROWS, *q = p + 3 * TFM__ILV_ROWS * TFM__ILV_CHUNK;
+    __m512i u0 = _mm512_loadu_si512(p), u1 = _mm512_loadu_si512(p + 64), u2 = _mm512_loadu_si512(p + 128);
+    __m512i sc[2], mn[2], dot[TFM__Q4_K_SUB], isum = _mm512_setzero_si512();
+    int n, s, h;
+    sc[0] = _mm512_and_si512(u0, low6); /* [row]: scales 0..3 */
+    sc[1] = _mm512_or_si512(_mm512_and_si512(u2, low4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), low2), 4));
+    mn[0] = _mm512_and_si512(u1, low6); /* [row]: mins 0..3 */
+    mn[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), low2), 4));
+    TFM__UNROLL for (s = 0; s < TFM__Q4_K_SUB; s++) dot[s] = _mm512_setzero_si512();
+    TFM__UNROLL for (n = 0; n < TFM__QK_K / 2 / TFM__ILV_CHUNK; n++) {
+        __m512i v = _mm512_loadu_si512(q + TFM__ILV_ROWS * TFM__ILV_CHUNK * n);
+        int c = n / 8;
+        int32_t lo, hi;
+        memcpy(&lo, x + 64 * c + TFM__ILV_CHUNK * (n % 8), 4);
+        memcpy(&hi, x + 64 * c + 32 + TFM__ILV_CHUNK * (n % 8), 4);
+        dot[2 * c] = _mm512_dpbusd_epi32(dot[2 * c], _mm512_and_si512(v, low4), _mm512_set1_epi32(lo));
+        dot[2 * c + 1] = _mm512_dpbusd_epi32(dot[2 * c + 1], _mm512_and_si512(_mm512_srli_epi16(v, 4), low4), _mm512_set1_epi32(hi));
+    }
+    TFM__UNROLL for (s = 0; s < TFM__Q4_K_SUB; s++) {
+        __m512i scale = _mm512_and_si512(_mm512_srli_epi32(sc[s / 4], (unsigned)(8 * (s % 4))), byte);
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot[s], scale));
+    }
+    *imin = _mm512_setzero_si512();
+    TFM__UNROLL for (h = 0; h < 2; h++) {
+        int32_t z[4];
+        for (s = 0; s < 4; s++) z[s] = xs[2 * (4 * h + s)] + xs[2 * (4 * h + s) + 1];
+        *imin = _mm512_dpwssd_epi32(*imin, _mm512_and_si512(mn[h], even), _mm512_set1_epi32((int)tfm__pair16(z[0], z[2])));
+        *imin = _mm512_dpwssd_epi32(*imin, _mm512_and_si512(_mm512_srli_epi32(mn[h], 8), even),
+                                    _mm512_set1_epi32((int)tfm__pair16(z[1], z[3])));
+    }
+    return isum;
+}
+/* A q4_k block's two float steps per lane, as the twin: isum d dx, then less imin dmin dx. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q4_k_step(const unsigned char *b, const int8_t *x, const int32_t *xs,
+                                                                 float dx, __m512 acc) {
+    __m512i imin, isum = tfm__avx512_ilv_q4_k_isum(b, x, xs, &imin), heads = _mm512_loadu_si512(b); /* [row]: d, dmin */
+    __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(heads)), dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(heads, 16)));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(dx)), acc);
+    return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, _mm512_set1_ps(dx)), acc);
+}
+/* q8_0 / q4_0 / q6_k / q4_k interleaved, one token: a group of 16 rows a pass, one row per lane,
+   its blocks in turn (one run of 544 / 288 / 3360 / 2304 bytes each) into 16 float chains. The groups
    follow each other, so the matrix is read front to back as one stream, which every
    prefetcher follows; no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read
    loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
@@ -4960,10 +5073,15 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, i
         __m512 acc = _mm512_setzero_ps();
         for (j = 0; j < qa->n_blocks; j++, b += gb) {
             const int8_t *x = qa->q + (size_t)qa->block * (size_t)j;
-            __m512i isum = ty == TFM_DTYPE_Q8_0   ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j])
-                           : ty == TFM_DTYPE_Q4_0 ? tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j])
-                                                  : tfm__avx512_ilv_q6_k_isum(b, x, qa->s + (size_t)TFM__Q6_K_SUB * (size_t)j);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j]), acc);
+            const int32_t *xs = qa->s + (size_t)(qa->block / qa->sum_len) * (size_t)j; /* sums of 16 (k-quants) */
+            if (ty == TFM_DTYPE_Q4_K) {
+                acc = tfm__avx512_ilv_q4_k_step(b, x, xs, qa->d[j], acc);
+            } else {
+                __m512i isum = ty == TFM_DTYPE_Q8_0   ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j])
+                               : ty == TFM_DTYPE_Q4_0 ? tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j])
+                                                      : tfm__avx512_ilv_q6_k_isum(b, x, xs);
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j]), acc);
+            }
         }
         if (m->bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, m->bias + g));
         _mm512_mask_storeu_ps(m->y + g, lanes, acc);
@@ -4972,7 +5090,8 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, i
 
 /* Activations in rows: each k-quant's own kernel. */
 TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemv_kq(const tfm__mm *m, int r0, int r1) {
-    if (m->w->ilv) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q6_K);
+    if (m->w->ilv && m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q6_K);
+    else if (m->w->ilv) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q4_K);
     else if (m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx512_gemv_q6_k(m, r0, r1);
     else if (m->w->dtype == TFM_DTYPE_Q5_K) tfm__avx512_gemv_q45(m, r0, r1, true);
     else tfm__avx512_gemv_q45(m, r0, r1, false);
@@ -5562,7 +5681,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__avx512_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q6_K;
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q6_K | 1u << TFM_DTYPE_Q4_K;
         return true;
 #endif
 #ifdef TFM__X86_AMX

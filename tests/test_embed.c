@@ -29,9 +29,11 @@ typedef struct model_file {
 } model_file;
 
 /* A GPT-NeoX-shaped model (LayerNorm, parallel residual, partial RoPE, biases); matrices of
-   dtype dt (f32, f16 or a quantized type); tied: no output.w (the output matrix is tok_embd). */
+   dtype dt (f32, f16 or a quantized type; d_model 256 for a k-quant's super-blocks, else 32);
+   tied: no output.w (the output matrix is tok_embd). */
 static model_file make_model_ex(int n_layers, int n_vocab, int n_ctx, tfm_dtype dt, int tied, uint64_t seed) {
-    enum { D = 32, HEADS = 4, FF = 64 };
+    enum { HEADS = 4 };
+    const int D = tfm__dtype_of(dt).info.block_elems > 32 ? 256 : 32, FF = 2 * D;
     static const char *const per_layer[][3] = {
         {"ln1.w", "v", "1"}, {"ln1.b", "v", "0"}, {"ln2.w", "v", "1"}, {"ln2.b", "v", "0"}, {"wq", "dd", ""},
         {"wk", "dd", ""}, {"wv", "dd", ""}, {"wo", "dd", ""}, {"bq", "v", "0"}, {"bo", "v", "0"},
@@ -288,20 +290,24 @@ static int logits_one_by_one(const tfm_model *m, float *out) {
     return ok;
 }
 
-/* q4_0 matrices repacked at open for the avx512 and avx2 kernels (interleaved rows): from every
-   source (borrowed and mapped: into a block of their own; read into memory: in place), tied
-   and not; the logits the same bits as the scalar kernels' on the file's layout and as with
-   no_repack, for a prompt and token by token; every block freed. */
+/* q4_0 / q4_k matrices repacked at open for the kernels that read them interleaved (avx512:
+   q4_0 and q4_k; avx2: q4_0): from every source (borrowed and mapped: into a block of their
+   own; read into memory: in place), tied and not; the logits the same bits as the scalar
+   kernels' on the file's layout and as with no_repack, for a prompt and token by token; every
+   block freed. */
 static void test_repack(void) {
-    static const char *const sets[] = {"avx512", "avx2"};
+    static const char *const sets[] = {"avx512", "avx2", "avx512"};
+    static const tfm_dtype types[] = {TFM_DTYPE_Q4_0, TFM_DTYPE_Q4_0, TFM_DTYPE_Q4_K};
     const char *path = "build/test_embed_q4.tfm";
-    int run, tied, si, runs[2];
-    for (si = 0; si < 2; si++) {
+    int run, tied, si, runs[3];
+    for (si = 0; si < 3; si++) {
         tfm__isa isa;
         runs[si] = tfm__pick_isa(sets[si], &isa);
-        if (!runs[si]) printf("SKIP repacked q4_0 matrices: the %s kernels are not compiled in or this CPU lacks them\n", sets[si]);
+        if (!runs[si])
+            printf("SKIP repacked %s matrices: the %s kernels are not compiled in or this CPU lacks them\n",
+                   tfm__dtype_of(types[si]).info.name, sets[si]);
     }
-    for (run = 0; run < 4; run++) { /* each set, untied and tied */
+    for (run = 0; run < 6; run++) { /* each case, untied and tied */
         model_file mf;
         float want[48], want1[48], got[48], got1[48];
         tfm_model_desc md;
@@ -311,7 +317,7 @@ static void test_repack(void) {
         si = run / 2;
         tied = run % 2;
         if (!runs[si]) continue;
-        mf = make_model_ex(2, 48, 32, TFM_DTYPE_Q4_0, tied, 71 + (uint64_t)tied);
+        mf = make_model_ex(2, 48, 32, types[si], tied, 71 + (uint64_t)tied);
         fp = fopen(path, "wb");
         if (fp) { fwrite(mf.bytes, 1, mf.n_bytes, fp); fclose(fp); }
         memset(&md, 0, sizeof md);
@@ -334,7 +340,8 @@ static void test_repack(void) {
                 md.kernels = sets[si];
                 md.no_repack = keep != 0;
                 md.allocator = test_allocator(&c);
-                CHECK_MSG(tfm_model_open(&md, &m) == TFM_OK, "%s: source %d, no_repack %d", sets[si], src, keep);
+                CHECK_MSG(tfm_model_open(&md, &m) == TFM_OK, "%s %s: source %d, no_repack %d", sets[si],
+                          tfm__dtype_of(types[si]).info.name, src, keep);
                 if (!m) continue;
                 CHECK_MSG(m->layers[1].w_down.ilv == !keep && m->w_out.ilv == !keep && m->tok_embd.ilv == (tied && !keep),
                           "source %d, no_repack %d, tied %d: matrices interleaved %d %d %d", src, keep, tied,
@@ -343,7 +350,8 @@ static void test_repack(void) {
                           (void *)m->ilv_block);
                 CHECK(logits_of(m, got) && logits_one_by_one(m, got1));
                 CHECK_MSG(memcmp(want, got, sizeof want) == 0 && memcmp(want1, got1, sizeof want) == 0,
-                          "%s: source %d, no_repack %d, tied %d: logits differ from the scalar kernels'", sets[si], src, keep, tied);
+                          "%s %s: source %d, no_repack %d, tied %d: logits differ from the scalar kernels'", sets[si],
+                          tfm__dtype_of(types[si]).info.name, src, keep, tied);
                 tfm_model_close(m);
                 CHECK(c.live == 0);
             }

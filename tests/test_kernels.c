@@ -119,7 +119,7 @@ static void test_matmul(void) {
         double rel_err = 0.0;
         char what[96];
         int mismatch[8] = {0}, ran[8] = {0}, ran_ilv[8] = {0};
-        int ilv_type = dt == TFM_DTYPE_Q8_0 || dt == TFM_DTYPE_Q4_0 || dt == TFM_DTYPE_Q6_K; /* the twin reads these interleaved */
+        int ilv_type = dt == TFM_DTYPE_Q8_0 || dt == TFM_DTYPE_Q4_0 || dt == TFM_DTYPE_Q6_K || dt == TFM_DTYPE_Q4_K; /* the twin reads these interleaved */
         for (si = 0; si < n_shapes; si++) {
             int R = shapes[si][0], C = shapes[si][1], b, r, k;
             unsigned char *wb;
