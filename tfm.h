@@ -3775,6 +3775,83 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0_ilv(const tfm__mm *m, int r0, 
     }
 }
 
+/* Two int16 in one 32-bit word (lo in the low half), as pmaddwd / vpdpwssd read them. */
+TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xffff) | (uint32_t)(hi & 0xffff) << 16; }
+
+/* Half `half` of an interleaved q4_k group's block at b (its 8 rows, one per lane) against the
+   token's codes x[256] and sums of 16 xs[16]: the twin's isum, and its imin into *imin, as
+   tfm__avx512_ilv_q4_k_isum with pmaddubsw: the unsigned nibbles against the broadcast codes in
+   int16 pairs, a sub-block's 8 pieces added in int16 (at most 8 x 2 x 15 x 127 = 30480), times
+   the row's scale into int32 (pmaddwd), all exact. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_k_isum(const unsigned char *b, int half, const int8_t *x, const int32_t *xs,
+                                                              __m256i *imin) {
+    const __m256i low4 = _mm256_set1_epi8(0xf), low6 = _mm256_set1_epi8(0x3f), low2 = _mm256_set1_epi8(3);
+    const __m256i byte = _mm256_set1_epi32(0xff), even = _mm256_set1_epi32(0x00ff00ff);
+    const unsigned char *p = b + TFM__Q4_K_HEAD * TFM__ILV_ROWS + 32 * half, *q = p + 3 * TFM__ILV_ROWS * TFM__ILV_CHUNK;
+    __m256i u0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p)));
+    __m256i u1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p + 64)));
+    __m256i u2 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p + 128)));
+    __m256i sc[2], mn[2], isum = _mm256_setzero_si256();
+    int c, k, h, e;
+    sc[0] = _mm256_and_si256(u0, low6); /* [row]: scales 0..3 */
+    sc[1] = _mm256_or_si256(_mm256_and_si256(u2, low4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), low2), 4));
+    mn[0] = _mm256_and_si256(u1, low6); /* [row]: mins 0..3 */
+    mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), low4),
+                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), low2), 4));
+    TFM__UNROLL for (c = 0; c < TFM__Q4_K_SUB / 2; c++) { /* chunk c: sub-blocks 2c (low nibbles), 2c + 1 (high) */
+        __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        TFM__UNROLL for (k = 0; k < 8; k++) {
+            __m256i v = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, q + TFM__ILV_ROWS * TFM__ILV_CHUNK * (8 * c + k))));
+            int32_t lo, hi;
+            memcpy(&lo, x + 64 * c + TFM__ILV_CHUNK * k, 4);
+            memcpy(&hi, x + 64 * c + 32 + TFM__ILV_CHUNK * k, 4);
+            s16[0] = _mm256_add_epi16(s16[0], _mm256_maddubs_epi16(_mm256_and_si256(v, low4), _mm256_set1_epi32(lo)));
+            s16[1] = _mm256_add_epi16(s16[1], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), _mm256_set1_epi32(hi)));
+        }
+        TFM__UNROLL for (e = 0; e < 2; e++) { /* the rows' scales of sub-block 2c + e in both int16 halves */
+            int sb = 2 * c + e;
+            __m256i scale = _mm256_and_si256(_mm256_srli_epi32(sc[sb / 4], (int)(8 * (sb % 4))), byte);
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s16[e], _mm256_or_si256(scale, _mm256_slli_epi32(scale, 16))));
+        }
+    }
+    *imin = _mm256_setzero_si256();
+    TFM__UNROLL for (h = 0; h < 2; h++) {
+        int32_t z[4];
+        for (e = 0; e < 4; e++) z[e] = xs[2 * (4 * h + e)] + xs[2 * (4 * h + e) + 1];
+        *imin = _mm256_add_epi32(*imin, _mm256_madd_epi16(_mm256_and_si256(mn[h], even), _mm256_set1_epi32((int)tfm__pair16(z[0], z[2]))));
+        *imin = _mm256_add_epi32(*imin, _mm256_madd_epi16(_mm256_and_si256(_mm256_srli_epi32(mn[h], 8), even),
+                                                          _mm256_set1_epi32((int)tfm__pair16(z[1], z[3]))));
+    }
+    return isum;
+}
+/* q4_k interleaved, one token, 16 rows a pass in two halves of 8 lanes; per block the twin's two
+   float steps (isum d dx, then less imin dmin dx). */
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_k_ilv(const tfm__mm *m, int r0, int r1) {
+    const tfm__qacts *qa = m->qa;
+    const size_t gb = TFM__ILV_ROWS * TFM__Q4_K_BYTES; /* a block of a group */
+    int g, j, half;
+    for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
+        const unsigned char *b = tfm__tensor_at(m->w, g);
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (j = 0; j < qa->n_blocks; j++, b += gb) {
+            const int8_t *x = qa->q + TFM__QK_K * (size_t)j;
+            const int32_t *xs = qa->s + (size_t)(TFM__QK_K / 16) * (size_t)j;
+            __m256 dx = _mm256_set1_ps(qa->d[j]);
+            TFM__UNROLL for (half = 0; half < 2; half++) {
+                __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin);
+                __m256i heads = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 32 * half))); /* [row]: d, dmin */
+                __m256i dd = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(heads, _mm256_set1_epi32(0xffff)),
+                                                                          _mm256_srli_epi32(heads, 16)), 0xd8); /* 8 d, 8 dmin */
+                __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd)), dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
+                acc[half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc[half]);
+                acc[half] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, dx), acc[half]);
+            }
+        }
+        tfm__avx2_store_rows(m, m->y, acc[0], g, r0, r1);
+        tfm__avx2_store_rows(m, m->y, acc[1], g + 8, r0, r1);
+    }
+}
+
 /* A batch of q8_0: 16 tokens (one group) x 1 row at a time; lo / hi: tokens 0..7 / 8..15. */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q8_0(const tfm__mm *m, int r0, int r1) {
     const tfm__qacts *qa = m->qa;
@@ -3873,8 +3950,6 @@ typedef struct tfm__kq_sb {
 TFM__PRIVATE size_t tfm__kq_scratch_bytes(int cols) {
     return (size_t)TFM__KQ_ROWS * (size_t)(cols / TFM__QK_K) * sizeof(tfm__kq_sb);
 }
-
-TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xffff) | (uint32_t)(hi & 0xffff) << 16; }
 
 /* --- q4_k, q5_k and q6_k rows unpacked for the batched kernels, AVX2 and AVX-512 ---
    Codes, scales, mins, d and dmin of a row's super-blocks in the layout the batched kernels
@@ -4241,7 +4316,8 @@ TFM__Q45_GEMV(avx2, TFM__T_AVX2)
 
 /* Activations in rows: each k-quant's one-token kernel. */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_kq(const tfm__mm *m, int r0, int r1) {
-    if (m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx2_gemv_q6_k(m, r0, r1);
+    if (m->w->ilv) tfm__avx2_gemv_q4_k_ilv(m, r0, r1);
+    else if (m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx2_gemv_q6_k(m, r0, r1);
     else if (m->w->dtype == TFM_DTYPE_Q5_K) tfm__avx2_gemv_q45(m, r0, r1, true);
     else tfm__avx2_gemv_q45(m, r0, r1, false);
 }
@@ -5665,7 +5741,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
         out->scratch_bytes = tfm__avx2_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q4_0;
+        out->ilv = 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q4_K;
         return true;
 #endif
 #ifdef TFM__X86_AVX512
