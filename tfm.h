@@ -3824,11 +3824,48 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_k_isum(const unsigned ch
     }
     return isum;
 }
-/* q4_k interleaved, one token, 16 rows a pass in two halves of 8 lanes; per block the twin's two
-   float steps (isum d dx, then less imin dmin dx). */
-TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_k_ilv(const tfm__mm *m, int r0, int r1) {
+/* The same for q6_k (as tfm__avx512_ilv_q6_k_isum): codes 0..63 against the broadcast codes in
+   int16 pairs, two pieces added in int16 (at most 2 x 2 x 63 x 127 = 32004), into one int32 sum
+   per sub-block that starts at the zero point's share, times the rows' scales. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q6_k_isum(const unsigned char *b, int half, const int8_t *x, const int32_t *xs) {
+    const __m256i low4 = _mm256_set1_epi8(0xf), top2 = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
+    __m256i isum = _mm256_setzero_si256(), dot[8];
+    int h, k, m, q, e;
+    TFM__UNROLL for (h = 0; h < 2; h++) {
+        const unsigned char *c = b + 2 * TFM__ILV_ROWS + (size_t)(64 * TFM__Q6_K_HALF_SLOTS * h) + 32 * (size_t)half;
+        TFM__UNROLL for (q = 0; q < 8; q++) dot[q] = _mm256_set1_epi32(-TFM__Q6_K_ZERO * xs[8 * h + q]); /* sub-block 8h + q */
+        TFM__UNROLL for (m = 0; m < 8; m += 2) { /* m and m + 1: the same sub-blocks */
+            __m256i s16[4];
+            TFM__UNROLL for (e = 0; e < 2; e++) {
+                const unsigned char *a = c + 64 * 3 * (m + e);
+                __m256i lo[2], hb = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a + 128)));
+                lo[0] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a)));
+                lo[1] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a + 64)));
+                TFM__UNROLL for (k = 0; k < 4; k++) { /* ql chunk 16h + 8(k & 1) + m, nibble k >> 1; qh bits 2k */
+                    __m256i hi = k < 2 ? _mm256_slli_epi16(hb, 4 - 2 * k) : k == 3 ? _mm256_srli_epi16(hb, 2) : hb;
+                    __m256i code = _mm256_and_si256(k >> 1 ? _mm256_srli_epi16(lo[k & 1], 4) : lo[k & 1], low4), p;
+                    int32_t x4;
+                    memcpy(&x4, x + 128 * h + 32 * k + 4 * (m + e), 4);
+                    code = _mm256_or_si256(code, _mm256_and_si256(hi, top2));
+                    p = _mm256_maddubs_epi16(code, _mm256_set1_epi32(x4));
+                    s16[k] = e ? _mm256_add_epi16(s16[k], p) : p;
+                }
+            }
+            TFM__UNROLL for (k = 0; k < 4; k++) dot[2 * k + m / 4] = _mm256_add_epi32(dot[2 * k + m / 4], _mm256_madd_epi16(s16[k], ones));
+        }
+        TFM__UNROLL for (q = 0; q < 8; q++) { /* the rows' scales 8h + q: byte q % 4 of their piece */
+            __m256i sc = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, c + 64 * (TFM__Q6_K_SCALE_SLOT + q / 4))));
+            sc = _mm256_srai_epi32(_mm256_slli_epi32(sc, 24 - 8 * (q % 4)), 24);
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dot[q], sc));
+        }
+    }
+    return isum;
+}
+/* q4_k / q6_k interleaved, one token, 16 rows a pass in two halves of 8 lanes; per block the
+   twin's float steps (q4_k: isum d dx, then less imin dmin dx; q6_k: isum d dx). */
+TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_k_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
-    const size_t gb = TFM__ILV_ROWS * TFM__Q4_K_BYTES; /* a block of a group */
+    const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
     int g, j, half;
     for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
         const unsigned char *b = tfm__tensor_at(m->w, g);
@@ -3838,13 +3875,18 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_k_ilv(const tfm__mm *m, int r0, 
             const int32_t *xs = qa->s + (size_t)(TFM__QK_K / 16) * (size_t)j;
             __m256 dx = _mm256_set1_ps(qa->d[j]);
             TFM__UNROLL for (half = 0; half < 2; half++) {
-                __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin);
-                __m256i heads = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 32 * half))); /* [row]: d, dmin */
-                __m256i dd = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(heads, _mm256_set1_epi32(0xffff)),
-                                                                          _mm256_srli_epi32(heads, 16)), 0xd8); /* 8 d, 8 dmin */
-                __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd)), dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
-                acc[half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc[half]);
-                acc[half] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, dx), acc[half]);
+                if (ty == TFM_DTYPE_Q6_K) {
+                    acc[half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_ilv_q6_k_isum(b, half, x, xs)),
+                                                _mm256_mul_ps(tfm__avx2_ilv_scales(b, half), dx), acc[half]);
+                } else {
+                    __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin);
+                    __m256i heads = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 32 * half))); /* [row]: d, dmin */
+                    __m256i dd = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(heads, _mm256_set1_epi32(0xffff)),
+                                                                              _mm256_srli_epi32(heads, 16)), 0xd8); /* 8 d, 8 dmin */
+                    __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd)), dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
+                    acc[half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc[half]);
+                    acc[half] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, dx), acc[half]);
+                }
             }
         }
         tfm__avx2_store_rows(m, m->y, acc[0], g, r0, r1);
@@ -4316,7 +4358,8 @@ TFM__Q45_GEMV(avx2, TFM__T_AVX2)
 
 /* Activations in rows: each k-quant's one-token kernel. */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_kq(const tfm__mm *m, int r0, int r1) {
-    if (m->w->ilv) tfm__avx2_gemv_q4_k_ilv(m, r0, r1);
+    if (m->w->ilv && m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx2_gemv_k_ilv(m, r0, r1, TFM_DTYPE_Q6_K);
+    else if (m->w->ilv) tfm__avx2_gemv_k_ilv(m, r0, r1, TFM_DTYPE_Q4_K);
     else if (m->w->dtype == TFM_DTYPE_Q6_K) tfm__avx2_gemv_q6_k(m, r0, r1);
     else if (m->w->dtype == TFM_DTYPE_Q5_K) tfm__avx2_gemv_q45(m, r0, r1, true);
     else tfm__avx2_gemv_q45(m, r0, r1, false);
@@ -5741,7 +5784,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
         out->scratch_bytes = tfm__avx2_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q4_K;
+        out->ilv = 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
         return true;
 #endif
 #ifdef TFM__X86_AVX512
