@@ -408,10 +408,10 @@ typedef struct tfm_model_desc {
     tfm_io io;               /* read callbacks: the file is read into one allocator block */
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
-                                read rows interleaved (avx512: q8_0, q4_0, q6_k; avx2: q4_0) get
-                                them repacked at open: in place when the file was read into
+                                read rows interleaved (avx512, avx2: q8_0, q4_0, q6_k, q4_k)
+                                get them repacked at open: in place when the file was read into
                                 memory, else into a copy of those matrices (a mapping is
-                                read-only); one-token products of them then run 1.3-1.5x as
+                                read-only); one-token products of them then run 1.2-1.5x as
                                 fast. The same bits. */
     const char *kernels;     /* NULL or "": the best set this CPU runs; else "scalar", "avx2",
                                 "avx512", "amx" or "neon" (UNSUPPORTED if this build or CPU lacks it).
@@ -3610,8 +3610,9 @@ TFM__PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char
    sums for 16 tokens; the float step is then vectorized over those tokens. u8 x s8 products:
    q4_0 nibbles are unsigned already; q8_0 codes are made unsigned by adding 128 (x ^ 0x80) and
    the 128 x (sum of activation codes) taken back off, exactly. AVX-512 and AVX2 read q8_0,
-   q4_0, q6_k and q4_k interleaved (>>dtype, repacked at open): 16 rows in the lanes of every load (AVX2: 8 in each half), so one token needs no reduction and a
-   q8_0 / q4_0 batch no packing (tfm__avx512_gemv_q_ilv, tfm__avx2_gemv_q_ilv). */
+   q4_0, q6_k and q4_k interleaved (>>dtype, repacked at open): 16 rows in the lanes of every
+   load (AVX2: 8 in each half), so one token needs no reduction and a q8_0 / q4_0 batch no
+   packing (tfm__avx512_gemv_q_ilv, tfm__avx2_gemv_q_ilv, tfm__avx2_gemv_k_ilv). */
 #define TFM__Q8_FLIP 128 /* q8_0 code + 128 is unsigned */
 /* One token reads 8 rows at a time, a block of each in turn, and prefetches the same bytes of
    the next 8 rows (measured on Pythia-410m's matrices streamed from RAM: 1 KiB ahead in each
@@ -4147,7 +4148,7 @@ TFM__PRIVATE size_t tfm__kq_scratch_bytes(int cols) {
         int i, j, nb = w->cols / TFM__QK_K;                                                               \
         for (i = 0; i < TFM__KQ_ROWS; i++) /* q4_k's nibbles and q6_k's codes on 32-byte boundaries */    \
             tmp[i] = TFM__CAST(unsigned char *, TFM__CAST(void *, buf[i])) + (w->dtype == TFM_DTYPE_Q4_K ? 16 : 0); \
-        if (w->ilv && w->dtype != TFM_DTYPE_Q5_K && r % TFM__KQ_ROWS == 0 && r + TFM__KQ_ROWS <= r1) {     \
+        if (w->ilv && r % TFM__KQ_ROWS == 0 && r + TFM__KQ_ROWS <= r1) { /* (q4_k, q6_k: q5_k is never) */ \
             for (j = 0; j < nb; j++) {                                                                    \
                 tfm__##P##_ilv_get4(w->dtype, tfm__tensor_at(w, r - r % TFM__ILV_ROWS) + (size_t)j * bb * TFM__ILV_ROWS, \
                                     r % TFM__ILV_ROWS, tmp);                                              \

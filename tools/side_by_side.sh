@@ -7,6 +7,8 @@
 #   e.g. tools/side_by_side.sh ../llama.cpp/build/bin/llama-bench ../peer-models "q8_0 q4_0" "1 2"
 #   Both engines cache keys and values in f16 (llama.cpp's default); KV=f32 runs tfm.h with its
 #   own default, an f32 cache (twice the bytes attention reads per decoded token).
+#   KERNELS=S runs tfm.h's kernel set S (tfm-bench --kernels), e.g. avx2 against a llama.cpp
+#   built for AVX2 only, on the same machine.
 #   PAIRS=N (3 unless set) runs the two engines N times in turn for each line (each run the
 #   median of 3 repetitions): the machine's speed drifts, and a ratio is only fair between runs
 #   close together. Each line prints the median tokens/s of either engine over the pairs and the
@@ -15,7 +17,7 @@ set -eu
 L=${1:?usage: side_by_side.sh LLAMA_BENCH GGUF_DIR [types] [threads] [prompt] [decode]}
 D=${2:?GGUF_DIR}
 TYPES=${3:-"f32 f16 q8_0 q4_0 q4_k_m"}; THREADS=${4:-"1 2"}; P=${5:-128}; N=${6:-32}
-B=${BIN:-build}; S=${SHAPE:-pythia410m}; KV=${KV:-f16}; PAIRS=${PAIRS:-3}
+B=${BIN:-build}; S=${SHAPE:-pythia410m}; KV=${KV:-f16}; PAIRS=${PAIRS:-3}; K=${KERNELS:-}
 mkdir -p build/side
 for ty in $TYPES; do
   g=$D/$S-$ty.gguf; t=build/side/$S-$ty.tfm
@@ -25,7 +27,7 @@ for ty in $TYPES; do
     while [ "$i" -lt "$PAIRS" ]; do
       l=$("$L" -m "$g" -p "$P" -n "$N" -t "$th" -r 3 -o csv 2>/dev/null |
           awk -F, 'NR > 1 { gsub("\"", "", $0); print $(NF - 1) }' | tr '\n' ' ')
-      f=$("$B/tfm-bench" -m "$t" -p "$P" -n "$N" -t "$th" -r 3 --kv "$KV" 2>&1 | awk '/prompt/ { p = $4 } /decode/ { d = $4 } END { print p, d }')
+      f=$("$B/tfm-bench" -m "$t" -p "$P" -n "$N" -t "$th" -r 3 --kv "$KV" ${K:+--kernels "$K"} 2>&1 | awk '/prompt/ { p = $4 } /decode/ { d = $4 } END { print p, d }')
       runs="$runs$l $f
 "
       i=$((i + 1))
