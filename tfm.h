@@ -3839,6 +3839,18 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_k_isum(const unsigned ch
     }
     return isum;
 }
+/* A q4_k half block's two float steps per lane, as the twin: isum d dx, then less imin dmin dx
+   (the 8 rows' heads hold d in their low halves, dmin in their high ones). */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_q4_k_step(const unsigned char *b, int half, const int8_t *x, const int32_t *xs,
+                                                             __m256 dx, __m256 acc) {
+    __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin);
+    __m256i heads = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 32 * half)));
+    __m256i dd = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(heads, _mm256_set1_epi32(0xffff)),
+                                                              _mm256_srli_epi32(heads, 16)), 0xd8); /* 8 d, 8 dmin */
+    __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd)), dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc);
+    return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, dx), acc);
+}
 /* The same for q6_k (as tfm__avx512_ilv_q6_k_isum): codes 0..63 against the broadcast codes in
    int16 pairs, two pieces added in int16 (at most 2 x 2 x 63 x 127 = 32004), into one int32 sum
    per sub-block that starts at the zero point's share, times the rows' scales. */
@@ -3889,20 +3901,10 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_k_ilv(const tfm__mm *m, int r
             const int8_t *x = qa->q + TFM__QK_K * (size_t)j;
             const int32_t *xs = qa->s + (size_t)(TFM__QK_K / 16) * (size_t)j;
             __m256 dx = _mm256_set1_ps(qa->d[j]);
-            TFM__UNROLL for (half = 0; half < 2; half++) {
-                if (ty == TFM_DTYPE_Q6_K) {
-                    acc[half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_ilv_q6_k_isum(b, half, x, xs)),
-                                                _mm256_mul_ps(tfm__avx2_ilv_scales(b, half), dx), acc[half]);
-                } else {
-                    __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin);
-                    __m256i heads = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 32 * half))); /* [row]: d, dmin */
-                    __m256i dd = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(heads, _mm256_set1_epi32(0xffff)),
-                                                                              _mm256_srli_epi32(heads, 16)), 0xd8); /* 8 d, 8 dmin */
-                    __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd)), dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
-                    acc[half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc[half]);
-                    acc[half] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, dx), acc[half]);
-                }
-            }
+            TFM__UNROLL for (half = 0; half < 2; half++)
+                acc[half] = ty == TFM_DTYPE_Q4_K ? tfm__avx2_ilv_q4_k_step(b, half, x, xs, dx, acc[half])
+                                                 : _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_ilv_q6_k_isum(b, half, x, xs)),
+                                                                   _mm256_mul_ps(tfm__avx2_ilv_scales(b, half), dx), acc[half]);
         }
         tfm__avx2_store_rows(m, m->y, acc[0], g, r0, r1);
         tfm__avx2_store_rows(m, m->y, acc[1], g + 8, r0, r1);
