@@ -23,6 +23,8 @@
 #endif
 
 #define MAX_THREAD_COUNTS 8
+#define MAX_BATCH 4096    /* tfm_session_desc.n_batch's limit */
+#define DEFAULT_BATCH 512 /* llama-bench's default ubatch: a 128-token prompt is one pass in both */
 #define POOL_ELEMS ((size_t)1 << 20) /* random weights quantized once, then tiled over the tensors */
 
 typedef struct shape { const char *name; int d_model, n_layers, n_heads, d_ff, n_vocab, n_ctx; } shape;
@@ -35,7 +37,7 @@ static const shape SHAPES[] = {
 
 static const char USAGE[] =
     "usage: tfm-bench [-m M.tfm | --shape pythia-410m|pythia-160m|gpt2|tiny --type TYPE]\n"
-    "                 [-t THREADS[,THREADS...]] [-p PROMPT_TOKENS] [-n DECODE_TOKENS] [-r REPEATS]\n"
+    "                 [-t THREADS[,THREADS...]] [-p PROMPT_TOKENS] [-n DECODE_TOKENS] [-b BATCH] [-r REPEATS]\n"
     "                 [--kernels SET] [--kv f32|f16] [--json]\n"
     "Prompt and decode tokens/s of tfm.h, with this machine's read bandwidth and FMA peak\n"
     "measured in the same run. Defaults: pythia-410m, f32, -t 1, -p 128, -n 32, -r 3 (medians).\n"
@@ -45,6 +47,9 @@ static const char USAGE[] =
     "  --type TYPE  random weights of TYPE: f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k q4_k_m (tfm-convert's\n"
     "               recipes, so the tensors get the types a converted file would)\n"
     "  -t LIST      one configuration per thread count, e.g. -t 1,2\n"
+    "  -b BATCH     prompt tokens per pass over the weights (the session's n_batch); default: the\n"
+    "               whole prompt, at most 512 (as llama-bench, whose prompt runs in one ubatch of\n"
+    "               up to 512); the library's own default is 64\n"
     "  --kernels S  the kernel set (scalar avx2 avx512 amx neon; default: the best this CPU runs)\n"
     "  --kv f16     a half-precision KV cache\n"
     "  --json       one JSON object per configuration on its own line (no other output)\n"
@@ -330,7 +335,7 @@ static void log_line(void *user, tfm_result r, const char *msg) { (void)user; fp
 typedef struct args {
     const char *path, *type, *kernels;
     const shape *sh;
-    int threads[MAX_THREAD_COUNTS], n_thread_counts, n_prompt, n_gen, repeats, json, sessions, units;
+    int threads[MAX_THREAD_COUNTS], n_thread_counts, n_prompt, n_gen, n_batch, repeats, json, sessions, units;
     double budget_ms;
     tfm_dtype kv;
 } args;
@@ -384,16 +389,18 @@ static int parse_args(int argc, char **argv, args *a) {
             if (!parse_threads(v, a)) { fprintf(stderr, "tfm-bench: -t takes 1..256, comma-separated\n"); return 0; }
         } else if (!strcmp(o, "-n")) a->n_gen = atoi(v);
         else if (!strcmp(o, "-p")) a->n_prompt = atoi(v);
+        else if (!strcmp(o, "-b")) a->n_batch = atoi(v);
         else if (!strcmp(o, "-r")) a->repeats = atoi(v);
         else if (!strcmp(o, "--sessions")) a->sessions = atoi(v);
         else if (!strcmp(o, "--budget-ms")) a->budget_ms = atof(v);
         else { fprintf(stderr, "tfm-bench: unknown option %s (see --help)\n", o); return 0; }
     }
     if (a->n_gen < 1 || a->n_prompt < 1 || a->repeats < 1 || a->repeats > 100 || a->sessions < 0 ||
-        a->sessions > 64 || !(a->budget_ms > 0.0)) {
-        fprintf(stderr, "tfm-bench: -n and -p must be >= 1, -r 1..100, --sessions 0..64, --budget-ms > 0\n");
+        a->sessions > 64 || !(a->budget_ms > 0.0) || a->n_batch < 0 || a->n_batch > MAX_BATCH) {
+        fprintf(stderr, "tfm-bench: -n and -p must be >= 1, -b 1..%d, -r 1..100, --sessions 0..64, --budget-ms > 0\n", MAX_BATCH);
         return 0;
     }
+    if (!a->n_batch) a->n_batch = a->n_prompt < DEFAULT_BATCH ? a->n_prompt : DEFAULT_BATCH;
     return 1;
 }
 
@@ -408,6 +415,7 @@ static int run_config(const tfm_model *m, const args *a, int n_threads, double *
     memset(&sd, 0, sizeof sd);
     sd.n_threads = n_threads;
     sd.n_ctx = a->n_prompt + a->n_gen;
+    sd.n_batch = a->n_batch;
     sd.kv_dtype = a->kv;
     if (!ids || sd.n_ctx > c.n_ctx) {
         fprintf(stderr, "tfm-bench: -p + -n (%d) exceeds the model's n_ctx %d\n", sd.n_ctx, c.n_ctx);
@@ -611,15 +619,16 @@ int main(int argc, char **argv) {
         gflops = 2.0 * macs * pp / 1e9;
         if (a.json) {
             printf("{\"model\": \"%s\", \"type\": \"%s\", \"kernels\": \"%s\", \"threads\": %d, \"n_prompt\": %d, "
-                   "\"n_gen\": %d, \"repeats\": %d, \"pp_tok_s\": %.2f, \"tg_tok_s\": %.2f, \"weight_bytes\": %.0f, "
+                   "\"n_gen\": %d, \"n_batch\": %d, \"repeats\": %d, \"pp_tok_s\": %.2f, \"tg_tok_s\": %.2f, \"weight_bytes\": %.0f, "
                    "\"bandwidth_gbs\": %.2f, \"decode_efficiency\": %.3f, \"pp_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
-                   label, type_label, model->isa.name, nt, a.n_prompt, a.n_gen, a.repeats, pp, tg, bytes, bw, eff,
+                   label, type_label, model->isa.name, nt, a.n_prompt, a.n_gen, a.n_batch, a.repeats, pp, tg, bytes, bw, eff,
                    gflops, peak);
         } else {
             printf("threads %d\n", nt);
             printf("  read bandwidth %.1f GB/s, FMA peak %.0f GFLOP/s (%s)\n", bw, peak, model->isa.name);
             printf("  prompt         %d tokens: %.1f tokens/s = %.0f GFLOP/s", a.n_prompt, pp, gflops);
             if (c.dtype <= TFM_DTYPE_BF16 && peak > 0) printf(" = %.0f%% of FMA peak", 100.0 * gflops / peak);
+            printf(" (passes of %d tokens)", a.n_batch);
             printf("\n  decode         %d tokens: %.2f tokens/s = %.1f GB/s of weights = %.0f%% of read bandwidth\n",
                    a.n_gen, tg, bytes * tg / 1e9, 100.0 * eff);
         }
