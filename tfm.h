@@ -408,7 +408,8 @@ typedef struct tfm_model_desc {
     tfm_io io;               /* read callbacks: the file is read into one allocator block */
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
-                                read rows interleaved (avx512, avx2: q8_0, q4_0, q6_k, q4_k)
+                                read rows interleaved (avx512, avx2: q8_0, q4_0, q6_k, q4_k;
+                                amx: q6_k, q4_k)
                                 get them repacked at open: in place when the file was read into
                                 memory, else into a copy of those matrices (a mapping is
                                 read-only); one-token products of them then run 1.2-1.5x as
@@ -4979,7 +4980,7 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_gemm_kquant(const tfm__mm *m, int r0
 }
 
 /* q6_k, activations in rows (one token, mostly: the output matrix of q4_0 / q4_k_m files), rows
-   in the file's layout (no_repack, the amx set; else tfm__avx512_gemv_q_ilv): the
+   in the file's layout (no_repack; else tfm__avx512_gemv_q_ilv): the
    arithmetic of AVX2's one-row kernel (tfm__avx2_gemv_q6_k) on 64 weights per register. A
    super-block's 256 codes are four vectors (64 low or high nibbles of ql, the two high bits of
    qh shifted per 32-byte half), unpacked once for every token; pmaddubsw pairs codes x
@@ -5704,10 +5705,33 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_tile_rows(const tfm__mm *m, const signe
     tfm__amx_put16(m, acc, g, r);
 }
 
+/* Rows [r, r + 16) of w, every super-block, into the planes, d, dmin and mins (as
+   tfm__amx_mm_kquant lays them out). A whole interleaved group is taken 4 rows at a time
+   (tfm__avx512_ilv_get4); rows in place, or of two groups (a task's odd edge), one at a time. */
+TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_unpack16(const tfm__tensor *w, int r, signed char *planes, float *dw, float *dmw,
+                                                 uint32_t *mn, tfm__kq_sb *u) {
+    int nb = w->cols / TFM__QK_K, i, j, e;
+    size_t cols = (size_t)w->cols, plane = (size_t)TFM__AMX_ROWS * cols, bb = (size_t)tfm__dtype_of(w->dtype).info.block_bytes;
+    __m256i buf[TFM__KQ_ROWS][TFM__KQ_BLOCK_SLOTS]; /* blocks out of an interleaved group, 32-byte aligned */
+    unsigned char *tmp[TFM__KQ_ROWS];
+    for (e = 0; e < TFM__KQ_ROWS; e++) /* q4_k's nibbles and q6_k's codes on 32-byte boundaries */
+        tmp[e] = TFM__CAST(unsigned char *, TFM__CAST(void *, buf[e])) + (w->dtype == TFM_DTYPE_Q4_K ? 16 : 0);
+    bool group = w->ilv && r % TFM__ILV_ROWS == 0;
+    for (j = 0; j < nb; j++)
+        for (i = 0; i < TFM__AMX_ROWS; i += TFM__KQ_ROWS) {
+            if (group) tfm__avx512_ilv_get4(w->dtype, tfm__tensor_at(w, r) + (size_t)j * bb * TFM__ILV_ROWS, i, tmp);
+            for (e = 0; e < TFM__KQ_ROWS; e++) {
+                size_t at = (size_t)(i + e) * cols + (size_t)j * TFM__QK_K, k = (size_t)j * TFM__AMX_ROWS + (size_t)(i + e);
+                const unsigned char *blk = group ? tmp[e] : tfm__tensor_block(w, r + i + e, j, bb, tmp[0]);
+                tfm__amx_kq_planes(w->dtype, blk, u, planes + at, planes + plane + at, &dw[k], &dmw[k], mn + k * (TFM__Q4_K_SUB / 2));
+            }
+        }
+}
+
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_kquant(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     const tfm__tensor *w = m->w;
-    int nb = w->cols / TFM__QK_K, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, i, j;
-    size_t cols = (size_t)w->cols, plane = (size_t)TFM__AMX_ROWS * cols, bb = (size_t)tfm__dtype_of(w->dtype).info.block_bytes;
+    int nb = w->cols / TFM__QK_K, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g;
+    size_t cols = (size_t)w->cols, plane = (size_t)TFM__AMX_ROWS * cols;
     signed char *planes = TFM__CAST(signed char *, TFM__CAST(void *, scratch));
     float *dw = TFM__CAST(float *, TFM__CAST(void *, scratch + TFM__AMX_KQ_PLANES * plane)), *dmw = dw + (size_t)nb * TFM__AMX_ROWS;
     uint32_t *mn = TFM__CAST(uint32_t *, TFM__CAST(void *, dmw + (size_t)nb * TFM__AMX_ROWS)); /* [nb][16][4] */
@@ -5719,15 +5743,7 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_kquant(const tfm__mm *m, int r0, int r1
     }
     tfm__amx_config_kq();
     for (r = r0; r + TFM__AMX_ROWS <= r1; r += TFM__AMX_ROWS) {
-        for (i = 0; i < TFM__AMX_ROWS; i++) {
-            const unsigned char *row = tfm__tensor_at(w, r + i);
-            for (j = 0; j < nb; j++) {
-                size_t at = (size_t)i * cols + (size_t)j * TFM__QK_K;
-                size_t k = (size_t)j * TFM__AMX_ROWS + (size_t)i;
-                tfm__amx_kq_planes(w->dtype, row + (size_t)j * bb, u, planes + at, planes + plane + at, &dw[k], &dmw[k],
-                                   mn + k * (TFM__Q4_K_SUB / 2));
-            }
-        }
+        tfm__amx_kq_unpack16(w, r, planes, dw, dmw, mn, u);
         for (g = 0; g < n_groups; g++) {
             tfm__amx_prefetch(w, r + TFM__AMX_ROWS, r1, g, n_groups);
             tfm__amx_kq_tile_rows(m, planes, dw, dmw, mn, mins, g, r);
@@ -5875,6 +5891,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__amx_set_scratch_bytes;
+        out->ilv = 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K; /* q8_0 / q4_0: rows in place read as fast here */
         return true;
 #endif
 #ifdef TFM__NEON
