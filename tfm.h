@@ -408,9 +408,8 @@ typedef struct tfm_model_desc {
     tfm_io io;               /* read callbacks: the file is read into one allocator block */
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
-                                read rows interleaved (avx512, avx2: q8_0, q4_0, q6_k, q4_k;
-                                amx: q6_k, q4_k)
-                                get them repacked at open: in place when the file was read into
+                                read rows interleaved (avx512, avx2, amx: q8_0, q4_0, q6_k,
+                                q4_k) get them repacked at open: in place when the file was read into
                                 memory, else into a copy of those matrices (a mapping is
                                 read-only); one-token products of them then run 1.2-1.5x as
                                 fast. The same bits. */
@@ -2375,6 +2374,8 @@ TFM__PRIVATE void tfm__scores_h_scalar(const float *q, const unsigned char *kt, 
 
 typedef struct tfm__qacts {
     int8_t *q;
+    int8_t *qt;   /* NULL, or the same codes token by token in each group, [group][block][G][block]
+                     (the AMX set's products on interleaved rows: tfm__amx_quant) */
     float *d;
     int32_t *s;
     int group;    /* G */
@@ -4644,7 +4645,7 @@ TFM__T_AVX512 TFM__PRIVATE __m512i tfm__avx512_ld4x128(const unsigned char *cons
 }
 
 #define TFM__W2(a, b) ((a) | (b) << 16) /* two int16 lanes of a permute's indices as one int32 */
-/* q4_0, one token, rows in the file's layout (no_repack, the amx set; else
+/* q4_0, one token, rows in the file's layout (no_repack; else
    tfm__avx512_gemv_q_ilv): 4 blocks of 8 rows (lr: the rows in lane order) into the rows' float chains
    acc, blocks j..j + 3 at byte `at`. A row's 72 bytes come in two loads (at, at + 8: nothing past
    them is read) and one word permute gathers its 4 blocks' nibbles, block k in 128-bit lane k,
@@ -5242,6 +5243,10 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q4_k_step(const unsigned
    follow each other, so the matrix is read front to back as one stream, which every
    prefetcher follows; no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read
    loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
+#define TFM__ILV_PF 1536 /* bytes ahead a one-token q8_0 / q4_0 product prefetches on Intel (!pf_run): the
+                            stream alone read at 11-14 GB/s from RAM on a Xeon (Sapphire Rapids), with
+                            this 13.5-15.7 (1024: 13-15, 2048 and more slower again); AMD's
+                            prefetchers keep up by themselves */
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
@@ -5253,6 +5258,10 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, i
         for (j = 0; j < qa->n_blocks; j++, b += gb) {
             const int8_t *x = qa->q + (size_t)qa->block * (size_t)j;
             const int32_t *xs = qa->s + (size_t)(qa->block / qa->sum_len) * (size_t)j; /* sums of 16 (k-quants) */
+            if (!m->pf_run && (ty == TFM_DTYPE_Q8_0 || ty == TFM_DTYPE_Q4_0)) {
+                size_t l;
+                for (l = 0; l < gb; l += TFM__ALIGN) TFM__PREFETCH(b + TFM__ILV_PF + l);
+            }
             if (ty == TFM_DTYPE_Q4_K) {
                 acc = tfm__avx512_ilv_q4_k_step(b, x, xs, qa->d[j], acc);
             } else {
@@ -5452,7 +5461,8 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_quant(const float *x, size_t x_strid
 }
 #endif /* TFM__X86_AVX512 */
 
-/* --- AMX: the batched q8_0 / q4_0 product on tiles ---
+/* --- AMX: the batched q8_0 / q4_0 product on tiles, rows in the file's layout (no_repack, or
+   fewer than 16 rows; interleaved rows: tfm__amx_mm_ilv below) ---
    A tile is 16 weight rows x one block (32 signed codes each: q8_0 codes straight from the
    file, rows row_bytes apart; q4_0 nibbles unpacked first into the task's scratch, their zero
    point taken); B is the same block of a group of 16 tokens, exactly the activation layout (8
@@ -5503,6 +5513,20 @@ TFM__T_AMX TFM__ALWAYS_INLINE void tfm__amx_step(const int32_t *c, const float *
         _tile_dpbssd(CT, AT, BT);                                                                        \
     } while (0)
 
+/* Block j's sums out of its C tile into c[j % 2], the product of block j + 1 (PRODUCT: one of
+   the two above) issued first into the other C tile: the two alternate, so one product runs
+   while the other's sums are used. */
+#define TFM__AMX_NEXT(PRODUCT, j, nb, c)                                                                 \
+    do {                                                                                                 \
+        if ((j) % 2 == 0) {                                                                              \
+            if ((j) + 1 < (nb)) PRODUCT(1, 3, 5, (j) + 1);                                               \
+            _tile_stored(0, (c)[0], 64);                                                                 \
+        } else {                                                                                         \
+            if ((j) + 1 < (nb)) PRODUCT(0, 2, 4, (j) + 1);                                               \
+            _tile_stored(1, (c)[1], 64);                                                                 \
+        }                                                                                                \
+    } while (0)
+
 /* acc[i] (16 tokens of row r + i, token group g) into y [token][row] with the bias: transposed
    through a 16 x 16 buffer, so each token's 16 rows are one store. (GCC's unoptimized gather
    macro converts its all-ones mask to a signed short: -Wsign-conversion, silenced here.) */
@@ -5540,13 +5564,7 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_tile_rows(const tfm__mm *m, const unsigned
     TFM__UNROLL for (i = 0; i < TFM__AMX_ROWS; i++) acc[i] = _mm512_setzero_ps();
     TFM__AMX_PRODUCT(0, 2, 4, 0);
     for (j = 0; j < nb; j++) {
-        if (j % 2 == 0) {
-            if (j + 1 < nb) TFM__AMX_PRODUCT(1, 3, 5, j + 1);
-            _tile_stored(0, c[0], 64);
-        } else {
-            if (j + 1 < nb) TFM__AMX_PRODUCT(0, 2, 4, j + 1);
-            _tile_stored(1, c[1], 64);
-        }
+        TFM__AMX_NEXT(TFM__AMX_PRODUCT, j, nb, c);
         if (j > 0)
             tfm__amx_step(c[(j - 1) % 2], dw_all + (size_t)(j - 1) * TFM__AMX_ROWS, _mm512_loadu_ps(qa->d + (g0 + (size_t)j - 1) * TFM__GROUP), acc);
     }
@@ -5600,12 +5618,105 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm(const tfm__mm *m, int r0, int r1, unsig
     if (r < r1) tfm__avx512_gemm_q(m, r, r1, scratch, ty); /* fewer than 16 rows left (the tiles are done with scratch) */
 }
 
+/* --- AMX on interleaved q8_0 / q4_0 groups ---
+   An interleaved block (>>dtype) holds its 16 rows' codes as [8 quads][16 rows][4]: the B tile
+   layout, the rows as its columns. So the roles swap: A is 16 tokens' codes of a block (qa->qt,
+   [16 tokens][32]), B the rows' codes, read in place (q8_0) or unpacked from nibbles once per
+   16 rows (q4_0: 4 loads, 8 stores a block), and the C tile is [token][row], each token's 16
+   rows one vector: the float step scales it by the rows' d (the group's 16 heads, one
+   conversion) times the token's, and the sums are stored as they are, with no transpose. */
+TFM__T_AMX TFM__PRIVATE void tfm__amx_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
+    int g, j, t, c;
+    tfm__avx512_quant(x, x_stride, n_b, cols, qa);
+    if (!qa->qt || qa->group == 1) return;
+    for (g = 0; g < (n_b + qa->group - 1) / qa->group; g++) /* [quad][token][4] -> [token][quad][4] per block */
+        for (j = 0; j < qa->n_blocks; j++) {
+            size_t at = ((size_t)g * (size_t)qa->n_blocks + (size_t)j) * (size_t)qa->block * (size_t)qa->group;
+            for (t = 0; t < qa->group; t++)
+                for (c = 0; c < qa->block / 4; c++)
+                    memcpy(qa->qt + at + (size_t)(t * qa->block + 4 * c), qa->q + at + (size_t)(c * qa->group + t) * 4, 4);
+        }
+}
+
+/* Tile product of block j into C tile CT (A tile AT: the tokens, B tile BT: the rows). */
+#define TFM__AMX_ILV_PRODUCT(CT, AT, BT, j)                                                              \
+    do {                                                                                                 \
+        _tile_zero(CT);                                                                                  \
+        _tile_loadd(AT, qa->qt + (g0 + (size_t)(j)) * TFM__QK * TFM__GROUP, TFM__QK);                    \
+        _tile_loadd(BT, b_base + (size_t)(j) * b_block, 64);                                             \
+        _tile_dpbssd(CT, AT, BT);                                                                        \
+    } while (0)
+
+/* acc[t] (the 16 rows of token t) += block j's sums c [token][row] x the rows' d (group block at
+   blk: its f16 heads) x the token's d: the twin's fmaf(isum, d_w d_x, acc). */
+TFM__T_AMX TFM__ALWAYS_INLINE void tfm__amx_ilv_step(const int32_t *c, const unsigned char *blk, const float *dx, __m512 *acc) {
+    __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk))));
+    int t;
+    TFM__UNROLL for (t = 0; t < TFM__GROUP; t++)
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16 * t)), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t])), acc[t]);
+}
+
+/* The group of 16 rows at grp (rows [r0, r1) of it stored) x token group g; B: block j's codes at
+   b_base + j * b_block. The product of block j + 1 is issued before the sums of block j are read. */
+TFM__T_AMX TFM__PRIVATE void tfm__amx_ilv_tile(const tfm__mm *m, const unsigned char *grp, size_t gb, const unsigned char *b_base,
+                                              size_t b_block, int g, int r, int r0, int r1) {
+    const tfm__qacts *qa = m->qa;
+    const __mmask16 lanes = (__mmask16)tfm__ilv_lanes(r, r0, r1);
+    int32_t c[2][TFM__GROUP * TFM__AMX_ROWS];
+    __m512 acc[TFM__GROUP];
+    int t, j, nb = qa->n_blocks, n = m->n_b - g * TFM__GROUP < TFM__GROUP ? m->n_b - g * TFM__GROUP : TFM__GROUP;
+    size_t g0 = (size_t)g * (size_t)nb;
+    TFM__UNROLL for (t = 0; t < TFM__GROUP; t++) acc[t] = _mm512_setzero_ps();
+    TFM__AMX_ILV_PRODUCT(0, 2, 4, 0);
+    for (j = 0; j < nb; j++) {
+        TFM__AMX_NEXT(TFM__AMX_ILV_PRODUCT, j, nb, c);
+        tfm__amx_ilv_step(c[j % 2], grp + (size_t)j * gb, qa->d + (g0 + (size_t)j) * TFM__GROUP, acc);
+    }
+    for (t = 0; t < n; t++) {
+        float *y = m->y + (size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)r;
+        __m512 v = m->bias ? _mm512_add_ps(acc[t], _mm512_maskz_loadu_ps(lanes, m->bias + r)) : acc[t];
+        _mm512_mask_storeu_ps(y, lanes, v);
+    }
+}
+
+/* A batch on interleaved q8_0 / q4_0 rows [r0, r1): the groups they touch, each x every token
+   group (the next group's bytes prefetched meanwhile). scratch: q4_0's unpacked codes of a group. */
+TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_ilv(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
+    const tfm__tensor *w = m->w;
+    const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes, head = 2 * TFM__ILV_ROWS;
+    const __m512i low4 = _mm512_set1_epi8(0xf), zero = _mm512_set1_epi8(TFM__Q4_0_ZERO);
+    int nb = w->cols / TFM__QK, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, c;
+    size_t l;
+    tfm__amx_config();
+    for (r = r0 - r0 % TFM__ILV_ROWS; r < r1; r += TFM__ILV_ROWS) {
+        const unsigned char *grp = tfm__tensor_at(w, r);
+        if (ty == TFM_DTYPE_Q4_0) /* codes -8..7 as [block][8 quads][16 rows][4]: low nibbles quad c, high c + 4 */
+            for (j = 0; j < nb; j++)
+                for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
+                    __m512i v = _mm512_loadu_si512(grp + (size_t)j * gb + head + (size_t)c * 64);
+                    unsigned char *o = scratch + (size_t)j * TFM__QK * TFM__ILV_ROWS;
+                    _mm512_storeu_si512(o + 64 * c, _mm512_sub_epi8(_mm512_and_si512(v, low4), zero));
+                    _mm512_storeu_si512(o + 64 * (c + 4), _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), zero));
+                }
+        else /* q8_0: the group's bytes asked for before its first tiles wait on them (prompt 1.5-3% faster) */
+            for (l = 0; l < gb * (size_t)nb; l += TFM__ALIGN) TFM__PREFETCH(grp + l);
+        for (g = 0; g < n_groups; g++) {
+            tfm__amx_prefetch(w, r + TFM__ILV_ROWS, r1 + TFM__ILV_ROWS - 1, g, n_groups);
+            if (ty == TFM_DTYPE_Q4_0) tfm__amx_ilv_tile(m, grp, gb, scratch, TFM__QK * TFM__ILV_ROWS, g, r, r0, r1);
+            else tfm__amx_ilv_tile(m, grp, gb, grp + head, gb, g, r, r0, r1);
+        }
+    }
+    _tile_release();
+}
+
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q8_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q8_0);
+    if (m->qa->group == 1 || (m->w->ilv && !m->qa->qt)) tfm__avx512_mm_q8_0(m, r0, r1, scratch);
+    else if (m->w->ilv) tfm__amx_mm_ilv(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
     else tfm__amx_mm(m, r0, r1, scratch, TFM_DTYPE_Q8_0);
 }
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
+    if (m->qa->group == 1 || (m->w->ilv && !m->qa->qt)) tfm__avx512_mm_q4_0(m, r0, r1, scratch);
+    else if (m->w->ilv) tfm__amx_mm_ilv(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
     else tfm__amx_mm(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
 }
 
@@ -5771,6 +5882,7 @@ typedef struct tfm__isa {
     void (*to_f16)(const float *x, unsigned char *out, size_t n); /* an f16 KV cache's stores (tfm__f16_row_from_f32) */
     size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
+    unsigned token_major;                                 /* bit f: and token by token too (tfm__qacts.qt) */
     unsigned ilv;                                         /* bit d: its kernels read dtype d's matrices
                                                              interleaved (>>dtype), repacked at open */
     bool pf_run;                                          /* one-token kernels read rows as AMD's
@@ -5836,6 +5948,7 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->to_f16 = tfm__f16_row_from_f32;
     t->scratch_bytes = NULL;
     t->grouped = 1u << TFM__ACT_Q8 | 1u << TFM__ACT_Q8_K;
+    t->token_major = 0;
     t->ilv = 0;
     t->pf_run = false;
 }
@@ -5882,7 +5995,8 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
     case TFM__SET_AMX:
         tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
                       tfm__amx_mm_q4_0, tfm__amx_mm_kquant);
-        out->quant = tfm__avx512_quant;
+        out->quant = tfm__amx_quant;
+        out->token_major = 1u << TFM__ACT_Q8;
         out->dot = tfm__avx512_dot;
         out->values[0] = tfm__avx512_values_f32;
         out->values[1] = tfm__avx512_values_f16;
@@ -5891,7 +6005,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__amx_set_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K; /* q8_0 / q4_0: rows in place read as fast here */
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
         return true;
 #endif
 #ifdef TFM__NEON
@@ -6614,6 +6728,7 @@ TFM__PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsig
         qa->block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
         qa->sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
         qa->q = TFM__CAST(int8_t *, tfm__carve_elems(p, base, n_pad, cols, 1, 1));
+        qa->qt = s->model->isa.token_major >> f & 1u ? TFM__CAST(int8_t *, tfm__carve_elems(p, base, n_pad, cols, 1, 1)) : NULL;
         qa->d = tfm__carve(p, base, n_pad, cols / (size_t)qa->block, 1);
         qa->s = TFM__CAST(int32_t *, tfm__carve_elems(p, base, n_pad, cols / (size_t)qa->sum_len, 1, sizeof(int32_t)));
     }
@@ -6898,6 +7013,7 @@ TFM__PRIVATE void tfm__quant_task(void *ctx, int t) {
     const float *x;
     if (n <= 0) return;
     part.q += g0 * (size_t)part.block;
+    if (part.qt) part.qt += g0 * (size_t)part.block;
     part.d += g0;
     part.s += g0 * (size_t)(part.block / part.sum_len);
     x = j->x + (size_t)t0 * j->x_stride;

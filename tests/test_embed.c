@@ -291,14 +291,14 @@ static int logits_one_by_one(const tfm_model *m, float *out) {
 }
 
 /* q4_0 / q4_k matrices repacked at open for the kernels that read them interleaved (avx512,
-   avx2; amx q4_k): from every source (borrowed and mapped: into a block of their
+   avx2, amx): from every source (borrowed and mapped: into a block of their
    own; read into memory: in place), tied and not; the logits the same bits as the scalar
    kernels' on the file's layout and as with no_repack, for a prompt and token by token; every
    block freed. */
 static void test_repack(void) {
-    enum { N_CASES = 5 };
-    static const char *const sets[N_CASES] = {"avx512", "avx2", "avx512", "avx2", "amx"};
-    static const tfm_dtype types[N_CASES] = {TFM_DTYPE_Q4_0, TFM_DTYPE_Q4_0, TFM_DTYPE_Q4_K, TFM_DTYPE_Q4_K, TFM_DTYPE_Q4_K};
+    enum { N_CASES = 6 };
+    static const char *const sets[N_CASES] = {"avx512", "avx2", "avx512", "avx2", "amx", "amx"};
+    static const tfm_dtype types[N_CASES] = {TFM_DTYPE_Q4_0, TFM_DTYPE_Q4_0, TFM_DTYPE_Q4_K, TFM_DTYPE_Q4_K, TFM_DTYPE_Q4_0, TFM_DTYPE_Q4_K};
     const char *path = "build/test_embed_q4.tfm";
     int run, tied, si, runs[N_CASES];
     for (si = 0; si < N_CASES; si++) {

@@ -25,20 +25,22 @@ static void report(const char *what, double md, double tol) {
     CHECK_MSG(md <= tol, "%s: %g > %g", what, md, tol);
 }
 
-/* Quantized activations for n_b tokens of cols values, buffers owned by the caller (free_qa). */
-static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols, unsigned grouped) {
+/* Quantized activations for n_b tokens of cols values in the layouts set isa asks for, buffers
+   owned by the caller (free_qa). */
+static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols, const tfm__isa *isa) {
     tfm__qacts qa;
     size_t n_pad = (size_t)(n_b + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
     memset(&qa, 0, sizeof qa);
     qa.block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
     qa.sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
-    qa.group = TFM__ACT_GROUP(f, n_b, grouped);
+    qa.group = TFM__ACT_GROUP(f, n_b, isa->grouped);
     qa.q = (int8_t *)calloc(n_pad * (size_t)cols + 64, 1);
+    qa.qt = isa->token_major >> f & 1u ? (int8_t *)calloc(n_pad * (size_t)cols + 64, 1) : NULL;
     qa.d = (float *)calloc(n_pad * (size_t)cols / (size_t)qa.block + 16, sizeof(float));
     qa.s = (int32_t *)calloc(n_pad * (size_t)cols / (size_t)qa.sum_len + 16, sizeof(int32_t));
     return qa;
 }
-static void free_qa(tfm__qacts *qa) { free(qa->q); free(qa->d); free(qa->s); }
+static void free_qa(tfm__qacts *qa) { free(qa->q); free(qa->qt); free(qa->d); free(qa->s); }
 
 /* y [n_b, rows] = W x through one set, rows split in two ranges at `split`. */
 static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, size_t xs, int n_b, const float *bias,
@@ -49,7 +51,7 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
     unsigned char *block = NULL, *scratch = NULL; /* scratch: 64-byte aligned, as a session's */
     memset(&qa, 0, sizeof qa);
     if (f != TFM__ACT_F32) {
-        qa = alloc_qa(f, n_b, w->cols, isa->grouped);
+        qa = alloc_qa(f, n_b, w->cols, isa);
         isa->quant(x, xs, n_b, w->cols, &qa);
     }
     if (isa->scratch_bytes) {
@@ -327,7 +329,7 @@ static void test_vector_ops(void) {
             for (k = 0; k < 3; k++) {
                 int cols = 512;
                 float *x = (float *)malloc((size_t)nbs[k] * (size_t)cols * sizeof(float));
-                tfm__qacts q1 = alloc_qa((tfm__afmt)f, nbs[k], cols, isa->grouped), q2 = alloc_qa((tfm__afmt)f, nbs[k], cols, isa->grouped);
+                tfm__qacts q1 = alloc_qa((tfm__afmt)f, nbs[k], cols, isa), q2 = alloc_qa((tfm__afmt)f, nbs[k], cols, isa);
                 size_t n_pad = (size_t)(nbs[k] + TFM__GROUP - 1) / TFM__GROUP * TFM__GROUP;
                 for (i = 0; i < nbs[k] * cols; i++) x[i] = rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
                 isa->quant(x, (size_t)cols, nbs[k], cols, &q1);
@@ -337,6 +339,16 @@ static void test_vector_ops(void) {
                     memcmp(q1.d, q2.d, n_pad * (size_t)cols / (size_t)q1.block * sizeof(float)) != 0 ||
                     memcmp(q1.s, q2.s, n_pad * (size_t)cols / (size_t)q1.sum_len * sizeof(int32_t)) != 0)
                     bad++;
+                if (q1.qt && q1.group > 1) { /* token by token in each group: the twin's codes of that token */
+                    int t, j;
+                    int8_t want[TFM__QK_K];
+                    for (t = 0; t < nbs[k]; t++)
+                        for (j = 0; j < cols / q1.block; j++) {
+                            size_t at = ((size_t)(t / q1.group) * (size_t)(cols / q1.block) + (size_t)j) * (size_t)q1.block * (size_t)q1.group;
+                            tfm__qa_codes(&q2, t, j, want);
+                            if (memcmp(q1.qt + at + (size_t)(t % q1.group) * (size_t)q1.block, want, (size_t)q1.block) != 0) bad++;
+                        }
+                }
                 free_qa(&q1); free_qa(&q2); free(x);
             }
         }
