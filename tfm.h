@@ -5825,9 +5825,9 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_kq_unpack16(const tfm__tensor *w, int r, s
     size_t cols = (size_t)w->cols, plane = (size_t)TFM__AMX_ROWS * cols, bb = (size_t)tfm__dtype_of(w->dtype).info.block_bytes;
     __m256i buf[TFM__KQ_ROWS][TFM__KQ_BLOCK_SLOTS]; /* blocks out of an interleaved group, 32-byte aligned */
     unsigned char *tmp[TFM__KQ_ROWS];
+    const bool group = w->ilv && r % TFM__ILV_ROWS == 0;
     for (e = 0; e < TFM__KQ_ROWS; e++) /* q4_k's nibbles and q6_k's codes on 32-byte boundaries */
         tmp[e] = TFM__CAST(unsigned char *, TFM__CAST(void *, buf[e])) + (w->dtype == TFM_DTYPE_Q4_K ? 16 : 0);
-    bool group = w->ilv && r % TFM__ILV_ROWS == 0;
     for (j = 0; j < nb; j++)
         for (i = 0; i < TFM__AMX_ROWS; i += TFM__KQ_ROWS) {
             if (group) tfm__avx512_ilv_get4(w->dtype, tfm__tensor_at(w, r) + (size_t)j * bb * TFM__ILV_ROWS, i, tmp);
