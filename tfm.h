@@ -5701,7 +5701,7 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_ilv(const tfm__mm *m, int r0, int r1, u
         else /* q8_0: the group's bytes asked for before its first tiles wait on them (prompt 1.5-3% faster) */
             for (l = 0; l < gb * (size_t)nb; l += TFM__ALIGN) TFM__PREFETCH(grp + l);
         for (g = 0; g < n_groups; g++) {
-            tfm__amx_prefetch(w, r + TFM__ILV_ROWS, r1 + TFM__ILV_ROWS - 1, g, n_groups);
+            tfm__amx_prefetch(w, r + TFM__ILV_ROWS, r1 + TFM__ILV_ROWS - 1, g, n_groups); /* the next group, if it holds a row below r1 */
             if (ty == TFM_DTYPE_Q4_0) tfm__amx_ilv_tile(m, grp, gb, scratch, TFM__QK * TFM__ILV_ROWS, g, r, r0, r1);
             else tfm__amx_ilv_tile(m, grp, gb, grp + head, gb, g, r, r0, r1);
         }
@@ -5882,7 +5882,8 @@ typedef struct tfm__isa {
     void (*to_f16)(const float *x, unsigned char *out, size_t n); /* an f16 KV cache's stores (tfm__f16_row_from_f32) */
     size_t (*scratch_bytes)(int cols);                    /* per task for matrices of cols, or NULL */
     unsigned grouped;                                     /* bit f: batched activations of format f in groups */
-    unsigned token_major;                                 /* bit f: and token by token too (tfm__qacts.qt) */
+    unsigned token_major;                                 /* bit f: and token by token too (tfm__qacts.qt),
+                                                             for its kernels on interleaved matrices */
     unsigned ilv;                                         /* bit d: its kernels read dtype d's matrices
                                                              interleaved (>>dtype), repacked at open */
     bool pf_run;                                          /* one-token kernels read rows as AMD's
@@ -6192,6 +6193,7 @@ struct tfm_model {
     tfm__tokenizer *tokenizer; /* NULL when the file has none */
     tfm__isa isa;          /* the kernels, chosen at open (>>dispatch) */
     unsigned act_formats;  /* bit f set: some matrix reads activations in tfm__act format f */
+    unsigned ilv_formats;  /* the same for the matrices repacked at open (tfm__model_interleave) */
     uint64_t id;           /* identifies the file in saved session states (tfm__model_id) */
     unsigned char *ilv_block; /* the matrices repacked for the kernels (tfm__model_interleave) when */
     size_t ilv_bytes;         /* the file is mapped or borrowed (read-only); else NULL */
@@ -6441,13 +6443,14 @@ TFM__PRIVATE uint64_t tfm__model_id(const unsigned char *file, const tfm__header
     return id;
 }
 
-/* Bit f for each activation format (tfm__act) some matrix of the model reads. */
-TFM__PRIVATE unsigned tfm__act_formats(tfm_model *m) {
+/* Bit f for each activation format (tfm__act) some matrix of the model reads (ilv_only: some
+   matrix repacked at open). */
+TFM__PRIVATE unsigned tfm__act_formats(tfm_model *m, bool ilv_only) {
     unsigned bits = 0;
     int i;
     for (i = 0; i < tfm__n_matrices(m); i++) {
         const tfm__tensor *t = tfm__model_matrix(m, i);
-        if (t->data) bits |= 1u << tfm__dtype_of(t->dtype).act;
+        if (t->data && (t->ilv || !ilv_only)) bits |= 1u << tfm__dtype_of(t->dtype).act;
     }
     return bits;
 }
@@ -6728,7 +6731,9 @@ TFM__PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsig
         qa->block = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK_K;
         qa->sum_len = f == TFM__ACT_Q8 ? TFM__QK : TFM__QK / 2;
         qa->q = TFM__CAST(int8_t *, tfm__carve_elems(p, base, n_pad, cols, 1, 1));
-        qa->qt = s->model->isa.token_major >> f & 1u ? TFM__CAST(int8_t *, tfm__carve_elems(p, base, n_pad, cols, 1, 1)) : NULL;
+        qa->qt = (s->model->isa.token_major & s->model->ilv_formats) >> f & 1u /* read by some kernel */
+                     ? TFM__CAST(int8_t *, tfm__carve_elems(p, base, n_pad, cols, 1, 1))
+                     : NULL;
         qa->d = tfm__carve(p, base, n_pad, cols / (size_t)qa->block, 1);
         qa->s = TFM__CAST(int32_t *, tfm__carve_elems(p, base, n_pad, cols / (size_t)qa->sum_len, 1, sizeof(int32_t)));
     }
@@ -15024,7 +15029,7 @@ TFM__PRIVATE tfm_result tfm__model_build(tfm__file *f, const tfm_model_desc *des
         if (!tfm__is_vocab_only(&h)) r = tfm__resolve(&rs, m, n_slots);
         if (!r) r = tfm__read_layer_table(f->data, &h, lg, m);
         if (!r) m->config.dtype = tfm__largest_dtype(m);
-        if (!r) m->act_formats = tfm__act_formats(m);
+        if (!r) m->act_formats = tfm__act_formats(m, false);
         if (!r) m->id = tfm__model_id(f->data, &h, dir_end);
     }
     tfm__free(&desc->allocator, slots, slots_bytes);
@@ -15063,6 +15068,8 @@ TFM_API tfm_result tfm_model_open(const tfm_model_desc *desc, tfm_model **out_mo
     if ((r = tfm__model_interleave(*out_model, desc->no_repack, lg)) != TFM_OK) {
         tfm__model_free(*out_model);
         *out_model = NULL;
+    } else {
+        (*out_model)->ilv_formats = tfm__act_formats(*out_model, true);
     }
     return r;
 }
