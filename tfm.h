@@ -5243,12 +5243,14 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q4_k_step(const unsigned
    follow each other, so the matrix is read front to back as one stream, which every
    prefetcher follows; no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read
    loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
-#define TFM__ILV_PF 3072 /* bytes ahead a one-token q8_0 / q4_0 product prefetches into L2 on Intel
-                            (!pf_run). On a Xeon (Sapphire Rapids) the stream alone read 11-14 GB/s
-                            from RAM; into L1 1536 ahead 13-15.7; into L2 3072 ahead q4_0 14.2-15.1
-                            (1 thread) and 27.6-29.1 (2), against 13.1-13.6 and 22.8-28.7 into L1,
-                            q8_0 the same either way (2048 and 4096 ahead: less). AMD's prefetchers
-                            keep up by themselves */
+/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run);
+   AMD's prefetchers keep up by themselves. On a Xeon (Sapphire Rapids), alone from RAM, 1
+   thread: q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 into L1 1536 ahead; into L2 3072
+   ahead q4_0 14.2-15.1 (2 threads 27.6-29.1) against 13.1-13.6 (22.8-28.7) into L1, q8_0 the
+   same either way (2048, 4096 ahead: less). q4_k 11.4-13.0 -> 13.2-14.2 and q6_k 11.9-12.6 ->
+   12.9-13.4 with 1536 (3072: q6_k no gain). */
+#define TFM__ILV_PF 3072   /* q8_0, q4_0 */
+#define TFM__ILV_PF_K 1536 /* q4_k, q6_k */
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
@@ -5260,9 +5262,9 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, i
         for (j = 0; j < qa->n_blocks; j++, b += gb) {
             const int8_t *x = qa->q + (size_t)qa->block * (size_t)j;
             const int32_t *xs = qa->s + (size_t)(qa->block / qa->sum_len) * (size_t)j; /* sums of 16 (k-quants) */
-            if (!m->pf_run && (ty == TFM_DTYPE_Q8_0 || ty == TFM_DTYPE_Q4_0)) {
-                size_t l;
-                for (l = 0; l < gb; l += TFM__ALIGN) TFM__PREFETCH_L2(b + TFM__ILV_PF + l);
+            if (!m->pf_run) {
+                size_t l, ahead = ty == TFM_DTYPE_Q8_0 || ty == TFM_DTYPE_Q4_0 ? TFM__ILV_PF : TFM__ILV_PF_K;
+                for (l = 0; l < gb; l += TFM__ALIGN) TFM__PREFETCH_L2(b + ahead + l);
             }
             if (ty == TFM_DTYPE_Q4_K) {
                 acc = tfm__avx512_ilv_q4_k_step(b, x, xs, qa->d[j], acc);
