@@ -4850,16 +4850,24 @@ TFM__PRIVATE unsigned tfm__ilv_lanes(int g, int r0, int r1) {
     return lo & hi & all;
 }
 
+/* 64 bytes of an interleaved group at p; with pf > 0, the line pf bytes on is prefetched into
+   L2 as well (Intel, !pf_run: TFM__ILV_PF). One prefetch beside each load keeps the stream's
+   requests as even as its loads: the same lines prefetched as one burst per block were slower
+   for the long blocks (q4_k, 2304 bytes: 12.7-13.4 GB/s from RAM against 14.4-15.4 spread). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_load(const unsigned char *p, size_t pf) {
+    if (pf) TFM__PREFETCH_L2(p + pf);
+    return _mm512_loadu_si512(p);
+}
 /* Block j of an interleaved q4_0 group (>>dtype) at b against the token's codes x[32] and
    their sum s: the 16 rows' exact sums of the twin, one per lane. Its 4 loads hold the rows'
    bytes 4c..4c+3, whose low nibbles meet codes 4c.. and high ones 16 + 4c.., broadcast; the 8
    vpdpbusd add into one register, so nothing is left to reduce. */
-TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_0_isum(const unsigned char *b, const int8_t *x, int32_t s) {
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_0_isum(const unsigned char *b, const int8_t *x, int32_t s, size_t pf) {
     const __m512i low4 = _mm512_set1_epi8(0xf);
     __m512i isum = _mm512_set1_epi32(-TFM__Q4_0_ZERO * s);
     int c;
     TFM__UNROLL for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
-        __m512i q = _mm512_loadu_si512(b + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c);
+        __m512i q = tfm__avx512_ilv_load(b + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c, pf);
         int32_t lo, hi;
         memcpy(&lo, x + TFM__ILV_CHUNK * c, 4);
         memcpy(&hi, x + TFM__QK / 2 + TFM__ILV_CHUNK * c, 4);
@@ -4870,20 +4878,22 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_0_isum(const unsigne
 }
 /* The same for q8_0: 8 loads of the rows' codes, made unsigned (x ^ 0x80) as in tfm__avx512_gemv_q,
    the 128 x the token's code sum taken off first. */
-TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q8_0_isum(const unsigned char *b, const int8_t *x, int32_t s) {
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q8_0_isum(const unsigned char *b, const int8_t *x, int32_t s, size_t pf) {
     const __m512i flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
     __m512i isum = _mm512_set1_epi32(-TFM__Q8_FLIP * s);
     int c;
     TFM__UNROLL for (c = 0; c < TFM__QK / TFM__ILV_CHUNK; c++) {
-        __m512i q = _mm512_loadu_si512(b + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c);
+        __m512i q = tfm__avx512_ilv_load(b + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * c, pf);
         int32_t x4;
         memcpy(&x4, x + TFM__ILV_CHUNK * c, 4);
         isum = _mm512_dpbusd_epi32(isum, _mm512_xor_si512(q, flip), _mm512_set1_epi32(x4));
     }
     return isum;
 }
-/* The rows' f16 scales at b times the token's dx, as the twin's d_w * d_x. */
-TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_scales(const unsigned char *b, float dx) {
+/* The rows' f16 scales at b times the token's dx, as the twin's d_w * d_x (pf: as
+   tfm__avx512_ilv_load). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_scales(const unsigned char *b, float dx, size_t pf) {
+    if (pf) TFM__PREFETCH_L2(b + pf);
     return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b)))), _mm512_set1_ps(dx));
 }
 
@@ -5160,7 +5170,7 @@ TFM__Q45_GEMV(avx512, TFM__T_AVX512)
    (k = 0..3: ql's nibble | qh's two bits << 4, unsigned), each a vpdpbusd against the token's 4
    codes broadcast into its sub-block's sum, which starts at -32 x the sub-block's code sum (the
    zero point); then the half's 8 sums times the rows' int8 scales (vpmulld) into isum. */
-TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigned char *b, const int8_t *x, const int32_t *xs) {
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigned char *b, const int8_t *x, const int32_t *xs, size_t pf) {
     const __m512i low4 = _mm512_set1_epi8(0xf), top2 = _mm512_set1_epi8(0x30);
     __m512i isum = _mm512_setzero_si512(), dot[8];
     int h, k, m, q;
@@ -5168,9 +5178,9 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigne
         const unsigned char *c = b + 2 * TFM__ILV_ROWS + (size_t)(64 * TFM__Q6_K_HALF_SLOTS * h); /* chunks of 16 rows x 4 */
         TFM__UNROLL for (q = 0; q < 8; q++) dot[q] = _mm512_set1_epi32(-TFM__Q6_K_ZERO * xs[8 * h + q]); /* sub-block 8h + q */
         TFM__UNROLL for (m = 0; m < 8; m++) {
-            __m512i lo[2], hb = _mm512_loadu_si512(c + 64 * (3 * m + 2));
-            lo[0] = _mm512_loadu_si512(c + 64 * (3 * m));
-            lo[1] = _mm512_loadu_si512(c + 64 * (3 * m + 1));
+            __m512i lo[2], hb = tfm__avx512_ilv_load(c + 64 * (3 * m + 2), pf);
+            lo[0] = tfm__avx512_ilv_load(c + 64 * (3 * m), pf);
+            lo[1] = tfm__avx512_ilv_load(c + 64 * (3 * m + 1), pf);
             TFM__UNROLL for (k = 0; k < 4; k++) { /* ql chunk 16h + 8(k & 1) + m, nibble k >> 1; qh bits 2k */
                 __m512i hi = k < 2 ? _mm512_slli_epi16(hb, (unsigned)(4 - 2 * k)) : k == 3 ? _mm512_srli_epi16(hb, 2) : hb;
                 __m512i code = _mm512_and_si512(k >> 1 ? _mm512_srli_epi16(lo[k & 1], 4) : lo[k & 1], low4);
@@ -5181,7 +5191,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigne
             }
         }
         TFM__UNROLL for (q = 0; q < 8; q++) { /* the rows' scales 8h + q: byte q % 4 of their piece */
-            __m512i s = _mm512_loadu_si512(c + 64 * (TFM__Q6_K_SCALE_SLOT + q / 4));
+            __m512i s = tfm__avx512_ilv_load(c + 64 * (TFM__Q6_K_SCALE_SLOT + q / 4), q % 4 ? 0 : pf);
             s = _mm512_srai_epi32(_mm512_slli_epi32(s, (unsigned)(24 - 8 * (q % 4))), 24);
             isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot[q], s));
         }
@@ -5196,11 +5206,11 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q6_k_isum(const unsigne
    sub-block's sum one chain. The mins meet the sub-blocks' code sums in int16 pairs
    (vpdpwssd: mins 4h and 4h + 2, then 4h + 1 and 4h + 3). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_k_isum(const unsigned char *b, const int8_t *x, const int32_t *xs,
-                                                                  __m512i *imin) {
+                                                                  __m512i *imin, size_t pf) {
     const __m512i low4 = _mm512_set1_epi8(0xf), low6 = _mm512_set1_epi8(0x3f), low2 = _mm512_set1_epi8(3);
     const __m512i byte = _mm512_set1_epi32(0xff), even = _mm512_set1_epi32(0x00ff00ff);
     const unsigned char *p = b + TFM__Q4_K_HEAD * TFM__ILV_ROWS, *q = p + 3 * TFM__ILV_ROWS * TFM__ILV_CHUNK;
-    __m512i u0 = _mm512_loadu_si512(p), u1 = _mm512_loadu_si512(p + 64), u2 = _mm512_loadu_si512(p + 128);
+    __m512i u0 = tfm__avx512_ilv_load(p, pf), u1 = tfm__avx512_ilv_load(p + 64, pf), u2 = tfm__avx512_ilv_load(p + 128, pf);
     __m512i sc[2], mn[2], dot[TFM__Q4_K_SUB], isum = _mm512_setzero_si512();
     int n, s, h;
     sc[0] = _mm512_and_si512(u0, low6); /* [row]: scales 0..3 */
@@ -5210,7 +5220,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_k_isum(const unsigne
                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), low2), 4));
     TFM__UNROLL for (s = 0; s < TFM__Q4_K_SUB; s++) dot[s] = _mm512_setzero_si512();
     TFM__UNROLL for (n = 0; n < TFM__QK_K / 2 / TFM__ILV_CHUNK; n++) {
-        __m512i v = _mm512_loadu_si512(q + TFM__ILV_ROWS * TFM__ILV_CHUNK * n);
+        __m512i v = tfm__avx512_ilv_load(q + TFM__ILV_ROWS * TFM__ILV_CHUNK * n, pf);
         int c = n / 8;
         int32_t lo, hi;
         memcpy(&lo, x + 64 * c + TFM__ILV_CHUNK * (n % 8), 4);
@@ -5234,8 +5244,8 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_k_isum(const unsigne
 }
 /* A q4_k block's two float steps per lane, as the twin: isum d dx, then less imin dmin dx. */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q4_k_step(const unsigned char *b, const int8_t *x, const int32_t *xs,
-                                                                 float dx, __m512 acc) {
-    __m512i imin, isum = tfm__avx512_ilv_q4_k_isum(b, x, xs, &imin), heads = _mm512_loadu_si512(b); /* [row]: d, dmin */
+                                                                 float dx, __m512 acc, size_t pf) {
+    __m512i imin, isum = tfm__avx512_ilv_q4_k_isum(b, x, xs, &imin, pf), heads = tfm__avx512_ilv_load(b, pf); /* [row]: d, dmin */
     __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(heads)), dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(heads, 16)));
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(dx)), acc);
     return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, _mm512_set1_ps(dx)), acc);
@@ -5245,17 +5255,18 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q4_k_step(const unsigned
    follow each other, so the matrix is read front to back as one stream, which every
    prefetcher follows; no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read
    loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
-/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run);
-   AMD's prefetchers keep up by themselves. On a Xeon (Sapphire Rapids), alone from RAM, 1
-   thread: q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 into L1 1536 ahead; into L2 3072
-   ahead q4_0 14.2-15.1 (2 threads 27.6-29.1) against 13.1-13.6 (22.8-28.7) into L1, q8_0 the
-   same either way (2048, 4096 ahead: less). q4_k 11.4-13.0 -> 13.2-14.2 and q6_k 11.9-12.6 ->
-   12.9-13.4 with 1536 (3072: q6_k no gain). */
-#define TFM__ILV_PF 3072   /* q8_0, q4_0 */
-#define TFM__ILV_PF_K 1536 /* q4_k, q6_k */
+/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run), a
+   line beside each line it loads (tfm__avx512_ilv_load); AMD's prefetchers keep up by
+   themselves. On a Xeon (Sapphire Rapids), alone from RAM, 1 thread: q8_0 / q4_0 read 11-14 GB/s
+   with nothing, 13-15.7 with a burst per block into L1 1536 ahead, into L2 3072 ahead q4_0
+   14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread beside the loads q8_0
+   15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1 -> 14.2-14.9 and q6_k
+   12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead: less). */
+#define TFM__ILV_PF 3072
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
+    const size_t pf = m->pf_run ? 0 : TFM__ILV_PF;
     int g, j;
     for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
         const unsigned char *b = tfm__tensor_at(m->w, g);
@@ -5264,17 +5275,13 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, i
         for (j = 0; j < qa->n_blocks; j++, b += gb) {
             const int8_t *x = qa->q + (size_t)qa->block * (size_t)j;
             const int32_t *xs = qa->s + (size_t)(qa->block / qa->sum_len) * (size_t)j; /* sums of 16 (k-quants) */
-            if (!m->pf_run) {
-                size_t l, ahead = ty == TFM_DTYPE_Q8_0 || ty == TFM_DTYPE_Q4_0 ? TFM__ILV_PF : TFM__ILV_PF_K;
-                for (l = 0; l < gb; l += TFM__ALIGN) TFM__PREFETCH_L2(b + ahead + l);
-            }
             if (ty == TFM_DTYPE_Q4_K) {
-                acc = tfm__avx512_ilv_q4_k_step(b, x, xs, qa->d[j], acc);
+                acc = tfm__avx512_ilv_q4_k_step(b, x, xs, qa->d[j], acc, pf);
             } else {
-                __m512i isum = ty == TFM_DTYPE_Q8_0   ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j])
-                               : ty == TFM_DTYPE_Q4_0 ? tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j])
-                                                      : tfm__avx512_ilv_q6_k_isum(b, x, xs);
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j]), acc);
+                __m512i isum = ty == TFM_DTYPE_Q8_0   ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j], pf)
+                               : ty == TFM_DTYPE_Q4_0 ? tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j], pf)
+                                                      : tfm__avx512_ilv_q6_k_isum(b, x, xs, pf);
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j], pf), acc);
             }
         }
         if (m->bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, m->bias + g));
