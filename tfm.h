@@ -3221,6 +3221,14 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
         else if ((next) && (at) % TFM__ALIGN < (bb))                                                    \
             for (tfm__i_ = 0; tfm__i_ < TFM__GEMV_ROWS; tfm__i_++) TFM__PREFETCH((row)[tfm__i_] + (at) + (next)); \
     } while (0)
+/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run), a
+   line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load); AMD's prefetchers keep up by
+   themselves. On a Xeon (Sapphire Rapids), alone from RAM, 1 thread: q8_0 / q4_0 read 11-14 GB/s
+   with nothing, 13-15.7 with a burst per block into L1 1536 ahead, into L2 3072 ahead q4_0
+   14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread beside the loads q8_0
+   15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1 -> 14.2-14.9 and q6_k
+   12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead: less). */
+#define TFM__ILV_PF 3072
 /* Lines per step to prefetch `bytes` over n_steps steps. */
 TFM__PRIVATE size_t tfm__prefetch_per(size_t bytes, int n_steps) {
     size_t lines = (bytes + TFM__ALIGN - 1) / TFM__ALIGN;
@@ -3734,12 +3742,22 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0(const tfm__mm *m, int r0, int 
    (pmaddubsw), the 8 int16 pair sums added in int16 (at most 8 x 2 x 15 x 127 = 30480) and
    summed to int32 once (pmaddwd): the 8 rows' exact sums with no reduction across lanes, then
    the twin's float step for 8 rows. The matrix is read front to back as one stream. */
-TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_0_isum(const unsigned char *b, int half, const int8_t *x, int32_t s) {
+/* 32 bytes of an interleaved group at p and, with pf > 0, the line pf bytes on prefetched into
+   L2, as tfm__avx512_ilv_load (a one-token kernel passes pf for its first half of a block only:
+   the second reads the same lines). Xeon (Sapphire Rapids), this set, alone from RAM, nothing
+   prefetched -> a burst per block -> spread: q8_0 11.3-12.6 -> 13.4-14.0 -> 14.3-14.7 GB/s,
+   q4_0 9.6-10.4 -> 12.0-12.5 -> 13.1-13.7, q4_k 10.6-12.3 -> 10.6-10.7 -> 13.1-13.2, q6_k
+   11.4-12.1 -> 11.2-11.3 -> 12.3-12.9. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_load(const unsigned char *p, size_t pf) {
+    if (pf) TFM__PREFETCH_L2(p + pf);
+    return _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p)));
+}
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_0_isum(const unsigned char *b, int half, const int8_t *x, int32_t s, size_t pf) {
     const __m256i low4 = _mm256_set1_epi8(0xf);
     __m256i s16 = _mm256_setzero_si256();
     int c;
     TFM__UNROLL for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
-        __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 2 * TFM__ILV_ROWS + 64 * c + 32 * half)));
+        __m256i q = tfm__avx2_ilv_load(b + 2 * TFM__ILV_ROWS + 64 * c + 32 * half, pf);
         int32_t lo, hi;
         memcpy(&lo, x + TFM__ILV_CHUNK * c, 4);
         memcpy(&hi, x + TFM__QK / 2 + TFM__ILV_CHUNK * c, 4);
@@ -3750,19 +3768,21 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_0_isum(const unsigned ch
 }
 /* The same for q8_0: its 8 pieces' signed codes against the token's 4 codes broadcast
    (tfm__avx2_dot_s8: pmaddubsw of |w| and x with w's sign, one pmaddwd per piece). */
-TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q8_0_isum(const unsigned char *b, int half, const int8_t *x) {
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q8_0_isum(const unsigned char *b, int half, const int8_t *x, size_t pf) {
     __m256i isum = _mm256_setzero_si256();
     int c;
     TFM__UNROLL for (c = 0; c < TFM__QK / TFM__ILV_CHUNK; c++) {
-        __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 2 * TFM__ILV_ROWS + 64 * c + 32 * half)));
+        __m256i q = tfm__avx2_ilv_load(b + 2 * TFM__ILV_ROWS + 64 * c + 32 * half, pf);
         int32_t x4;
         memcpy(&x4, x + TFM__ILV_CHUNK * c, 4);
         isum = _mm256_add_epi32(isum, tfm__avx2_dot_s8(q, _mm256_set1_epi32(x4)));
     }
     return isum;
 }
-/* The f16 scales of half `half` of an interleaved group's block at b, as floats. */
-TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_scales(const unsigned char *b, int half) {
+/* The f16 scales of half `half` of an interleaved group's block at b, as floats (pf: as
+   tfm__avx2_ilv_load). */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_scales(const unsigned char *b, int half, size_t pf) {
+    if (pf) TFM__PREFETCH_L2(b + pf);
     return _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, b + 16 * half))));
 }
 /* Rows r.. r + 7 of 8 floats in v (+ bias) where they lie in [r0, r1). */
@@ -3777,6 +3797,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_store_rows(const tfm__mm *m, float
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
+    const size_t pf = m->pf_run ? 0 : TFM__ILV_PF;
     int g, j;
     for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
         const unsigned char *b = tfm__tensor_at(m->w, g);
@@ -3784,10 +3805,10 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r
         for (j = 0; j < qa->n_blocks; j++, b += gb) {
             const int8_t *x = qa->q + TFM__QK * (size_t)j;
             __m256 dx = _mm256_set1_ps(qa->d[j]);
-            __m256i i0 = ty == TFM_DTYPE_Q8_0 ? tfm__avx2_ilv_q8_0_isum(b, 0, x) : tfm__avx2_ilv_q4_0_isum(b, 0, x, qa->s[j]);
-            __m256i i1 = ty == TFM_DTYPE_Q8_0 ? tfm__avx2_ilv_q8_0_isum(b, 1, x) : tfm__avx2_ilv_q4_0_isum(b, 1, x, qa->s[j]);
-            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(tfm__avx2_ilv_scales(b, 0), dx), acc0);
-            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(tfm__avx2_ilv_scales(b, 1), dx), acc1);
+            __m256i i0 = ty == TFM_DTYPE_Q8_0 ? tfm__avx2_ilv_q8_0_isum(b, 0, x, pf) : tfm__avx2_ilv_q4_0_isum(b, 0, x, qa->s[j], pf);
+            __m256i i1 = ty == TFM_DTYPE_Q8_0 ? tfm__avx2_ilv_q8_0_isum(b, 1, x, 0) : tfm__avx2_ilv_q4_0_isum(b, 1, x, qa->s[j], 0);
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(tfm__avx2_ilv_scales(b, 0, pf), dx), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(tfm__avx2_ilv_scales(b, 1, 0), dx), acc1);
         }
         tfm__avx2_store_rows(m, m->y, acc0, g, r0, r1);
         tfm__avx2_store_rows(m, m->y, acc1, g + 8, r0, r1);
@@ -3803,13 +3824,11 @@ TFM__PRIVATE uint32_t tfm__pair16(int lo, int hi) { return (uint32_t)(lo & 0xfff
    int16 pairs, a sub-block's 8 pieces added in int16 (at most 8 x 2 x 15 x 127 = 30480), times
    the row's scale into int32 (pmaddwd), all exact. */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_k_isum(const unsigned char *b, int half, const int8_t *x, const int32_t *xs,
-                                                              __m256i *imin) {
+                                                              __m256i *imin, size_t pf) {
     const __m256i low4 = _mm256_set1_epi8(0xf), low6 = _mm256_set1_epi8(0x3f), low2 = _mm256_set1_epi8(3);
     const __m256i byte = _mm256_set1_epi32(0xff), even = _mm256_set1_epi32(0x00ff00ff);
     const unsigned char *p = b + TFM__Q4_K_HEAD * TFM__ILV_ROWS + 32 * half, *q = p + 3 * TFM__ILV_ROWS * TFM__ILV_CHUNK;
-    __m256i u0 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p)));
-    __m256i u1 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p + 64)));
-    __m256i u2 = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p + 128)));
+    __m256i u0 = tfm__avx2_ilv_load(p, pf), u1 = tfm__avx2_ilv_load(p + 64, pf), u2 = tfm__avx2_ilv_load(p + 128, pf);
     __m256i sc[2], mn[2], isum = _mm256_setzero_si256();
     int c, k, h, e;
     sc[0] = _mm256_and_si256(u0, low6); /* [row]: scales 0..3 */
@@ -3820,7 +3839,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_k_isum(const unsigned ch
     TFM__UNROLL for (c = 0; c < TFM__Q4_K_SUB / 2; c++) { /* chunk c: sub-blocks 2c (low nibbles), 2c + 1 (high) */
         __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         TFM__UNROLL for (k = 0; k < 8; k++) {
-            __m256i v = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, q + TFM__ILV_ROWS * TFM__ILV_CHUNK * (8 * c + k))));
+            __m256i v = tfm__avx2_ilv_load(q + TFM__ILV_ROWS * TFM__ILV_CHUNK * (8 * c + k), pf);
             int32_t lo, hi;
             memcpy(&lo, x + 64 * c + TFM__ILV_CHUNK * k, 4);
             memcpy(&hi, x + 64 * c + 32 + TFM__ILV_CHUNK * k, 4);
@@ -3846,9 +3865,8 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_k_isum(const unsigned ch
 /* A q4_k half block's two float steps per lane, as the twin: isum d dx, then less imin dmin dx
    (the 8 rows' heads hold d in their low halves, dmin in their high ones). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_q4_k_step(const unsigned char *b, int half, const int8_t *x, const int32_t *xs,
-                                                             __m256 dx, __m256 acc) {
-    __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin);
-    __m256i heads = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 32 * half)));
+                                                             __m256 dx, __m256 acc, size_t pf) {
+    __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin, pf), heads = tfm__avx2_ilv_load(b + 32 * half, pf);
     __m256i dd = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(heads, _mm256_set1_epi32(0xffff)),
                                                               _mm256_srli_epi32(heads, 16)), 0xd8); /* 8 d, 8 dmin */
     __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd)), dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
@@ -3858,7 +3876,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_q4_k_step(const unsigned cha
 /* The same for q6_k (as tfm__avx512_ilv_q6_k_isum): codes 0..63 against the broadcast codes in
    int16 pairs, two pieces added in int16 (at most 2 x 2 x 63 x 127 = 32004), into one int32 sum
    per sub-block that starts at the zero point's share, times the rows' scales. */
-TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q6_k_isum(const unsigned char *b, int half, const int8_t *x, const int32_t *xs) {
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q6_k_isum(const unsigned char *b, int half, const int8_t *x, const int32_t *xs, size_t pf) {
     const __m256i low4 = _mm256_set1_epi8(0xf), top2 = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
     __m256i isum = _mm256_setzero_si256(), dot[8];
     int h, k, m, q, e;
@@ -3869,9 +3887,9 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q6_k_isum(const unsigned ch
             __m256i s16[4];
             TFM__UNROLL for (e = 0; e < 2; e++) {
                 const unsigned char *a = c + 64 * 3 * (m + e);
-                __m256i lo[2], hb = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a + 128)));
-                lo[0] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a)));
-                lo[1] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, a + 64)));
+                __m256i lo[2], hb = tfm__avx2_ilv_load(a + 128, pf);
+                lo[0] = tfm__avx2_ilv_load(a, pf);
+                lo[1] = tfm__avx2_ilv_load(a + 64, pf);
                 TFM__UNROLL for (k = 0; k < 4; k++) { /* ql chunk 16h + 8(k & 1) + m, nibble k >> 1; qh bits 2k */
                     __m256i hi = k < 2 ? _mm256_slli_epi16(hb, 4 - 2 * k) : k == 3 ? _mm256_srli_epi16(hb, 2) : hb;
                     __m256i code = _mm256_and_si256(k >> 1 ? _mm256_srli_epi16(lo[k & 1], 4) : lo[k & 1], low4), p;
@@ -3885,7 +3903,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q6_k_isum(const unsigned ch
             TFM__UNROLL for (k = 0; k < 4; k++) dot[2 * k + m / 4] = _mm256_add_epi32(dot[2 * k + m / 4], _mm256_madd_epi16(s16[k], ones));
         }
         TFM__UNROLL for (q = 0; q < 8; q++) { /* the rows' scales 8h + q: byte q % 4 of their piece */
-            __m256i sc = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, c + 64 * (TFM__Q6_K_SCALE_SLOT + q / 4))));
+            __m256i sc = tfm__avx2_ilv_load(c + 64 * (TFM__Q6_K_SCALE_SLOT + q / 4), q % 4 ? 0 : pf);
             sc = _mm256_srai_epi32(_mm256_slli_epi32(sc, 24 - 8 * (q % 4)), 24);
             isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dot[q], sc));
         }
@@ -3897,6 +3915,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q6_k_isum(const unsigned ch
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_k_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
+    const size_t pf = m->pf_run ? 0 : TFM__ILV_PF;
     int g, j, half;
     for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
         const unsigned char *b = tfm__tensor_at(m->w, g);
@@ -3906,9 +3925,9 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_k_ilv(const tfm__mm *m, int r
             const int32_t *xs = qa->s + (size_t)(TFM__QK_K / 16) * (size_t)j;
             __m256 dx = _mm256_set1_ps(qa->d[j]);
             TFM__UNROLL for (half = 0; half < 2; half++)
-                acc[half] = ty == TFM_DTYPE_Q4_K ? tfm__avx2_ilv_q4_k_step(b, half, x, xs, dx, acc[half])
-                                                 : _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_ilv_q6_k_isum(b, half, x, xs)),
-                                                                   _mm256_mul_ps(tfm__avx2_ilv_scales(b, half), dx), acc[half]);
+                acc[half] = ty == TFM_DTYPE_Q4_K ? tfm__avx2_ilv_q4_k_step(b, half, x, xs, dx, acc[half], half ? 0 : pf)
+                                                 : _mm256_fmadd_ps(_mm256_cvtepi32_ps(tfm__avx2_ilv_q6_k_isum(b, half, x, xs, half ? 0 : pf)),
+                                                                   _mm256_mul_ps(tfm__avx2_ilv_scales(b, half, half ? 0 : pf), dx), acc[half]);
         }
         tfm__avx2_store_rows(m, m->y, acc[0], g, r0, r1);
         tfm__avx2_store_rows(m, m->y, acc[1], g + 8, r0, r1);
@@ -4513,7 +4532,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const u
         __m256i w[TFM__QK / 4];
         __m256 dw;
         if (ilv) {
-            dw = tfm__avx2_ilv_scales(pk, half);
+            dw = tfm__avx2_ilv_scales(pk, half, 0);
             TFM__UNROLL for (k = 0; k < TFM__QK / 8; k++) {
                 __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 2 * TFM__ILV_ROWS + 64 * k + 32 * half)));
                 w[k] = _mm256_and_si256(q, low4);
@@ -4553,7 +4572,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_q8_ilv_tile(const tfm__mm *m, cons
         const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP + 4 * t0; /* [8][16 tokens][4] */
         const float *dx = qa->d + bi * TFM__GROUP + t0;
         __m256i w[TFM__QK / 4], isum[TFM__Q8_ILV_TOKENS];
-        __m256 dw = tfm__avx2_ilv_scales(b, half);
+        __m256 dw = tfm__avx2_ilv_scales(b, half, 0);
         TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++)
             w[k] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b + 2 * TFM__ILV_ROWS + 64 * k + 32 * half)));
         TFM__UNROLL for (t = 0; t < TFM__Q8_ILV_TOKENS; t++) isum[t] = _mm256_setzero_si256();
@@ -5255,14 +5274,6 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q4_k_step(const unsigned
    follow each other, so the matrix is read front to back as one stream, which every
    prefetcher follows; no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read
    loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
-/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run), a
-   line beside each line it loads (tfm__avx512_ilv_load); AMD's prefetchers keep up by
-   themselves. On a Xeon (Sapphire Rapids), alone from RAM, 1 thread: q8_0 / q4_0 read 11-14 GB/s
-   with nothing, 13-15.7 with a burst per block into L1 1536 ahead, into L2 3072 ahead q4_0
-   14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread beside the loads q8_0
-   15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1 -> 14.2-14.9 and q6_k
-   12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead: less). */
-#define TFM__ILV_PF 3072
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
