@@ -3221,13 +3221,14 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
         else if ((next) && (at) % TFM__ALIGN < (bb))                                                    \
             for (tfm__i_ = 0; tfm__i_ < TFM__GEMV_ROWS; tfm__i_++) TFM__PREFETCH((row)[tfm__i_] + (at) + (next)); \
     } while (0)
-/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run), a
-   line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load); AMD's prefetchers keep up by
-   themselves. On a Xeon (Sapphire Rapids), alone from RAM, 1 thread: q8_0 / q4_0 read 11-14 GB/s
-   with nothing, 13-15.7 with a burst per block into L1 1536 ahead, into L2 3072 ahead q4_0
-   14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread beside the loads q8_0
-   15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1 -> 14.2-14.9 and q6_k
-   12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead: less). */
+/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run),
+   a line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load); AMD's
+   prefetchers keep up by themselves. On a Xeon (Sapphire Rapids), alone from RAM, 1 thread:
+   q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 with a burst per block into L1 1536 ahead,
+   into L2 3072 ahead q4_0 14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread
+   beside the loads q8_0 15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1
+   -> 14.2-14.9 and q6_k 12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead:
+   less). */
 #define TFM__ILV_PF 3072
 /* Lines per step to prefetch `bytes` over n_steps steps. */
 TFM__PRIVATE size_t tfm__prefetch_per(size_t bytes, int n_steps) {
@@ -3736,12 +3737,6 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0(const tfm__mm *m, int r0, int 
     }
 }
 
-/* q4_0 interleaved (>>dtype), one token: a group of 16 rows a pass as two halves of 8 rows,
-   one row per lane (bytes 0..31 of every 64-byte piece hold rows 0..7, 32..63 rows 8..15). Per
-   block and half, the 4 pieces' low and high nibbles against the token's 4 codes broadcast
-   (pmaddubsw), the 8 int16 pair sums added in int16 (at most 8 x 2 x 15 x 127 = 30480) and
-   summed to int32 once (pmaddwd): the 8 rows' exact sums with no reduction across lanes, then
-   the twin's float step for 8 rows. The matrix is read front to back as one stream. */
 /* 32 bytes of an interleaved group at p and, with pf > 0, the line pf bytes on prefetched into
    L2, as tfm__avx512_ilv_load (a one-token kernel passes pf for its first half of a block only:
    the second reads the same lines). Xeon (Sapphire Rapids), this set, alone from RAM, nothing
@@ -3752,6 +3747,12 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_load(const unsigned char *p
     if (pf) TFM__PREFETCH_L2(p + pf);
     return _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p)));
 }
+/* q4_0 interleaved (>>dtype), one token: a group of 16 rows a pass as two halves of 8 rows,
+   one row per lane (bytes 0..31 of every 64-byte piece hold rows 0..7, 32..63 rows 8..15). Per
+   block and half, the 4 pieces' low and high nibbles against the token's 4 codes broadcast
+   (pmaddubsw), the 8 int16 pair sums added in int16 (at most 8 x 2 x 15 x 127 = 30480) and
+   summed to int32 once (pmaddwd): the 8 rows' exact sums with no reduction across lanes, then
+   the twin's float step for 8 rows. The matrix is read front to back as one stream. */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_0_isum(const unsigned char *b, int half, const int8_t *x, int32_t s, size_t pf) {
     const __m256i low4 = _mm256_set1_epi8(0xf);
     __m256i s16 = _mm256_setzero_si256();
