@@ -5272,9 +5272,10 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q4_k_step(const unsigned
 }
 /* q8_0 / q4_0 / q6_k / q4_k interleaved, one token: a group of 16 rows a pass, one row per lane,
    its blocks in turn (one run of 544 / 288 / 3360 / 2304 bytes each) into 16 float chains. The groups
-   follow each other, so the matrix is read front to back as one stream, which every
-   prefetcher follows; no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read
-   loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
+   follow each other, so the matrix is read front to back as one stream: AMD's prefetchers
+   follow it alone, Intel's with a line prefetched beside each one loaded (TFM__ILV_PF); no
+   shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read loop's speed, against
+   18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
