@@ -2441,27 +2441,26 @@ TFM__PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, in
     }
 }
 
-/* True when x [n_b, cols] (rows x_stride apart) holds a NaN or an Inf: a float whose exponent
-   bits are all ones: an OR of tests, 16 floats a step so that compilers vectorize it (gcc -O2:
-   two 8-lane compares). Before, a sum of x * 0 (NaN exactly for those) was one chain of
-   dependent adds, 4 cycles a float: 2.2% of a Qwen2.5-0.5B-shape q8_0 prompt on the Xeon with
-   AMX, against 0.6% now. */
+/* Is the float at p a NaN or an Inf (its exponent bits all ones)? 0 or 1. */
 #define TFM__F32_EXP_BITS 0x7f800000u
+TFM__PRIVATE uint32_t tfm__f32_special(const float *p) {
+    uint32_t u;
+    memcpy(&u, p, sizeof u);
+    return (uint32_t)((u & TFM__F32_EXP_BITS) == TFM__F32_EXP_BITS);
+}
+
+/* True when x [n_b, cols] (rows x_stride apart) holds a NaN or an Inf: an OR of the tests, 16
+   floats a step so that compilers vectorize it (gcc -O2: two 8-lane compares). Before, a sum
+   of x * 0 (NaN exactly for those) was one chain of dependent adds, 4 cycles a float: 2.2% of
+   a Qwen2.5-0.5B-shape q8_0 prompt on the Xeon with AMX, against 0.6% now. */
 TFM__PRIVATE bool tfm__rows_not_finite(const float *x, size_t x_stride, int n_b, int cols) {
-    int t, i;
+    int t, i, k;
     for (t = 0; t < n_b; t++) {
         const float *xt = x + (size_t)t * x_stride;
-        uint32_t bad = 0, u;
-        int k;
+        uint32_t bad = 0;
         for (i = 0; i + TFM__LANES <= cols; i += TFM__LANES)
-            for (k = 0; k < TFM__LANES; k++) {
-                memcpy(&u, xt + i + k, sizeof u);
-                bad |= (uint32_t)((u & TFM__F32_EXP_BITS) == TFM__F32_EXP_BITS);
-            }
-        for (; i < cols; i++) {
-            memcpy(&u, xt + i, sizeof u);
-            bad |= (uint32_t)((u & TFM__F32_EXP_BITS) == TFM__F32_EXP_BITS);
-        }
+            for (k = 0; k < TFM__LANES; k++) bad |= tfm__f32_special(xt + i + k);
+        for (; i < cols; i++) bad |= tfm__f32_special(xt + i);
         if (bad) return true;
     }
     return false;
