@@ -2441,12 +2441,13 @@ TFM__PRIVATE void tfm__quant_scalar(const float *x, size_t x_stride, int n_b, in
     }
 }
 
-/* Is the float at p a NaN or an Inf (its exponent bits all ones)? 0 or 1. */
+/* Is v a NaN or +-Inf: are its exponent bits all ones? (Bits, not comparisons, so that loops
+   of it vectorize: gcc keeps float compares scalar, as they may trap.) */
 #define TFM__F32_EXP_BITS 0x7f800000u
-TFM__PRIVATE uint32_t tfm__f32_special(const float *p) {
+TFM__PRIVATE bool tfm__not_finite(float v) {
     uint32_t u;
-    memcpy(&u, p, sizeof u);
-    return (uint32_t)((u & TFM__F32_EXP_BITS) == TFM__F32_EXP_BITS);
+    memcpy(&u, &v, sizeof u);
+    return (u & TFM__F32_EXP_BITS) == TFM__F32_EXP_BITS;
 }
 
 /* True when x [n_b, cols] (rows x_stride apart) holds a NaN or an Inf: an OR of the tests, 16
@@ -2457,10 +2458,10 @@ TFM__PRIVATE bool tfm__rows_not_finite(const float *x, size_t x_stride, int n_b,
     int t, i, k;
     for (t = 0; t < n_b; t++) {
         const float *xt = x + (size_t)t * x_stride;
-        uint32_t bad = 0;
+        unsigned bad = 0;
         for (i = 0; i + TFM__LANES <= cols; i += TFM__LANES)
-            for (k = 0; k < TFM__LANES; k++) bad |= tfm__f32_special(xt + i + k);
-        for (; i < cols; i++) bad |= tfm__f32_special(xt + i);
+            for (k = 0; k < TFM__LANES; k++) bad |= (unsigned)tfm__not_finite(xt[i + k]);
+        for (; i < cols; i++) bad |= (unsigned)tfm__not_finite(xt[i]);
         if (bad) return true;
     }
     return false;
@@ -15232,7 +15233,7 @@ TFM_API void tfm_session_destroy(tfm_session *session) {
 TFM__PRIVATE size_t tfm__first_not_finite(const float *x, size_t n) {
     size_t i;
     for (i = 0; i < n; i++)
-        if (!(x[i] > -INFINITY && x[i] < INFINITY)) return i;
+        if (tfm__not_finite(x[i])) return i;
     return n;
 }
 
