@@ -147,7 +147,7 @@
         68  u32 rank (1..4)                  120  u64 reserved
         72  u64 shape[4], outer first, unused dims 0; a matrix W is [d_out, d_in], y = W x.
        data_bytes = (elements / shape[rank-1]) * row bytes, a row being shape[rank-1] elements
-       in whole blocks of its dtype (q8_0 / q4_0: 32 elements; q4_k / q6_k: 256; see >>dtype).
+       in whole blocks of its dtype (q8_0 / q4_0 / q5_0: 32 elements; q4_k / q6_k: 256; see >>dtype).
 
        tensor names (i = layer; optional ones may be absent):
          tok_embd [n_vocab, d_model]          pos_embd [n_ctx, d_model]   (pos = LEARNED)
@@ -168,7 +168,8 @@
          rope_freqs_long [rope_dim/2] optional, with rope_orig_ctx: replaces rope_freqs in a
                                       session whose n_ctx exceeds rope_orig_ctx (longrope)
        Vectors (rank 1: norms, biases, rope_freqs) are always f32; matrices are any tfm_dtype.
-       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k, 7 q5_k (layouts in >>dtype).
+       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k, 7 q5_k, 8 q5_0 (layouts in
+       >>dtype).
 
        tokenizer blob (at tokenizer_offset, tokenizer_bytes long)
          0  u32 kind (tfm_tokenizer_kind)     24  i32 eos_id  (-1 none)
@@ -265,7 +266,8 @@ typedef enum tfm_dtype {
     TFM_DTYPE_Q4_K = 5, /* 256 weights in 144 bytes: 4-bit, a 6-bit scale and min per 32 */
     TFM_DTYPE_Q6_K = 6, /* 256 weights in 210 bytes: 6-bit, an int8 scale per 16 */
     TFM_DTYPE_Q5_K = 7, /* 256 weights in 176 bytes: q4_k with a fifth bit per weight */
-    TFM_DTYPE_COUNT = 8
+    TFM_DTYPE_Q5_0 = 8, /* 32 weights in 22 bytes: f16 scale, 32 fifth bits, 32 nibbles */
+    TFM_DTYPE_COUNT = 9
 } tfm_dtype;
 
 /* What a dtype is: a row of n_cols elements takes n_cols / block_elems * block_bytes bytes. */
@@ -409,7 +411,7 @@ typedef struct tfm_model_desc {
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
                                 read rows interleaved (avx512, avx2, amx: q8_0, q4_0, q6_k,
-                                q4_k) get them repacked at open: in place when the file was read into
+                                q4_k; avx512 and amx q5_0 too) get them repacked at open: in place when the file was read into
                                 memory, else into a copy of those matrices (a mapping is
                                 read-only); one-token products of them then run 1.2-1.5x as
                                 fast. The same bits. */
@@ -1411,7 +1413,7 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 /* >>dtype ----------------------------------------------------------------------------------------
    The weight types, one row each in tfm__dtype: name, block shape, the activation format its
    integer kernels read, conversion to f32 and the quantizer. Quantized types keep GGUF's block
-   layouts byte for byte (ggml's block_q8_0, block_q4_0, block_q4_K, block_q6_K), so a GGUF file
+   layouts byte for byte (ggml's block_q8_0, block_q4_0, block_q5_0, block_q4_K, block_q6_K, block_q5_K), so a GGUF file
    imports without requantizing. A row of a matrix is a whole number of blocks; the matrix
    kernels for each type are in >>simd, one per instruction set.
 
@@ -1419,6 +1421,8 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
      q8_0  32 weights, 34 bytes: f16 d, int8 q[32];                        w_i = d q_i
      q4_0  32 weights, 18 bytes: f16 d, u8 q[16]: weight i in the low nibble of q[i], weight
            i + 16 in the high one;                                        w = d (nibble - 8)
+     q5_0  32 weights, 22 bytes: f16 d, u32 qh, u8 q[16] as q4_0's nibbles; weight i's fifth
+           bit is bit i of qh;                               w = d (nibble + 16 bit - 16)
      q4_k  256 weights, 144 bytes: f16 d, f16 dmin, u8 scales[12] (eight 6-bit (scale, min)
            pairs, one per 32 weights, packed as in tfm__q4k_scale), u8 q[128]: the 64 weights
            of chunk c are the low (first 32) and high (next 32) nibbles of q[32c .. 32c+32);
@@ -1431,11 +1435,12 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
            qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
            and high bits qh[l] >> 2k;                                     w = d scale_j (q - 32)
 
-   Interleaved rows (q8_0, q4_0, q6_k, q4_k, when the model's kernel set asks for them:
+   Interleaved rows (q8_0, q4_0, q5_0, q6_k, q4_k, when the model's kernel set asks for them:
    tfm__isa.ilv): a matrix with a multiple of 16 rows is repacked at open (tfm__model_interleave)
    so that each group of 16 rows is stored block by block: for block j, the 16 rows' heads (the
    f16 d; q4_k's d and dmin), then the rest of their blocks 4 bytes at a time, [rest / 4][16
-   rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles; q8_0: 8 x 64 of codes; q4_k: 3 x 64 of scales,
+   rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles; q5_0: 64 of the rows' qh, then 4 x 64 of
+   nibbles; q8_0: 8 x 64 of codes; q4_k: 3 x 64 of scales,
    32 x 64 of nibbles; q6_k: 52 x 64 of ql, qh and scales, in the order its kernel reads them:
    tfm__ilv_piece). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 = 32 + 4 x 64),
    so whole groups stay where they were; one 64-byte load holds the same 4 bytes of 16 rows,
@@ -1445,6 +1450,9 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 #define TFM__QK_K 256   /* weights per q4_k / q6_k super-block, and per q8_k activation block */
 #define TFM__Q4_0_ZERO 8   /* q4_0 stores q + 8 in a nibble */
 #define TFM__Q4_0_BYTES 18 /* a q4_0 block: f16 scale, 16 bytes of nibbles */
+#define TFM__Q5_0_ZERO 16  /* q5_0 stores q + 16 in a nibble and a fifth bit */
+#define TFM__Q5_0_BYTES 22 /* a q5_0 block: f16 scale, u32 of fifth bits, 16 bytes of nibbles */
+#define TFM__Q5_0_QS 6     /* where a q5_0 block's nibbles start */
 #define TFM__Q6_K_ZERO 32  /* q6_k stores q + 32 in 6 bits */
 #define TFM__Q6_K_BYTES 210u /* bytes per q6_k super-block */
 #define TFM__Q4_K_BYTES 144u /* bytes per q4_k super-block */
@@ -1454,7 +1462,7 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 /* The activation formats integer kernels read (quantized once per matrix product). */
 typedef enum tfm__afmt {
     TFM__ACT_F32 = 0,  /* float activations as they are (f32, f16, bf16 weights) */
-    TFM__ACT_Q8 = 1,   /* blocks of 32: float d, int8 q[32], int32 sum of q (q8_0, q4_0) */
+    TFM__ACT_Q8 = 1,   /* blocks of 32: float d, int8 q[32], int32 sum of q (q8_0, q4_0, q5_0) */
     TFM__ACT_Q8_K = 2, /* blocks of 256: float d, int8 q[256], int16 sums per 16 (q4_k, q6_k) */
     TFM__ACT_COUNT = 3
 } tfm__afmt;
@@ -1570,35 +1578,57 @@ TFM__PRIVATE void tfm__q8_0_from_f32(const float *src, unsigned char *dst, size_
     }
 }
 
-/* --- q4_0 --- */
+/* --- q4_0, q5_0 --- */
+/* Code of weight i of a q4_0 block b (0..15, its nibble) and of a q5_0 block (0..31: its
+   nibble and bit i of qh). */
+TFM__PRIVATE int tfm__nibble_code(const unsigned char *q, int i) {
+    return i < TFM__QK / 2 ? q[i] & 0xf : q[i - TFM__QK / 2] >> 4;
+}
+TFM__PRIVATE int tfm__q4_0_code(const unsigned char *b, int i) { return tfm__nibble_code(b + 2, i); }
+TFM__PRIVATE int tfm__q5_0_code(const unsigned char *b, int i) {
+    return tfm__nibble_code(b + TFM__Q5_0_QS, i) | (int)(tfm__rd_u32(b + 2) >> i & 1u) << 4;
+}
 TFM__PRIVATE void tfm__q4_0_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
     size_t b;
     int i;
-    for (b = 0; b < n_blocks; b++, src += 18, dst += TFM__QK) {
-        float d = tfm__rd_f16(src);
-        for (i = 0; i < TFM__QK / 2; i++) {
-            dst[i] = d * (float)((src[2 + i] & 0xf) - TFM__Q4_0_ZERO);
-            dst[i + TFM__QK / 2] = d * (float)((src[2 + i] >> 4) - TFM__Q4_0_ZERO);
-        }
-    }
+    for (b = 0; b < n_blocks; b++, src += TFM__Q4_0_BYTES, dst += TFM__QK)
+        for (i = 0; i < TFM__QK; i++) dst[i] = tfm__rd_f16(src) * (float)(tfm__q4_0_code(src, i) - TFM__Q4_0_ZERO);
 }
-
-/* The weight of largest magnitude m maps to code -8 exactly: d = m / -8, q = round(x / d) + 8. */
-TFM__PRIVATE void tfm__q4_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+TFM__PRIVATE void tfm__q5_0_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
     size_t b;
     int i;
-    for (b = 0; b < n_blocks; b++, src += TFM__QK, dst += 18) {
+    for (b = 0; b < n_blocks; b++, src += TFM__Q5_0_BYTES, dst += TFM__QK)
+        for (i = 0; i < TFM__QK; i++) dst[i] = tfm__rd_f16(src) * (float)(tfm__q5_0_code(src, i) - TFM__Q5_0_ZERO);
+}
+
+/* The weight of largest magnitude m maps to the lowest code exactly: d = m / -zero (q4_0 8,
+   q5_0 16), q = round(x / d) + zero; q5_0's fifth bits go to qh. */
+TFM__PRIVATE void tfm__q45_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks, bool five) {
+    const int zero = five ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
+    unsigned char *qs = dst + (five ? TFM__Q5_0_QS : 2);
+    size_t b, bytes = five ? TFM__Q5_0_BYTES : TFM__Q4_0_BYTES;
+    int i;
+    for (b = 0; b < n_blocks; b++, src += TFM__QK, dst += bytes, qs += bytes) {
         float m = 0.0f, d, id;
+        uint32_t qh = 0;
         for (i = 0; i < TFM__QK; i++) m = fabsf(src[i]) > fabsf(m) ? src[i] : m;
-        d = m / -(float)TFM__Q4_0_ZERO;
+        d = m / -(float)zero;
         id = d != 0.0f ? 1.0f / d : 0.0f;
         tfm__wr_u16(dst, tfm__f32_to_f16(d));
         for (i = 0; i < TFM__QK / 2; i++) {
-            int lo = tfm__round_clamp(src[i] * id, -8, 7) + TFM__Q4_0_ZERO;
-            int hi = tfm__round_clamp(src[i + TFM__QK / 2] * id, -8, 7) + TFM__Q4_0_ZERO;
-            dst[2 + i] = (unsigned char)(lo | (hi << 4));
+            int lo = tfm__round_clamp(src[i] * id, -zero, zero - 1) + zero;
+            int hi = tfm__round_clamp(src[i + TFM__QK / 2] * id, -zero, zero - 1) + zero;
+            qs[i] = (unsigned char)((lo & 0xf) | (hi & 0xf) << 4);
+            qh |= (uint32_t)(lo >> 4) << i | (uint32_t)(hi >> 4) << (i + TFM__QK / 2);
         }
+        if (five) tfm__wr_u32(dst + 2, qh);
     }
+}
+TFM__PRIVATE void tfm__q4_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    tfm__q45_0_from_f32(src, dst, n_blocks, false);
+}
+TFM__PRIVATE void tfm__q5_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    tfm__q45_0_from_f32(src, dst, n_blocks, true);
 }
 
 /* --- q4_k --- */
@@ -1860,6 +1890,7 @@ TFM__PRIVATE bool tfm__dtype(uint32_t dtype, tfm__dtype_row *out) {
     case TFM_DTYPE_Q4_K: *out = tfm__dtype_row_make("q4_k", TFM__QK_K, 144, TFM__ACT_Q8_K, tfm__q4_k_to_f32, tfm__q4_k_from_f32); break;
     case TFM_DTYPE_Q6_K: *out = tfm__dtype_row_make("q6_k", TFM__QK_K, 210, TFM__ACT_Q8_K, tfm__q6_k_to_f32, tfm__q6_k_from_f32); break;
     case TFM_DTYPE_Q5_K: *out = tfm__dtype_row_make("q5_k", TFM__QK_K, 176, TFM__ACT_Q8_K, tfm__q5_k_to_f32, tfm__q5_k_from_f32); break;
+    case TFM_DTYPE_Q5_0: *out = tfm__dtype_row_make("q5_0", TFM__QK, TFM__Q5_0_BYTES, TFM__ACT_Q8, tfm__q5_0_to_f32, tfm__q5_0_from_f32); break;
     default: return false;
     }
     return true;
@@ -2508,16 +2539,19 @@ TFM__PRIVATE float tfm__dot_q8_0_scalar(const tfm__tensor *W, int r, const tfm__
     return acc;
 }
 
+/* q4_0 / q5_0: codes 0..15 / 0..31, their zero point's share (8 / 16 x the sum of x codes)
+   taken off. */
 TFM__PRIVATE float tfm__dot_q4_0_scalar(const tfm__tensor *W, int r, const tfm__qacts *qa, int t) {
+    const bool five = W->dtype == TFM_DTYPE_Q5_0;
     int8_t x[TFM__QK];
-    unsigned char tmp[TFM__Q4_0_BYTES];
+    unsigned char tmp[TFM__Q5_0_BYTES];
     float acc = 0.0f;
     int j, i;
     for (j = 0; j < qa->n_blocks; j++) {
-        const unsigned char *w = tfm__tensor_block(W, r, j, sizeof tmp, tmp);
-        int32_t isum = -TFM__Q4_0_ZERO * tfm__qa_sum(qa, t, j, 0);
+        const unsigned char *w = tfm__tensor_block(W, r, j, five ? TFM__Q5_0_BYTES : TFM__Q4_0_BYTES, tmp);
+        int32_t isum = -(five ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO) * tfm__qa_sum(qa, t, j, 0);
         tfm__qa_codes(qa, t, j, x);
-        for (i = 0; i < TFM__QK / 2; i++) isum += (w[2 + i] & 0xf) * x[i] + (w[2 + i] >> 4) * x[i + TFM__QK / 2];
+        for (i = 0; i < TFM__QK; i++) isum += (five ? tfm__q5_0_code(w, i) : tfm__q4_0_code(w, i)) * x[i];
         acc = fmaf((float)isum, tfm__rd_f16(w) * tfm__qa_scale(qa, t, j), acc);
     }
     return acc;
@@ -2622,6 +2656,7 @@ TFM__PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q5_K: return tfm__dot_q5_k_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q5_0: return tfm__dot_q4_0_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_COUNT: break;
     }
     return 0.0f;
@@ -2634,6 +2669,39 @@ TFM__PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char
     for (r = r0; r < r1; r++)
         for (b = 0; b < m->n_b; b++)
             m->y[(size_t)b * m->y_stride + (size_t)r] = tfm__dot_row_scalar(m, r, b) + (m->bias ? m->bias[r] : 0.0f);
+}
+
+/* q5_0 where a set has no kernel of its own for the case (AVX2; AVX-512 and AMX on rows not
+   interleaved): 16 rows at a time widened to q8_0 in the task's scratch (the same d, codes
+   minus 16; widen: one block), then the set's q8_0 kernel on them, with the rest of the scratch.
+   q8_0's isum of the widened codes is q5_0's exactly, so the bits are the twin's. */
+#define TFM__Q8_0_BYTES 34 /* a q8_0 block: f16 scale, 32 int8 codes */
+typedef void (*tfm__widen_fn)(const unsigned char *q5_0, unsigned char *q8_0);
+TFM__PRIVATE size_t tfm__q5_0_wide_bytes(int cols) {
+    return ((size_t)TFM__ILV_ROWS * (size_t)(cols / TFM__QK) * TFM__Q8_0_BYTES + TFM__ALIGN - 1) / TFM__ALIGN * TFM__ALIGN;
+}
+TFM__PRIVATE void tfm__mm_q5_0_widened(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm__mm_fn q8_0, tfm__widen_fn widen) {
+    const tfm__tensor *w = m->w;
+    const int nb = w->cols / TFM__QK;
+    unsigned char tmp[TFM__Q5_0_BYTES];
+    tfm__tensor v = *w;
+    tfm__mm sub = *m;
+    int r, i, j, n;
+    v.dtype = TFM_DTYPE_Q8_0;
+    v.row_bytes = (size_t)nb * TFM__Q8_0_BYTES;
+    v.ilv = false;
+    v.data = scratch;
+    sub.w = &v;
+    for (r = r0; r < r1; r += n) {
+        n = r1 - r < TFM__ILV_ROWS ? r1 - r : TFM__ILV_ROWS;
+        for (i = 0; i < n; i++)
+            for (j = 0; j < nb; j++)
+                widen(tfm__tensor_block(w, r + i, j, sizeof tmp, tmp), scratch + (size_t)i * v.row_bytes + (size_t)j * TFM__Q8_0_BYTES);
+        v.rows = n;
+        sub.y = m->y + r;
+        sub.bias = m->bias ? m->bias + r : NULL;
+        q8_0(&sub, 0, n, scratch + tfm__q5_0_wide_bytes(w->cols));
+    }
 }
 
 /* The sum of x[0..n) (square: of (x[i] - center)^2) in TFM__LANES independent partial sums,
@@ -3574,6 +3642,15 @@ TFM__PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const
             int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(vandq_u8(q, low4)), vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), x) -
                            TFM__Q4_0_ZERO * xs[0];
             acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
+        } else if (dt == TFM_DTYPE_Q5_0) { /* q4_0's with the fifth bits: byte i tests bit i % 8 of qh's byte i / 8 */
+            const unsigned char *b = w + TFM__Q5_0_BYTES * (size_t)j;
+            const uint8x16_t bits = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull)), five = vdupq_n_u8(TFM__Q5_0_ZERO);
+            uint8x16_t q = vld1q_u8(b + TFM__Q5_0_QS);
+            uint8x16_t h0 = vcombine_u8(vdup_n_u8(b[2]), vdup_n_u8(b[3])), h1 = vcombine_u8(vdup_n_u8(b[4]), vdup_n_u8(b[5]));
+            uint8x16_t c0 = vorrq_u8(vandq_u8(q, low4), vandq_u8(vtstq_u8(h0, bits), five));
+            uint8x16_t c1 = vorrq_u8(vshrq_n_u8(q, 4), vandq_u8(vtstq_u8(h1, bits), five));
+            int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(c0), vreinterpretq_s8_u8(c1), x) - TFM__Q5_0_ZERO * xs[0];
+            acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
         } else if (dt == TFM_DTYPE_Q4_K || dt == TFM_DTYPE_Q5_K) {
             bool five = dt == TFM_DTYPE_Q5_K;
             const unsigned char *b = w + (five ? 176u : 144u) * (size_t)j, *qs = b + (five ? 48 : 16);
@@ -3651,6 +3728,23 @@ TFM__PRIVATE void tfm__neon_mm_q(const tfm__mm *m, int r0, int r1, unsigned char
 /* An f16 at p as a float, inline (a call to the scalar tfm__rd_f16 would spill every vector
    register of the loop around it). */
 TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_h2f(const unsigned char *p) { return _cvtsh_ss(tfm__rd_u16(p)); }
+
+/* The 32 codes (0..31) of the q5_0 block at b: the nibbles (weights 0..15 low, 16..31 high)
+   with 16 added where qh's bit is set (byte i tests bit i % 8 of qh's byte i / 8). */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_q5_0_codes(const unsigned char *b) {
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull) /* byte k: 1 << k */;
+    const __m256i pick = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m128i q = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, b + TFM__Q5_0_QS)));
+    __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0xf));
+    __m256i qh = _mm256_shuffle_epi8(_mm256_set1_epi32((int)tfm__rd_u32(b + 2)), pick);
+    return _mm256_or_si256(nib, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit), _mm256_set1_epi8(TFM__Q5_0_ZERO)));
+}
+/* A q5_0 block as q8_0 (tfm__mm_q5_0_widened). */
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_q5_0_widen(const unsigned char *q5_0, unsigned char *q8_0) {
+    memcpy(q8_0, q5_0, 2);
+    _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, q8_0 + 2)),
+                        _mm256_sub_epi8(tfm__avx2_q5_0_codes(q5_0), _mm256_set1_epi8(TFM__Q5_0_ZERO)));
+}
 
 /* Eight vectors of 8 int32 lanes -> their 8 lane sums (vector i's sum in lane i). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_red8(const __m256i *p) {
@@ -4643,6 +4737,9 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1
     else if (m->qa->group == 1) tfm__avx2_gemv_q4_0(m, r0, r1);
     else tfm__avx2_gemm_q4_0(m, r0, r1, scratch);
 }
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q5_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__avx2_mm_q8_0, tfm__avx2_q5_0_widen);
+}
 #endif /* TFM__X86_AVX2 */
 
 #ifdef TFM__X86_AVX512
@@ -4906,6 +5003,32 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_0_isum(const unsigne
         memcpy(&hi, x + TFM__QK / 2 + TFM__ILV_CHUNK * c, 4);
         isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(q, low4), _mm512_set1_epi32(lo));
         isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(_mm512_srli_epi16(q, 4), low4), _mm512_set1_epi32(hi));
+    }
+    return isum;
+}
+/* Interleaved q5_0 (>>dtype: the 16 rows' qh words are the block's first piece, then q4_0's
+   nibbles): the nibbles nib of weights first .. first + 3 (first = 4c for piece c's low
+   nibbles, 16 + 4c for its high ones) with 16 added where their qh bits are set: byte k of
+   each row's lane tests bit first + k of its qh (vpshufb brings qh's byte first / 8 to all 4). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_q5_0_codes(__m512i nib, __m512i qh, int first) {
+    const __m512i dwords = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0);
+    __m512i spread = _mm512_shuffle_epi8(qh, _mm512_add_epi8(dwords, _mm512_set1_epi8((char)(first / 8))));
+    __mmask64 set = _mm512_test_epi8_mask(spread, _mm512_slli_epi32(_mm512_set1_epi32(0x08040201), (unsigned)(first % 8))); /* 1 << (first % 8 + k) */
+    return _mm512_mask_add_epi8(nib, set, nib, _mm512_set1_epi8(TFM__Q5_0_ZERO));
+}
+/* Block j of an interleaved q5_0 group at b: as q4_0's, codes 0..31 and the zero point 16. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q5_0_isum(const unsigned char *b, const int8_t *x, int32_t s, size_t pf) {
+    const __m512i low4 = _mm512_set1_epi8(0xf);
+    __m512i isum = _mm512_set1_epi32(-TFM__Q5_0_ZERO * s), qh = tfm__avx512_ilv_load(b + 2 * TFM__ILV_ROWS, pf);
+    int c;
+    TFM__UNROLL for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
+        __m512i q = tfm__avx512_ilv_load(b + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * (c + 1), pf);
+        int32_t lo, hi;
+        memcpy(&lo, x + TFM__ILV_CHUNK * c, 4);
+        memcpy(&hi, x + TFM__QK / 2 + TFM__ILV_CHUNK * c, 4);
+        isum = _mm512_dpbusd_epi32(isum, tfm__avx512_q5_0_codes(_mm512_and_si512(q, low4), qh, TFM__ILV_CHUNK * c), _mm512_set1_epi32(lo));
+        isum = _mm512_dpbusd_epi32(isum, tfm__avx512_q5_0_codes(_mm512_and_si512(_mm512_srli_epi16(q, 4), low4), qh, TFM__QK / 2 + TFM__ILV_CHUNK * c),
+                                   _mm512_set1_epi32(hi));
     }
     return isum;
 }
@@ -5306,6 +5429,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, i
             } else {
                 __m512i isum = ty == TFM_DTYPE_Q8_0   ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j], pf)
                                : ty == TFM_DTYPE_Q4_0 ? tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j], pf)
+                               : ty == TFM_DTYPE_Q5_0 ? tfm__avx512_ilv_q5_0_isum(b, x, qa->s[j], pf)
                                                       : tfm__avx512_ilv_q6_k_isum(b, x, xs, pf);
                 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j], pf), acc);
             }
@@ -5385,13 +5509,14 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_pack(const tfm__mm *m, cons
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, const unsigned char *pk, int r, __mmask16 rows, int g,
                                                          const tfm_dtype ty, const bool ilv) {
     const tfm__qacts *qa = m->qa;
-    const bool q8 = ty == TFM_DTYPE_Q8_0;
-    const int zero = q8 ? TFM__Q8_FLIP : TFM__Q4_0_ZERO;
+    const bool q8 = ty == TFM_DTYPE_Q8_0, q5 = ty == TFM_DTYPE_Q5_0;
+    const int zero = q8 ? TFM__Q8_FLIP : q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
+    const size_t nib_at = 2 * TFM__ILV_ROWS + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0); /* (ilv q4_0 / q5_0) */
     const __m512i low4 = _mm512_set1_epi8(0xf), flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
     __m512 acc[TFM__GROUP];
     int j, k, t;
     for (t = 0; t < TFM__GROUP; t++) acc[t] = _mm512_setzero_ps();
-    for (j = 0; j < qa->n_blocks; j++, pk += !ilv ? TFM__QP_BLOCK : TFM__ILV_ROWS * (q8 ? 34u : TFM__Q4_0_BYTES)) {
+    for (j = 0; j < qa->n_blocks; j++, pk += !ilv ? TFM__QP_BLOCK : TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes) {
         size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
         const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP; /* [8][16 tokens][4] */
         const int32_t *s = qa->s + bi * TFM__GROUP;
@@ -5403,10 +5528,15 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, cons
             TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm512_xor_si512(_mm512_loadu_si512(pk + 2 * TFM__ILV_ROWS + 64 * k), flip);
         } else if (ilv) {
             dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk))));
+            const __m512i qh = q5 ? _mm512_loadu_si512(pk + 2 * TFM__ILV_ROWS) : low4; /* (q5_0's first piece) */
             TFM__UNROLL for (k = 0; k < TFM__QK / 8; k++) {
-                __m512i q = _mm512_loadu_si512(pk + 2 * TFM__ILV_ROWS + 64 * k);
+                __m512i q = _mm512_loadu_si512(pk + nib_at + 64 * k);
                 w[k] = _mm512_and_si512(q, low4);
                 w[k + TFM__QK / 8] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+                if (q5) {
+                    w[k] = tfm__avx512_q5_0_codes(w[k], qh, TFM__ILV_CHUNK * k);
+                    w[k + TFM__QK / 8] = tfm__avx512_q5_0_codes(w[k + TFM__QK / 8], qh, TFM__QK / 2 + TFM__ILV_CHUNK * k);
+                }
             }
         } else {
             dw = _mm512_loadu_ps(pk + TFM__QK * TFM__QP_ROWS);
@@ -5461,6 +5591,12 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q4_0(const tfm__mm *m, int r0, in
     else if (m->w->ilv) tfm__avx512_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q4_0);
     else if (m->qa->group == 1) tfm__avx512_gemv_q(m, r0, r1, TFM_DTYPE_Q4_0);
     else tfm__avx512_gemm_q(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
+}
+/* q5_0: interleaved rows as q4_0's kernels read them; rows in place widened (tfm__mm_q5_0_widened). */
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q5_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q5_0);
+    else if (m->w->ilv) tfm__avx512_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q5_0);
+    else tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__avx512_mm_q8_0, tfm__avx2_q5_0_widen);
 }
 
 /* Activations to codes, 16 values at a time, the same arithmetic as tfm__quant_scalar. */
@@ -5718,30 +5854,39 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_ilv_tile(const tfm__mm *m, const unsigned 
     }
 }
 
-/* A batch on interleaved q8_0 / q4_0 rows [r0, r1): the groups they touch, each x every token
-   group (the next group's bytes prefetched meanwhile). scratch: q4_0's unpacked codes of a group. */
+/* A batch on interleaved q8_0 / q4_0 / q5_0 rows [r0, r1): the groups they touch, each x every
+   token group (the next group's bytes prefetched meanwhile). scratch: q4_0's / q5_0's unpacked
+   codes of a group. */
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_ilv(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
     const tfm__tensor *w = m->w;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes, head = 2 * TFM__ILV_ROWS;
-    const __m512i low4 = _mm512_set1_epi8(0xf), zero = _mm512_set1_epi8(TFM__Q4_0_ZERO);
+    const bool q5 = ty == TFM_DTYPE_Q5_0;
+    const size_t nib_at = head + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0); /* q5_0: after its qh piece */
+    const __m512i low4 = _mm512_set1_epi8(0xf), zero = _mm512_set1_epi8(q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO);
     int nb = w->cols / TFM__QK, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, c;
     size_t l;
     tfm__amx_config();
     for (r = r0 - r0 % TFM__ILV_ROWS; r < r1; r += TFM__ILV_ROWS) {
         const unsigned char *grp = tfm__tensor_at(w, r);
-        if (ty == TFM_DTYPE_Q4_0) /* codes -8..7 as [block][8 quads][16 rows][4]: low nibbles quad c, high c + 4 */
+        if (ty != TFM_DTYPE_Q8_0) /* codes -8..7 (-16..15) as [block][8 quads][16 rows][4]: low nibbles quad c, high c + 4 */
             for (j = 0; j < nb; j++)
                 for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
-                    __m512i v = _mm512_loadu_si512(grp + (size_t)j * gb + head + (size_t)c * 64);
+                    __m512i v = _mm512_loadu_si512(grp + (size_t)j * gb + nib_at + (size_t)c * 64);
+                    __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
                     unsigned char *o = scratch + (size_t)j * TFM__QK * TFM__ILV_ROWS;
-                    _mm512_storeu_si512(o + 64 * c, _mm512_sub_epi8(_mm512_and_si512(v, low4), zero));
-                    _mm512_storeu_si512(o + 64 * (c + 4), _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), zero));
+                    if (q5) {
+                        __m512i qh = _mm512_loadu_si512(grp + (size_t)j * gb + head);
+                        lo = tfm__avx512_q5_0_codes(lo, qh, TFM__ILV_CHUNK * c);
+                        hi = tfm__avx512_q5_0_codes(hi, qh, TFM__QK / 2 + TFM__ILV_CHUNK * c);
+                    }
+                    _mm512_storeu_si512(o + 64 * c, _mm512_sub_epi8(lo, zero));
+                    _mm512_storeu_si512(o + 64 * (c + 4), _mm512_sub_epi8(hi, zero));
                 }
         else /* q8_0: the group's bytes asked for before its first tiles wait on them (prompt 1.5-3% faster) */
             for (l = 0; l < gb * (size_t)nb; l += TFM__ALIGN) TFM__PREFETCH(grp + l);
         for (g = 0; g < n_groups; g++) {
             tfm__amx_prefetch(w, r + TFM__ILV_ROWS, r1 + TFM__ILV_ROWS - 1, g, n_groups); /* the next group, if it holds a row below r1 */
-            if (ty == TFM_DTYPE_Q4_0) tfm__amx_ilv_tile(m, grp, gb, scratch, TFM__QK * TFM__ILV_ROWS, g, r, r0, r1);
+            if (ty != TFM_DTYPE_Q8_0) tfm__amx_ilv_tile(m, grp, gb, scratch, TFM__QK * TFM__ILV_ROWS, g, r, r0, r1);
             else tfm__amx_ilv_tile(m, grp, gb, grp + head, gb, g, r, r0, r1);
         }
     }
@@ -5757,6 +5902,11 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q4_0(const tfm__mm *m, int r0, int r1, 
     if (m->qa->group == 1 || (m->w->ilv && !m->qa->qt)) tfm__avx512_mm_q4_0(m, r0, r1, scratch);
     else if (m->w->ilv) tfm__amx_mm_ilv(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
     else tfm__amx_mm(m, r0, r1, scratch, TFM_DTYPE_Q4_0);
+}
+TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q5_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    if (m->qa->group == 1 || (m->w->ilv && !m->qa->qt)) tfm__avx512_mm_q5_0(m, r0, r1, scratch);
+    else if (m->w->ilv) tfm__amx_mm_ilv(m, r0, r1, scratch, TFM_DTYPE_Q5_0);
+    else tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__amx_mm_q8_0, tfm__avx2_q5_0_widen);
 }
 
 /* --- AMX: the batched q4_k / q5_k / q6_k product on tiles ---
@@ -5946,17 +6096,17 @@ TFM__PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt
 TFM__PRIVATE size_t tfm__max_size(size_t a, size_t b) { return a > b ? a : b; }
 #ifdef TFM__X86_AVX2
 TFM__PRIVATE size_t tfm__avx2_scratch_bytes(int cols) {
-    return tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp8_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_C));
+    return tfm__q5_0_wide_bytes(cols) + tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp8_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_C));
 }
 #endif
 #ifdef TFM__X86_AVX512
 TFM__PRIVATE size_t tfm__avx512_scratch_bytes(int cols) {
-    return tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX512_FMM_C));
+    return tfm__q5_0_wide_bytes(cols) + tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX512_FMM_C));
 }
 #endif
 #ifdef TFM__X86_AMX
 TFM__PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
-    return tfm__max_size(tfm__max_size(tfm__amx_scratch_bytes(cols), tfm__amx_kq_scratch_bytes(cols)), tfm__avx512_scratch_bytes(cols));
+    return tfm__q5_0_wide_bytes(cols) + tfm__max_size(tfm__max_size(tfm__amx_scratch_bytes(cols), tfm__amx_kq_scratch_bytes(cols)), tfm__avx512_scratch_bytes(cols));
 }
 #endif
 #ifdef TFM__NEON
@@ -5968,13 +6118,14 @@ typedef enum tfm__set { TFM__SET_SCALAR, TFM__SET_AVX2, TFM__SET_AVX512, TFM__SE
 
 /* kquant: one kernel for q4_k, q5_k and q6_k (it reads the dtype). */
 TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tfm__mm_fn f16, tfm__mm_fn bf16,
-                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn kquant) {
+                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn q5_0, tfm__mm_fn kquant) {
     t->name = name;
     t->mm[TFM_DTYPE_F32] = f32;
     t->mm[TFM_DTYPE_F16] = f16;
     t->mm[TFM_DTYPE_BF16] = bf16;
     t->mm[TFM_DTYPE_Q8_0] = q8_0;
     t->mm[TFM_DTYPE_Q4_0] = q4_0;
+    t->mm[TFM_DTYPE_Q5_0] = q5_0;
     t->mm[TFM_DTYPE_Q4_K] = kquant;
     t->mm[TFM_DTYPE_Q5_K] = kquant;
     t->mm[TFM_DTYPE_Q6_K] = kquant;
@@ -5998,11 +6149,11 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
 TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
     tfm__mm_fn sc = tfm__mm_scalar;
     switch (set) {
-    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc); return true;
+    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc, sc); return true;
 #ifdef TFM__X86_AVX2
     case TFM__SET_AVX2:
         tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
-                      tfm__avx2_mm_q4_0, tfm__avx2_mm_kquant);
+                      tfm__avx2_mm_q4_0, tfm__avx2_mm_q5_0, tfm__avx2_mm_kquant);
         out->quant = tfm__avx2_quant;
         out->dot = tfm__avx2_dot;
         out->values[0] = tfm__avx2_values_f32;
@@ -6018,7 +6169,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AVX512
     case TFM__SET_AVX512:
         tfm__isa_fill(out, "avx512", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__avx512_mm_q8_0,
-                      tfm__avx512_mm_q4_0, tfm__avx512_mm_kquant);
+                      tfm__avx512_mm_q4_0, tfm__avx512_mm_q5_0, tfm__avx512_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->values[0] = tfm__avx512_values_f32;
@@ -6028,13 +6179,13 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__avx512_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q6_K | 1u << TFM_DTYPE_Q4_K;
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q6_K | 1u << TFM_DTYPE_Q4_K;
         return true;
 #endif
 #ifdef TFM__X86_AMX
     case TFM__SET_AMX:
         tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
-                      tfm__amx_mm_q4_0, tfm__amx_mm_kquant);
+                      tfm__amx_mm_q4_0, tfm__amx_mm_q5_0, tfm__amx_mm_kquant);
         out->quant = tfm__amx_quant;
         out->token_major = 1u << TFM__ACT_Q8;
         out->dot = tfm__avx512_dot;
@@ -6045,13 +6196,13 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__amx_set_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
         return true;
 #endif
 #ifdef TFM__NEON
     case TFM__SET_NEON:
         tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, tfm__neon_mm_q,
-                      tfm__neon_mm_q, tfm__neon_mm_q);
+                      tfm__neon_mm_q, tfm__neon_mm_q, tfm__neon_mm_q);
         out->grouped = 0;
         out->dot = tfm__neon_dot;
         out->values[0] = tfm__neon_values_f32;
