@@ -410,8 +410,8 @@ typedef struct tfm_model_desc {
     tfm_io io;               /* read callbacks: the file is read into one allocator block */
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
-                                read rows interleaved (avx512, avx2, amx: q8_0, q4_0, q6_k,
-                                q4_k; avx512 and amx q5_0 too) get them repacked at open: in place when the file was read into
+                                read rows interleaved (avx512, avx2, amx: q8_0, q4_0, q5_0,
+                                q6_k, q4_k) get them repacked at open: in place when the file was read into
                                 memory, else into a copy of those matrices (a mapping is
                                 read-only); one-token products of them then run 1.2-1.5x as
                                 fast. The same bits. */
@@ -2671,8 +2671,8 @@ TFM__PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char
             m->y[(size_t)b * m->y_stride + (size_t)r] = tfm__dot_row_scalar(m, r, b) + (m->bias ? m->bias[r] : 0.0f);
 }
 
-/* q5_0 where a set has no kernel of its own for the case (AVX2; AVX-512 and AMX on rows not
-   interleaved): 16 rows at a time widened to q8_0 in the task's scratch (the same d, codes
+/* q5_0 where a set has no kernel of its own for the case (x86 on rows not interleaved:
+   no_repack, or not a multiple of 16): 16 rows at a time widened to q8_0 in the task's scratch (the same d, codes
    minus 16; widen: one block), then the set's q8_0 kernel on them, with the rest of the scratch.
    q8_0's isum of the widened codes is q5_0's exactly, so the bits are the twin's. */
 #define TFM__Q8_0_BYTES 34 /* a q8_0 block: f16 scale, 32 int8 codes */
@@ -3874,6 +3874,36 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_0_isum(const unsigned ch
     }
     return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), _mm256_set1_epi32(TFM__Q4_0_ZERO * s));
 }
+/* Interleaved q5_0 (>>dtype), the nibbles nib of half a group's piece (8 rows, one per lane)
+   with 16 added where their qh bits are set: byte k of each row's lane tests bit first + k of
+   its qh (first: 4c for piece c's low nibbles, 16 + 4c for its high ones; pshufb brings qh's
+   byte first / 8 to all 4), as tfm__avx512_q5_0_codes. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_q5_0_lane_codes(__m256i nib, __m256i qh, int first) {
+    const __m256i dwords = _mm256_set_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0, 0x0c0c0c0c, 0x08080808, 0x04040404, 0);
+    const __m256i bit = _mm256_slli_epi32(_mm256_set1_epi32(0x08040201), first % 8); /* 1 << (first % 8 + k) */
+    __m256i spread = _mm256_shuffle_epi8(qh, _mm256_add_epi8(dwords, _mm256_set1_epi8((char)(first / 8))));
+    return _mm256_or_si256(nib, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(TFM__Q5_0_ZERO)));
+}
+/* The same as tfm__avx2_ilv_q4_0_isum for q5_0: codes 0..31 after the group's qh piece, two
+   int16 sums of 2 pieces each (at most 2 x 2 x 2 x 31 x 127 = 31496), the zero point 16. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q5_0_isum(const unsigned char *b, int half, const int8_t *x, int32_t s, size_t pf) {
+    const __m256i low4 = _mm256_set1_epi8(0xf), qh = tfm__avx2_ilv_load(b + 2 * TFM__ILV_ROWS + 32 * half, pf);
+    __m256i s16[2], isum;
+    int c;
+    s16[0] = s16[1] = _mm256_setzero_si256();
+    TFM__UNROLL for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
+        __m256i q = tfm__avx2_ilv_load(b + 2 * TFM__ILV_ROWS + 64 * (c + 1) + 32 * half, pf);
+        __m256i lo = tfm__avx2_q5_0_lane_codes(_mm256_and_si256(q, low4), qh, TFM__ILV_CHUNK * c);
+        __m256i hi = tfm__avx2_q5_0_lane_codes(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), qh, TFM__QK / 2 + TFM__ILV_CHUNK * c);
+        int32_t xl, xh;
+        memcpy(&xl, x + TFM__ILV_CHUNK * c, 4);
+        memcpy(&xh, x + TFM__QK / 2 + TFM__ILV_CHUNK * c, 4);
+        s16[c / 2] = _mm256_add_epi16(s16[c / 2], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(xl)));
+        s16[c / 2] = _mm256_add_epi16(s16[c / 2], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xh)));
+    }
+    isum = _mm256_add_epi32(_mm256_madd_epi16(s16[0], _mm256_set1_epi16(1)), _mm256_madd_epi16(s16[1], _mm256_set1_epi16(1)));
+    return _mm256_sub_epi32(isum, _mm256_set1_epi32(TFM__Q5_0_ZERO * s));
+}
 /* The same for q8_0: its 8 pieces' signed codes against the token's 4 codes broadcast
    (tfm__avx2_dot_s8: pmaddubsw of |w| and x with w's sign, one pmaddwd per piece). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q8_0_isum(const unsigned char *b, int half, const int8_t *x, size_t pf) {
@@ -3901,7 +3931,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_store_rows(const tfm__mm *m, float
     for (i = 0; i < 8; i++)
         if (r + i >= r0 && r + i < r1) y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
 }
-/* q4_0 / q8_0 interleaved, one token (ty a constant where this is inlined). */
+/* q4_0 / q5_0 / q8_0 interleaved, one token (ty a constant where this is inlined). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
@@ -3913,8 +3943,12 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r
         for (j = 0; j < qa->n_blocks; j++, b += gb) {
             const int8_t *x = qa->q + TFM__QK * (size_t)j;
             __m256 dx = _mm256_set1_ps(qa->d[j]);
-            __m256i i0 = ty == TFM_DTYPE_Q8_0 ? tfm__avx2_ilv_q8_0_isum(b, 0, x, pf) : tfm__avx2_ilv_q4_0_isum(b, 0, x, qa->s[j], pf);
-            __m256i i1 = ty == TFM_DTYPE_Q8_0 ? tfm__avx2_ilv_q8_0_isum(b, 1, x, 0) : tfm__avx2_ilv_q4_0_isum(b, 1, x, qa->s[j], 0);
+            __m256i i0 = ty == TFM_DTYPE_Q8_0   ? tfm__avx2_ilv_q8_0_isum(b, 0, x, pf)
+                         : ty == TFM_DTYPE_Q5_0 ? tfm__avx2_ilv_q5_0_isum(b, 0, x, qa->s[j], pf)
+                                                : tfm__avx2_ilv_q4_0_isum(b, 0, x, qa->s[j], pf);
+            __m256i i1 = ty == TFM_DTYPE_Q8_0   ? tfm__avx2_ilv_q8_0_isum(b, 1, x, 0)
+                         : ty == TFM_DTYPE_Q5_0 ? tfm__avx2_ilv_q5_0_isum(b, 1, x, qa->s[j], 0)
+                                                : tfm__avx2_ilv_q4_0_isum(b, 1, x, qa->s[j], 0);
             acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(tfm__avx2_ilv_scales(b, 0, pf), dx), acc0);
             acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(tfm__avx2_ilv_scales(b, 1, 0), dx), acc1);
         }
@@ -4623,16 +4657,20 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_qp8_pack(const tfm__mm *m, const unsigne
     }
 }
 /* Packed rows r..r + 7 (those in [r0, r1) count) x tokens [t0, t0 + 4) of token group g; ilv:
-   pk is half `half` of an interleaved group (>>dtype), whose nibbles and scales are the packed
-   ones a mask and a shift away. */
+   pk is half `half` of an interleaved q4_0 / q5_0 (ty) group (>>dtype), whose nibbles and
+   scales are the packed ones a mask and a shift away (q5_0: and the fifth bits, its codes up
+   to 31 summed in int16 4 steps at a time: at most 4 x 2 x 31 x 127 = 31496). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const unsigned char *pk, int r, int r0, int r1, int g, int t0,
-                                                      const bool ilv, int half) {
+                                                      const bool ilv, int half, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
+    const bool q5 = ty == TFM_DTYPE_Q5_0;
+    const int zero = q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
+    const size_t nib_at = 2 * TFM__ILV_ROWS + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0);
     const __m256i low4 = _mm256_set1_epi8(0xf);
     __m256 acc[TFM__QP8_TOKENS];
     int j, k, t;
     for (t = 0; t < TFM__QP8_TOKENS; t++) acc[t] = _mm256_setzero_ps();
-    for (j = 0; j < qa->n_blocks; j++, pk += ilv ? TFM__ILV_ROWS * TFM__Q4_0_BYTES : TFM__QP8_BLOCK) {
+    for (j = 0; j < qa->n_blocks; j++, pk += ilv ? TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes : TFM__QP8_BLOCK) {
         size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
         const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP + 4 * t0; /* [8][16 tokens][4] */
         const int32_t *s = qa->s + bi * TFM__GROUP + t0;
@@ -4640,24 +4678,32 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const u
         __m256i w[TFM__QK / 4];
         __m256 dw;
         if (ilv) {
+            const __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 2 * TFM__ILV_ROWS + 32 * half)));
             dw = tfm__avx2_ilv_scales(pk, half, 0);
             TFM__UNROLL for (k = 0; k < TFM__QK / 8; k++) {
-                __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 2 * TFM__ILV_ROWS + 64 * k + 32 * half)));
+                __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + nib_at + 64 * k + 32 * half)));
                 w[k] = _mm256_and_si256(q, low4);
                 w[k + TFM__QK / 8] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+                if (q5) {
+                    w[k] = tfm__avx2_q5_0_lane_codes(w[k], qh, TFM__ILV_CHUNK * k);
+                    w[k + TFM__QK / 8] = tfm__avx2_q5_0_lane_codes(w[k + TFM__QK / 8], qh, TFM__QK / 2 + TFM__ILV_CHUNK * k);
+                }
             }
         } else {
             dw = _mm256_loadu_ps(TFM__CAST(const float *, TFM__CAST(const void *, pk + TFM__QK * TFM__QP8_ROWS)));
             TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 32 * k)));
         }
         TFM__UNROLL for (t = 0; t < TFM__QP8_TOKENS; t++) {
-            __m256i s16 = _mm256_setzero_si256(), isum;
+            __m256i s16[2], isum;
+            s16[0] = s16[1] = _mm256_setzero_si256();
             TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) {
                 int32_t x4;
                 memcpy(&x4, a + 64 * k + 4 * t, 4);
-                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(x4)));
+                s16[q5 ? k / 4 : 0] = _mm256_add_epi16(s16[q5 ? k / 4 : 0], _mm256_maddubs_epi16(w[k], _mm256_set1_epi32(x4)));
             }
-            isum = _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), _mm256_set1_epi32(TFM__Q4_0_ZERO * s[t]));
+            isum = _mm256_madd_epi16(s16[0], _mm256_set1_epi16(1));
+            if (q5) isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s16[1], _mm256_set1_epi16(1)));
+            isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(zero * s[t]));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(dx[t])), acc[t]);
         }
     }
@@ -4703,20 +4749,26 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q8_0_ilv(const tfm__mm *m, int r0, 
             tfm__avx2_q8_ilv_tile(m, tfm__tensor_at(m->w, r - r % TFM__ILV_ROWS), r % TFM__ILV_ROWS / TFM__QP8_ROWS, r, r0, r1,
                                   t / TFM__GROUP, t % TFM__GROUP);
 }
+/* Interleaved q4_0 / q5_0: half groups of 8 rows, read in place. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemm_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
+    int r, t;
+    for (r = r0 - r0 % TFM__QP8_ROWS; r < r1; r += TFM__QP8_ROWS)
+        for (t = 0; t < m->n_b; t += TFM__QP8_TOKENS)
+            tfm__avx2_qp8_tile(m, tfm__tensor_at(m->w, r - r % TFM__ILV_ROWS), r, r0, r1, t / TFM__GROUP, t % TFM__GROUP, true,
+                               r % TFM__ILV_ROWS / TFM__QP8_ROWS, ty);
+}
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q4_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
     int r, t, i;
-    if (m->w->ilv) { /* half groups of 8 rows, read in place */
-        for (r = r0 - r0 % TFM__QP8_ROWS; r < r1; r += TFM__QP8_ROWS)
-            for (t = 0; t < m->n_b; t += TFM__QP8_TOKENS)
-                tfm__avx2_qp8_tile(m, tfm__tensor_at(m->w, r - r % TFM__ILV_ROWS), r, r0, r1, t / TFM__GROUP, t % TFM__GROUP, true,
-                                   r % TFM__ILV_ROWS / TFM__QP8_ROWS);
+    if (m->w->ilv) {
+        tfm__avx2_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q4_0);
         return;
     }
     for (r = r0; r < r1; r += TFM__QP8_ROWS) {
         const unsigned char *row[TFM__QP8_ROWS];
         for (i = 0; i < TFM__QP8_ROWS; i++) row[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);
         tfm__avx2_qp8_pack(m, row, scratch);
-        for (t = 0; t < m->n_b; t += TFM__QP8_TOKENS) tfm__avx2_qp8_tile(m, scratch, r, r, r1, t / TFM__GROUP, t % TFM__GROUP, false, 0);
+        for (t = 0; t < m->n_b; t += TFM__QP8_TOKENS)
+            tfm__avx2_qp8_tile(m, scratch, r, r, r1, t / TFM__GROUP, t % TFM__GROUP, false, 0, TFM_DTYPE_Q4_0);
     }
 }
 
@@ -4737,8 +4789,11 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q4_0(const tfm__mm *m, int r0, int r1
     else if (m->qa->group == 1) tfm__avx2_gemv_q4_0(m, r0, r1);
     else tfm__avx2_gemm_q4_0(m, r0, r1, scratch);
 }
+/* q5_0: interleaved rows as q4_0's kernels read them; rows in place widened (tfm__mm_q5_0_widened). */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q5_0(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__avx2_mm_q8_0, tfm__avx2_q5_0_widen);
+    if (m->qa->group == 1 && m->w->ilv) tfm__avx2_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q5_0);
+    else if (m->w->ilv) tfm__avx2_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q5_0);
+    else tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__avx2_mm_q8_0, tfm__avx2_q5_0_widen);
 }
 #endif /* TFM__X86_AVX2 */
 
@@ -6163,7 +6218,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
         out->scratch_bytes = tfm__avx2_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
         return true;
 #endif
 #ifdef TFM__X86_AVX512
