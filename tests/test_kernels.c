@@ -196,6 +196,58 @@ static void test_matmul(void) {
     }
 }
 
+/* The int16 bounds of the pmaddubsw kernels: every weight at its type's largest code (q8_0
+   -127, q4_0 15, q5_0 31) against activations that quantize to 127 (and -127), where a sum kept
+   in int16 too long would saturate. Every set equal to the scalar twin, and the twin to the
+   exact value (d = 1: a row's sum is cols x code x 127 x d_x). */
+static void test_extreme_codes(void) {
+    static const struct { tfm_dtype dt; unsigned char fill; int code; } types[] = {
+        {TFM_DTYPE_Q8_0, 0x81, -127}, {TFM_DTYPE_Q4_0, 0xff, 15 - 8}, {TFM_DTYPE_Q5_0, 0xff, 31 - 16}};
+    enum { R = 48, C = 416, NB = 17 };
+    size_t xs = C;
+    float *x = (float *)malloc((size_t)NB * xs * sizeof(float)), *ref = (float *)malloc((size_t)NB * R * sizeof(float));
+    float *y = (float *)malloc((size_t)NB * R * sizeof(float));
+    int ti, sign, i, si, nbi;
+    for (ti = 0; ti < (int)(sizeof types / sizeof types[0]); ti++)
+        for (sign = -1; sign <= 1; sign += 2) {
+            tfm__tensor w, wi;
+            size_t bb = (size_t)tfm__dtype_of(types[ti].dt).info.block_bytes, j;
+            unsigned char *bytes, *ibytes;
+            int bad = 0, ran = 0;
+            memset(&w, 0, sizeof w);
+            w.dtype = types[ti].dt; w.rows = R; w.cols = C; w.row_bytes = tfm_dtype_row_bytes(w.dtype, C);
+            bytes = (unsigned char *)malloc((size_t)R * w.row_bytes);
+            memset(bytes, types[ti].fill, (size_t)R * w.row_bytes);
+            for (j = 0; j < (size_t)R * w.row_bytes; j += bb) { bytes[j] = 0x00; bytes[j + 1] = 0x3c; } /* d = 1.0 (f16) */
+            w.data = bytes;
+            wi = make_ilv(&w, &ibytes);
+            for (i = 0; i < NB * C; i++) x[i] = (float)sign;
+            for (nbi = 0; nbi < 2; nbi++) {
+                int nb = nbi ? NB : 1;
+                tfm__isa scalar;
+                tfm__isa_get(TFM__SET_SCALAR, &scalar);
+                run_mm(&scalar, &w, x, xs, nb, NULL, ref, R / 2);
+                for (i = 0; i < nb * R; i++) /* codes 127 x d_x = 1/127 per weight: exactly C x code, up to rounding */
+                    bad += fabsf(ref[i] - (float)(sign * types[ti].code * C)) > 1e-3f * (float)C * 127.0f;
+                for (si = 0; si < TFM__SET_COUNT; si++) {
+                    tfm__isa set;
+                    if (!tfm__isa_get(si, &set) || !tfm__isa_runs(set.name)) continue;
+                    run_mm(&set, &w, x, xs, nb, NULL, y, R / 2 + 1);
+                    bad += memcmp(y, ref, (size_t)nb * R * sizeof(float)) != 0;
+                    if (set.ilv >> w.dtype & 1u) {
+                        run_mm(&set, &wi, x, xs, nb, NULL, y, R / 2 + 1);
+                        bad += memcmp(y, ref, (size_t)nb * R * sizeof(float)) != 0;
+                    }
+                    ran++;
+                }
+            }
+            CHECK_MSG(bad == 0, "%s, largest codes, activations %+d: %d runs differ", tfm__dtype_of(w.dtype).info.name, sign, bad);
+            printf("%s: largest codes x activations %+d: compared on %d sets\n", tfm__dtype_of(w.dtype).info.name, sign, ran / 2);
+            free(bytes); free(ibytes);
+        }
+    free(x); free(ref); free(y);
+}
+
 /* Quantizer round trips: RMS error relative to the weights' RMS, N(0, 1) weights. */
 static void test_quantizers(void) {
     static const double bound[TFM_DTYPE_COUNT] = {0, 4e-4, 3e-3, 7e-3, 0.12, 0.1, 0.03, 0.05, 0.06};
@@ -485,5 +537,6 @@ int main(void) {
     test_to_f16();
     test_activations();
     test_matmul();
+    test_extreme_codes();
     return check_summary("test_kernels");
 }
