@@ -147,7 +147,7 @@
         68  u32 rank (1..4)                  120  u64 reserved
         72  u64 shape[4], outer first, unused dims 0; a matrix W is [d_out, d_in], y = W x.
        data_bytes = (elements / shape[rank-1]) * row bytes, a row being shape[rank-1] elements
-       in whole blocks of its dtype (q8_0 / q4_0 / q5_0: 32 elements; q4_k / q6_k: 256; see >>dtype).
+       in whole blocks of its dtype (q8_0 / q4_0 / q5_0 / q5_1: 32 elements; k-quants: 256; >>dtype).
 
        tensor names (i = layer; optional ones may be absent):
          tok_embd [n_vocab, d_model]          pos_embd [n_ctx, d_model]   (pos = LEARNED)
@@ -168,8 +168,8 @@
          rope_freqs_long [rope_dim/2] optional, with rope_orig_ctx: replaces rope_freqs in a
                                       session whose n_ctx exceeds rope_orig_ctx (longrope)
        Vectors (rank 1: norms, biases, rope_freqs) are always f32; matrices are any tfm_dtype.
-       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k, 7 q5_k, 8 q5_0 (layouts in
-       >>dtype).
+       dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q4_0, 5 q4_k, 6 q6_k, 7 q5_k, 8 q5_0, 9 q5_1
+       (layouts in >>dtype).
 
        tokenizer blob (at tokenizer_offset, tokenizer_bytes long)
          0  u32 kind (tfm_tokenizer_kind)     24  i32 eos_id  (-1 none)
@@ -267,7 +267,8 @@ typedef enum tfm_dtype {
     TFM_DTYPE_Q6_K = 6, /* 256 weights in 210 bytes: 6-bit, an int8 scale per 16 */
     TFM_DTYPE_Q5_K = 7, /* 256 weights in 176 bytes: q4_k with a fifth bit per weight */
     TFM_DTYPE_Q5_0 = 8, /* 32 weights in 22 bytes: f16 scale, 32 fifth bits, 32 nibbles */
-    TFM_DTYPE_COUNT = 9
+    TFM_DTYPE_Q5_1 = 9, /* 32 weights in 24 bytes: q5_0 with an f16 min */
+    TFM_DTYPE_COUNT = 10
 } tfm_dtype;
 
 /* What a dtype is: a row of n_cols elements takes n_cols / block_elems * block_bytes bytes. */
@@ -1413,7 +1414,7 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 /* >>dtype ----------------------------------------------------------------------------------------
    The weight types, one row each in tfm__dtype: name, block shape, the activation format its
    integer kernels read, conversion to f32 and the quantizer. Quantized types keep GGUF's block
-   layouts byte for byte (ggml's block_q8_0, block_q4_0, block_q5_0, block_q4_K, block_q6_K, block_q5_K), so a GGUF file
+   layouts byte for byte (ggml's block_q8_0, block_q4_0, block_q5_0, block_q5_1, block_q4_K, block_q6_K, block_q5_K), so a GGUF file
    imports without requantizing. A row of a matrix is a whole number of blocks; the matrix
    kernels for each type are in >>simd, one per instruction set.
 
@@ -1423,6 +1424,8 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
            i + 16 in the high one;                                        w = d (nibble - 8)
      q5_0  32 weights, 22 bytes: f16 d, u32 qh, u8 q[16] as q4_0's nibbles; weight i's fifth
            bit is bit i of qh;                               w = d (nibble + 16 bit - 16)
+     q5_1  32 weights, 24 bytes: f16 d, f16 m, then q5_0's qh and nibbles;
+                                                                w = d (nibble + 16 bit) + m
      q4_k  256 weights, 144 bytes: f16 d, f16 dmin, u8 scales[12] (eight 6-bit (scale, min)
            pairs, one per 32 weights, packed as in tfm__q4k_scale), u8 q[128]: the 64 weights
            of chunk c are the low (first 32) and high (next 32) nibbles of q[32c .. 32c+32);
@@ -1453,6 +1456,8 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 #define TFM__Q5_0_ZERO 16  /* q5_0 stores q + 16 in a nibble and a fifth bit */
 #define TFM__Q5_0_BYTES 22 /* a q5_0 block: f16 scale, u32 of fifth bits, 16 bytes of nibbles */
 #define TFM__Q5_0_QS 6     /* where a q5_0 block's nibbles start */
+#define TFM__Q5_1_BYTES 24 /* a q5_1 block: f16 scale, f16 min, then as q5_0's qh and nibbles */
+#define TFM__Q5_1_HEAD 2   /* a q5_1 block minus its min is a q5_0 block, from this byte on */
 #define TFM__Q6_K_ZERO 32  /* q6_k stores q + 32 in 6 bits */
 #define TFM__Q6_K_BYTES 210u /* bytes per q6_k super-block */
 #define TFM__Q4_K_BYTES 144u /* bytes per q4_k super-block */
@@ -1462,7 +1467,7 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 /* The activation formats integer kernels read (quantized once per matrix product). */
 typedef enum tfm__afmt {
     TFM__ACT_F32 = 0,  /* float activations as they are (f32, f16, bf16 weights) */
-    TFM__ACT_Q8 = 1,   /* blocks of 32: float d, int8 q[32], int32 sum of q (q8_0, q4_0, q5_0) */
+    TFM__ACT_Q8 = 1,   /* blocks of 32: float d, int8 q[32], int32 sum of q (q8_0, q4_0, q5_0, q5_1) */
     TFM__ACT_Q8_K = 2, /* blocks of 256: float d, int8 q[256], int16 sums per 16 (q4_k, q6_k) */
     TFM__ACT_COUNT = 3
 } tfm__afmt;
@@ -1629,6 +1634,41 @@ TFM__PRIVATE void tfm__q4_0_from_f32(const float *src, unsigned char *dst, size_
 }
 TFM__PRIVATE void tfm__q5_0_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
     tfm__q45_0_from_f32(src, dst, n_blocks, true);
+}
+
+/* --- q5_1 --- */
+/* Code (0..31) of weight i of a q5_1 block b: q5_0's, past the min. */
+TFM__PRIVATE int tfm__q5_1_code(const unsigned char *b, int i) { return tfm__q5_0_code(b + TFM__Q5_1_HEAD, i); }
+TFM__PRIVATE void tfm__q5_1_to_f32(const unsigned char *src, float *dst, size_t n_blocks) {
+    size_t b;
+    int i;
+    for (b = 0; b < n_blocks; b++, src += TFM__Q5_1_BYTES, dst += TFM__QK)
+        for (i = 0; i < TFM__QK; i++) dst[i] = fmaf(tfm__rd_f16(src), (float)tfm__q5_1_code(src, i), tfm__rd_f16(src + 2));
+}
+
+/* The block's range [lo, hi] in 31 steps: d = (hi - lo) / 31, m = lo, q = round((x - lo) / d). */
+TFM__PRIVATE void tfm__q5_1_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
+    size_t b;
+    int i;
+    for (b = 0; b < n_blocks; b++, src += TFM__QK, dst += TFM__Q5_1_BYTES) {
+        float lo = src[0], hi = src[0], d, id;
+        uint32_t qh = 0;
+        for (i = 1; i < TFM__QK; i++) {
+            lo = src[i] < lo ? src[i] : lo;
+            hi = src[i] > hi ? src[i] : hi;
+        }
+        d = (hi - lo) / 31.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        tfm__wr_u16(dst, tfm__f32_to_f16(d));
+        tfm__wr_u16(dst + 2, tfm__f32_to_f16(lo));
+        memset(dst + TFM__Q5_0_QS + TFM__Q5_1_HEAD, 0, TFM__QK / 2);
+        for (i = 0; i < TFM__QK; i++) {
+            int q = tfm__round_clamp((src[i] - lo) * id, 0, 31);
+            dst[TFM__Q5_0_QS + TFM__Q5_1_HEAD + i % (TFM__QK / 2)] |= (unsigned char)((q & 0xf) << (i < TFM__QK / 2 ? 0 : 4));
+            qh |= (uint32_t)(q >> 4) << i;
+        }
+        tfm__wr_u32(dst + 2 + TFM__Q5_1_HEAD, qh);
+    }
 }
 
 /* --- q4_k --- */
@@ -1891,6 +1931,7 @@ TFM__PRIVATE bool tfm__dtype(uint32_t dtype, tfm__dtype_row *out) {
     case TFM_DTYPE_Q6_K: *out = tfm__dtype_row_make("q6_k", TFM__QK_K, 210, TFM__ACT_Q8_K, tfm__q6_k_to_f32, tfm__q6_k_from_f32); break;
     case TFM_DTYPE_Q5_K: *out = tfm__dtype_row_make("q5_k", TFM__QK_K, 176, TFM__ACT_Q8_K, tfm__q5_k_to_f32, tfm__q5_k_from_f32); break;
     case TFM_DTYPE_Q5_0: *out = tfm__dtype_row_make("q5_0", TFM__QK, TFM__Q5_0_BYTES, TFM__ACT_Q8, tfm__q5_0_to_f32, tfm__q5_0_from_f32); break;
+    case TFM_DTYPE_Q5_1: *out = tfm__dtype_row_make("q5_1", TFM__QK, TFM__Q5_1_BYTES, TFM__ACT_Q8, tfm__q5_1_to_f32, tfm__q5_1_from_f32); break;
     default: return false;
     }
     return true;
@@ -1923,7 +1964,7 @@ TFM__PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
 
 /* An interleaved type's head, stored first for the 16 rows: its bytes (the f16 d; q4_k's d and
    dmin), and where the block holds it. */
-TFM__PRIVATE size_t tfm__ilv_head(tfm_dtype dt) { return dt == TFM_DTYPE_Q4_K ? TFM__Q4_K_HEAD : 2; }
+TFM__PRIVATE size_t tfm__ilv_head(tfm_dtype dt) { return dt == TFM_DTYPE_Q4_K || dt == TFM_DTYPE_Q5_1 ? TFM__Q4_K_HEAD : 2; }
 TFM__PRIVATE size_t tfm__ilv_d_at(tfm_dtype dt) { return dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_D_AT : 0; }
 
 /* q6_k's pieces in the order its kernel (tfm__avx512_ilv_q6_k_isum) reads them, so that it reads
@@ -2557,6 +2598,24 @@ TFM__PRIVATE float tfm__dot_q4_0_scalar(const tfm__tensor *W, int r, const tfm__
     return acc;
 }
 
+/* q5_1: w = d code + m, so acc += isum d dx + (sum of x codes) m dx. */
+TFM__PRIVATE float tfm__dot_q5_1_scalar(const tfm__tensor *W, int r, const tfm__qacts *qa, int t) {
+    int8_t x[TFM__QK];
+    unsigned char tmp[TFM__Q5_1_BYTES];
+    float acc = 0.0f;
+    int j, i;
+    for (j = 0; j < qa->n_blocks; j++) {
+        const unsigned char *w = tfm__tensor_block(W, r, j, sizeof tmp, tmp);
+        float dx = tfm__qa_scale(qa, t, j);
+        int32_t isum = 0;
+        tfm__qa_codes(qa, t, j, x);
+        for (i = 0; i < TFM__QK; i++) isum += tfm__q5_1_code(w, i) * x[i];
+        acc = fmaf((float)isum, tfm__rd_f16(w) * dx, acc);
+        acc = fmaf((float)tfm__qa_sum(qa, t, j, 0), tfm__rd_f16(w + 2) * dx, acc);
+    }
+    return acc;
+}
+
 /* q4_k: isum = sum_j scale_j (nibbles . x over sub-block j), imin = sum_j min_j (sum of x codes
    over sub-block j); w = d scale nibble - dmin min, so acc += isum d dx - imin dmin dx. */
 TFM__PRIVATE float tfm__dot_q4_k_scalar(const tfm__tensor *W, int r, const tfm__qacts *qa, int t) {
@@ -2657,6 +2716,7 @@ TFM__PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q5_K: return tfm__dot_q5_k_scalar(w, m->qa, b);
     case TFM_DTYPE_Q5_0: return tfm__dot_q4_0_scalar(m->w, r, m->qa, b);
+    case TFM_DTYPE_Q5_1: return tfm__dot_q5_1_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_COUNT: break;
     }
     return 0.0f;
@@ -3642,15 +3702,17 @@ TFM__PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const
             int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(vandq_u8(q, low4)), vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), x) -
                            TFM__Q4_0_ZERO * xs[0];
             acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
-        } else if (dt == TFM_DTYPE_Q5_0) { /* q4_0's with the fifth bits: byte i tests bit i % 8 of qh's byte i / 8 */
-            const unsigned char *b = w + TFM__Q5_0_BYTES * (size_t)j;
+        } else if (dt == TFM_DTYPE_Q5_0 || dt == TFM_DTYPE_Q5_1) { /* q4_0's with the fifth bits: byte i tests bit i % 8 of qh's byte i / 8 */
+            const bool mins = dt == TFM_DTYPE_Q5_1;
+            const unsigned char *b = w + (mins ? TFM__Q5_1_BYTES : TFM__Q5_0_BYTES) * (size_t)j, *h = b + (mins ? TFM__Q5_1_HEAD : 0);
             const uint8x16_t bits = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull)), five = vdupq_n_u8(TFM__Q5_0_ZERO);
-            uint8x16_t q = vld1q_u8(b + TFM__Q5_0_QS);
-            uint8x16_t h0 = vcombine_u8(vdup_n_u8(b[2]), vdup_n_u8(b[3])), h1 = vcombine_u8(vdup_n_u8(b[4]), vdup_n_u8(b[5]));
+            uint8x16_t q = vld1q_u8(h + TFM__Q5_0_QS);
+            uint8x16_t h0 = vcombine_u8(vdup_n_u8(h[2]), vdup_n_u8(h[3])), h1 = vcombine_u8(vdup_n_u8(h[4]), vdup_n_u8(h[5]));
             uint8x16_t c0 = vorrq_u8(vandq_u8(q, low4), vandq_u8(vtstq_u8(h0, bits), five));
             uint8x16_t c1 = vorrq_u8(vshrq_n_u8(q, 4), vandq_u8(vtstq_u8(h1, bits), five));
-            int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(c0), vreinterpretq_s8_u8(c1), x) - TFM__Q5_0_ZERO * xs[0];
+            int32_t isum = tfm__neon_dot32(vreinterpretq_s8_u8(c0), vreinterpretq_s8_u8(c1), x) - (mins ? 0 : TFM__Q5_0_ZERO * xs[0]);
             acc = fmaf((float)isum, tfm__rd_f16(b) * dx, acc);
+            if (mins) acc = fmaf((float)xs[0], tfm__rd_f16(b + 2) * dx, acc);
         } else if (dt == TFM_DTYPE_Q4_K || dt == TFM_DTYPE_Q5_K) {
             bool five = dt == TFM_DTYPE_Q5_K;
             const unsigned char *b = w + (five ? 176u : 144u) * (size_t)j, *qs = b + (five ? 48 : 16);
@@ -4795,6 +4857,9 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q5_0(const tfm__mm *m, int r0, int r1
     else if (m->w->ilv) tfm__avx2_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q5_0);
     else tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__avx2_mm_q8_0, tfm__avx2_q5_0_widen);
 }
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q5_1(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    tfm__mm_scalar(m, r0, r1, scratch);
+}
 #endif /* TFM__X86_AVX2 */
 
 #ifdef TFM__X86_AVX512
@@ -5043,6 +5108,12 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_load(const unsigned cha
     if (pf) TFM__PREFETCH_L2(p + pf);
     return _mm512_loadu_si512(p);
 }
+/* The 16 rows' heads of an interleaved q4_k / q5_1 block, f16 pairs (d, dmin / m): d as floats,
+   the second into *second. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_heads(__m512i heads, __m512 *second) {
+    *second = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(heads, 16)));
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(heads));
+}
 /* Block j of an interleaved q4_0 group (>>dtype) at b against the token's codes x[32] and
    their sum s: the 16 rows' exact sums of the twin, one per lane. Its 4 loads hold the rows'
    bytes 4c..4c+3, whose low nibbles meet codes 4c.. and high ones 16 + 4c.., broadcast; the 8
@@ -5071,13 +5142,15 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_q5_0_codes(__m512i nib, __m
     __mmask64 set = _mm512_test_epi8_mask(spread, _mm512_slli_epi32(_mm512_set1_epi32(0x08040201), (unsigned)(first % 8))); /* 1 << (first % 8 + k) */
     return _mm512_mask_add_epi8(nib, set, nib, _mm512_set1_epi8(TFM__Q5_0_ZERO));
 }
-/* Block j of an interleaved q5_0 group at b: as q4_0's, codes 0..31 and the zero point 16. */
-TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q5_0_isum(const unsigned char *b, const int8_t *x, int32_t s, size_t pf) {
+/* Block j of an interleaved q5_0 / q5_1 group, its pieces from p on (qh, then the nibbles): as
+   q4_0's, with codes 0..31, from isum = init (q5_0: its zero point's share, -16 x the token's
+   code sum). */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q5_isum(const unsigned char *p, const int8_t *x, int32_t init, size_t pf) {
     const __m512i low4 = _mm512_set1_epi8(0xf);
-    __m512i isum = _mm512_set1_epi32(-TFM__Q5_0_ZERO * s), qh = tfm__avx512_ilv_load(b + 2 * TFM__ILV_ROWS, pf);
+    __m512i isum = _mm512_set1_epi32(init), qh = tfm__avx512_ilv_load(p, pf);
     int c;
     TFM__UNROLL for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
-        __m512i q = tfm__avx512_ilv_load(b + 2 * TFM__ILV_ROWS + TFM__ILV_ROWS * TFM__ILV_CHUNK * (c + 1), pf);
+        __m512i q = tfm__avx512_ilv_load(p + TFM__ILV_ROWS * TFM__ILV_CHUNK * (c + 1), pf);
         int32_t lo, hi;
         memcpy(&lo, x + TFM__ILV_CHUNK * c, 4);
         memcpy(&hi, x + TFM__QK / 2 + TFM__ILV_CHUNK * c, 4);
@@ -5456,10 +5529,19 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q4_k_isum(const unsigne
 /* A q4_k block's two float steps per lane, as the twin: isum d dx, then less imin dmin dx. */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q4_k_step(const unsigned char *b, const int8_t *x, const int32_t *xs,
                                                                  float dx, __m512 acc, size_t pf) {
-    __m512i imin, isum = tfm__avx512_ilv_q4_k_isum(b, x, xs, &imin, pf), heads = tfm__avx512_ilv_load(b, pf); /* [row]: d, dmin */
-    __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(heads)), dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(heads, 16)));
+    __m512i imin, isum = tfm__avx512_ilv_q4_k_isum(b, x, xs, &imin, pf);
+    __m512 dmin, d = tfm__avx512_ilv_heads(tfm__avx512_ilv_load(b, pf), &dmin);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(dx)), acc);
     return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, _mm512_set1_ps(dx)), acc);
+}
+/* Block j of an interleaved q5_1 group at b into the 16 rows' float chains: the twin's
+   isum d dx, then its (sum of the token's codes) m dx. */
+TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q5_1_step(const unsigned char *b, const int8_t *x, int32_t s, float dx,
+                                                                 __m512 acc, size_t pf) {
+    __m512i isum = tfm__avx512_ilv_q5_isum(b + TFM__Q4_K_HEAD * TFM__ILV_ROWS, x, 0, pf);
+    __m512 mn, d = tfm__avx512_ilv_heads(tfm__avx512_ilv_load(b, pf), &mn);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(dx)), acc);
+    return _mm512_fmadd_ps(_mm512_set1_ps((float)s), _mm512_mul_ps(mn, _mm512_set1_ps(dx)), acc);
 }
 /* q8_0 / q4_0 / q6_k / q4_k interleaved, one token: a group of 16 rows a pass, one row per lane,
    its blocks in turn (one run of 544 / 288 / 3360 / 2304 bytes each) into 16 float chains. The groups
@@ -5481,10 +5563,12 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, i
             const int32_t *xs = qa->s + (size_t)(qa->block / qa->sum_len) * (size_t)j; /* sums of 16 (k-quants) */
             if (ty == TFM_DTYPE_Q4_K) {
                 acc = tfm__avx512_ilv_q4_k_step(b, x, xs, qa->d[j], acc, pf);
+            } else if (ty == TFM_DTYPE_Q5_1) {
+                acc = tfm__avx512_ilv_q5_1_step(b, x, qa->s[j], qa->d[j], acc, pf);
             } else {
                 __m512i isum = ty == TFM_DTYPE_Q8_0   ? tfm__avx512_ilv_q8_0_isum(b, x, qa->s[j], pf)
                                : ty == TFM_DTYPE_Q4_0 ? tfm__avx512_ilv_q4_0_isum(b, x, qa->s[j], pf)
-                               : ty == TFM_DTYPE_Q5_0 ? tfm__avx512_ilv_q5_0_isum(b, x, qa->s[j], pf)
+                               : ty == TFM_DTYPE_Q5_0 ? tfm__avx512_ilv_q5_isum(b + 2 * TFM__ILV_ROWS, x, -TFM__Q5_0_ZERO * qa->s[j], pf)
                                                       : tfm__avx512_ilv_q6_k_isum(b, x, xs, pf);
                 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), tfm__avx512_ilv_scales(b, qa->d[j], pf), acc);
             }
@@ -5564,11 +5648,11 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_pack(const tfm__mm *m, cons
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, const unsigned char *pk, int r, __mmask16 rows, int g,
                                                          const tfm_dtype ty, const bool ilv) {
     const tfm__qacts *qa = m->qa;
-    const bool q8 = ty == TFM_DTYPE_Q8_0, q5 = ty == TFM_DTYPE_Q5_0;
-    const int zero = q8 ? TFM__Q8_FLIP : q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
-    const size_t nib_at = 2 * TFM__ILV_ROWS + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0); /* (ilv q4_0 / q5_0) */
+    const bool q8 = ty == TFM_DTYPE_Q8_0, q5 = ty == TFM_DTYPE_Q5_0 || ty == TFM_DTYPE_Q5_1, mins = ty == TFM_DTYPE_Q5_1;
+    const int zero = q8 ? TFM__Q8_FLIP : mins ? 0 : q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
+    const size_t qh_at = tfm__ilv_head(ty) * TFM__ILV_ROWS, nib_at = qh_at + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0); /* (ilv) */
     const __m512i low4 = _mm512_set1_epi8(0xf), flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
-    __m512 acc[TFM__GROUP];
+    __m512 acc[TFM__GROUP], dm = _mm512_setzero_ps();
     int j, k, t;
     for (t = 0; t < TFM__GROUP; t++) acc[t] = _mm512_setzero_ps();
     for (j = 0; j < qa->n_blocks; j++, pk += !ilv ? TFM__QP_BLOCK : TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes) {
@@ -5582,8 +5666,9 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, cons
             dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk))));
             TFM__UNROLL for (k = 0; k < TFM__QK / 4; k++) w[k] = _mm512_xor_si512(_mm512_loadu_si512(pk + 2 * TFM__ILV_ROWS + 64 * k), flip);
         } else if (ilv) {
-            dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk))));
-            const __m512i qh = q5 ? _mm512_loadu_si512(pk + 2 * TFM__ILV_ROWS) : low4; /* (q5_0's first piece) */
+            const __m512i qh = q5 ? _mm512_loadu_si512(pk + qh_at) : low4; /* (q5_0's / q5_1's first piece) */
+            if (mins) dw = tfm__avx512_ilv_heads(_mm512_loadu_si512(pk), &dm);
+            else dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk))));
             TFM__UNROLL for (k = 0; k < TFM__QK / 8; k++) {
                 __m512i q = _mm512_loadu_si512(pk + nib_at + 64 * k);
                 w[k] = _mm512_and_si512(q, low4);
@@ -5605,6 +5690,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, cons
                 isum = _mm512_dpbusd_epi32(isum, w[k], _mm512_set1_epi32(x4));
             }
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t])), acc[t]);
+            if (mins) acc[t] = _mm512_fmadd_ps(_mm512_set1_ps((float)s[t]), _mm512_mul_ps(dm, _mm512_set1_ps(dx[t])), acc[t]);
         }
     }
     for (t = 0; t < TFM__GROUP && g * TFM__GROUP + t < m->n_b; t++) {
@@ -5652,6 +5738,12 @@ TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q5_0(const tfm__mm *m, int r0, in
     if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q5_0);
     else if (m->w->ilv) tfm__avx512_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q5_0);
     else tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__avx512_mm_q8_0, tfm__avx2_q5_0_widen);
+}
+/* q5_1: interleaved rows as q5_0's kernels read them, plus the mins; rows in place: the scalar twin. */
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_mm_q5_1(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    if (m->w->ilv && m->qa->group == 1) tfm__avx512_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q5_1);
+    else if (m->w->ilv) tfm__avx512_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q5_1);
+    else tfm__mm_scalar(m, r0, r1, scratch);
 }
 
 /* Activations to codes, 16 values at a time, the same arithmetic as tfm__quant_scalar. */
@@ -5963,6 +6055,9 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q5_0(const tfm__mm *m, int r0, int r1, 
     else if (m->w->ilv) tfm__amx_mm_ilv(m, r0, r1, scratch, TFM_DTYPE_Q5_0);
     else tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__amx_mm_q8_0, tfm__avx2_q5_0_widen);
 }
+TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q5_1(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
+    tfm__avx512_mm_q5_1(m, r0, r1, scratch);
+}
 
 /* --- AMX: the batched q4_k / q5_k / q6_k product on tiles ---
    The sub-block scales go into the weights: each weight becomes w' = scale x code (q6_k: its
@@ -6173,7 +6268,7 @@ typedef enum tfm__set { TFM__SET_SCALAR, TFM__SET_AVX2, TFM__SET_AVX512, TFM__SE
 
 /* kquant: one kernel for q4_k, q5_k and q6_k (it reads the dtype). */
 TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, tfm__mm_fn f16, tfm__mm_fn bf16,
-                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn q5_0, tfm__mm_fn kquant) {
+                               tfm__mm_fn q8_0, tfm__mm_fn q4_0, tfm__mm_fn q5_0, tfm__mm_fn q5_1, tfm__mm_fn kquant) {
     t->name = name;
     t->mm[TFM_DTYPE_F32] = f32;
     t->mm[TFM_DTYPE_F16] = f16;
@@ -6181,6 +6276,7 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->mm[TFM_DTYPE_Q8_0] = q8_0;
     t->mm[TFM_DTYPE_Q4_0] = q4_0;
     t->mm[TFM_DTYPE_Q5_0] = q5_0;
+    t->mm[TFM_DTYPE_Q5_1] = q5_1;
     t->mm[TFM_DTYPE_Q4_K] = kquant;
     t->mm[TFM_DTYPE_Q5_K] = kquant;
     t->mm[TFM_DTYPE_Q6_K] = kquant;
@@ -6204,11 +6300,11 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
 TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
     tfm__mm_fn sc = tfm__mm_scalar;
     switch (set) {
-    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc, sc); return true;
+    case TFM__SET_SCALAR: tfm__isa_fill(out, "scalar", sc, sc, sc, sc, sc, sc, sc, sc); return true;
 #ifdef TFM__X86_AVX2
     case TFM__SET_AVX2:
         tfm__isa_fill(out, "avx2", tfm__avx2_mm_f32, tfm__avx2_mm_f16, tfm__avx2_mm_bf16, tfm__avx2_mm_q8_0,
-                      tfm__avx2_mm_q4_0, tfm__avx2_mm_q5_0, tfm__avx2_mm_kquant);
+                      tfm__avx2_mm_q4_0, tfm__avx2_mm_q5_0, tfm__avx2_mm_q5_1, tfm__avx2_mm_kquant);
         out->quant = tfm__avx2_quant;
         out->dot = tfm__avx2_dot;
         out->values[0] = tfm__avx2_values_f32;
@@ -6224,7 +6320,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
 #ifdef TFM__X86_AVX512
     case TFM__SET_AVX512:
         tfm__isa_fill(out, "avx512", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__avx512_mm_q8_0,
-                      tfm__avx512_mm_q4_0, tfm__avx512_mm_q5_0, tfm__avx512_mm_kquant);
+                      tfm__avx512_mm_q4_0, tfm__avx512_mm_q5_0, tfm__avx512_mm_q5_1, tfm__avx512_mm_kquant);
         out->quant = tfm__avx512_quant;
         out->dot = tfm__avx512_dot;
         out->values[0] = tfm__avx512_values_f32;
@@ -6234,13 +6330,13 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__avx512_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q6_K | 1u << TFM_DTYPE_Q4_K;
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q5_1 | 1u << TFM_DTYPE_Q6_K | 1u << TFM_DTYPE_Q4_K;
         return true;
 #endif
 #ifdef TFM__X86_AMX
     case TFM__SET_AMX:
         tfm__isa_fill(out, "amx", tfm__avx512_mm_f32, tfm__avx512_mm_f16, tfm__avx512_mm_bf16, tfm__amx_mm_q8_0,
-                      tfm__amx_mm_q4_0, tfm__amx_mm_q5_0, tfm__amx_mm_kquant);
+                      tfm__amx_mm_q4_0, tfm__amx_mm_q5_0, tfm__amx_mm_q5_1, tfm__amx_mm_kquant);
         out->quant = tfm__amx_quant;
         out->token_major = 1u << TFM__ACT_Q8;
         out->dot = tfm__avx512_dot;
@@ -6251,13 +6347,13 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx512_scores_f32;
         out->scores[1] = tfm__avx512_scores_f16;
         out->scratch_bytes = tfm__amx_set_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q5_1 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
         return true;
 #endif
 #ifdef TFM__NEON
     case TFM__SET_NEON:
         tfm__isa_fill(out, "neon", tfm__neon_mm_f32, tfm__neon_mm_f16, tfm__neon_mm_bf16, tfm__neon_mm_q,
-                      tfm__neon_mm_q, tfm__neon_mm_q, tfm__neon_mm_q);
+                      tfm__neon_mm_q, tfm__neon_mm_q, tfm__neon_mm_q, tfm__neon_mm_q);
         out->grouped = 0;
         out->dot = tfm__neon_dot;
         out->values[0] = tfm__neon_values_f32;

@@ -437,7 +437,7 @@ cp -r "$T/neox" "$T/e19"; sed -i '0,/"dtype": "F32", "shape": \[8\]/s//"dtype": 
 expect_fail "integer dtype for a weight" "dtype I32 is not supported" -- "$CONV" "$T/e19" -o "$O"
 rm -f "$T/e4/model.safetensors"
 expect_fail "no safetensors" "no model.safetensors" -- "$CONV" "$T/e4" -o "$O"
-expect_fail "bad --type" "expected f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q5_k q6_k or q4_k_m" -- "$CONV" "$T/neox" -o "$O" --type q4
+expect_fail "bad --type" "expected f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_k q5_k q6_k or q4_k_m" -- "$CONV" "$T/neox" -o "$O" --type q4
 expect_fail "no -o" "need a source" -- "$CONV" "$T/neox"
 expect_fail "unknown option" "unknown option" -- "$CONV" "$T/neox" -o "$O" --fast
 

@@ -122,8 +122,8 @@ else bad "llama_tied q8_0 vs logits.f32: $m, expected > 1e-3"; fi
 # every block type: random Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 blocks and BF16/F16 matrices against the
 # same weights decoded by an independent NumPy decoder into an all-F32 file (gguf_write.py
 # --quant-fixture): decoded with --type f32, equal logits (the .tfm files are byte-identical
-# unless the compiler fuses d*q + m into an FMA); as they are (Q4_0 / Q5_0 / Q8_0 blocks copied
-# and run natively, Q4_1 / Q5_1 requantized to q8_0 with a notice each), within QBOUND
+# unless the compiler fuses d*q + m into an FMA); as they are (Q4_0 / Q5_0 / Q5_1 / Q8_0 blocks
+# copied and run natively, Q4_1 requantized to q8_0 with a notice each), within QBOUND
 Q=tests/data/gguf/quant
 for f in quant f32; do
   if "$CONV" $Q/model-$f.gguf -o "$T/q-$f.tfm" --quiet --check --type f32 > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
@@ -135,9 +135,9 @@ cmp -s "$T/q-quant.tfm" "$T/q-f32.tfm" && echo "    gguf_quant: .tfm files byte-
 if "$CONV" $Q/model-quant.gguf -o "$T/q-native.tfm" --quiet --check > "$T/out" 2> "$T/err" && grep -q "check: ok" "$T/out"; then ok
 else bad "convert $Q/model-quant.gguf as it is"; cat "$T/err"; fi
 n_req=$(grep -c "requantized to q8_0" "$T/err")
-expect_eq "gguf_quant: a notice for each Q4_1 / Q5_1 matrix (5)" "$n_req" 5
-expect_eq "gguf_quant: Q5_0 kept (blk.0.wq, blk.1.wq: dtype 8)" \
-  "$(u32 "$T/q-native.tfm" $(($(at "$T/q-native.tfm" blk.0.wq) + 64))) $(u32 "$T/q-native.tfm" $(($(at "$T/q-native.tfm" blk.1.wq) + 64)))" "8 8"
+expect_eq "gguf_quant: a notice for each Q4_1 matrix (3)" "$n_req" 3
+dt() { u32 "$T/q-native.tfm" $(($(at "$T/q-native.tfm" "$1") + 64)); }
+expect_eq "gguf_quant: Q5_0 / Q5_1 kept (blk.i.wq dtype 8, blk.i.wk 9)" "$(dt blk.0.wq) $(dt blk.1.wq) $(dt blk.0.wk) $(dt blk.1.wk)" "8 8 9 9"
 dump "$T/q-native.tfm" $Q "$T/q-native.logits"
 report "gguf_quant blocks native vs NumPy-decoded F32" "$(maxdiff "$T/q-native.logits" "$T/q-f32.logits")" $QBOUND
 "$CONV" $Q/model-quant.gguf -o "$T/q-f16.tfm" --quiet --type f16 2> /dev/null; dump "$T/q-f16.tfm" $Q "$T/q-f16.logits"

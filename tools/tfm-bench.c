@@ -44,7 +44,7 @@ static const char USAGE[] =
     "The prompt and the decoded tokens are timed apart, each from an empty cache (as llama-bench's\n"
     "pp and tg tests).\n"
     "  -m FILE      a .tfm file (the shape and type are the file's)\n"
-    "  --type TYPE  random weights of TYPE: f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q5_k q6_k q4_k_m (tfm-convert's\n"
+    "  --type TYPE  random weights of TYPE: f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_k q5_k q6_k q4_k_m (tfm-convert's\n"
     "               recipes, so the tensors get the types a converted file would)\n"
     "  -t LIST      one configuration per thread count, e.g. -t 1,2\n"
     "  -b BATCH     prompt tokens per pass over the weights (the session's n_batch); default: the\n"

@@ -1580,7 +1580,8 @@ static tfm_dtype tc_native_dtype(tc_dtype src, int *exact) {
     case TC_Q6_K: return TFM_DTYPE_Q6_K;
     case TC_Q5_K: return TFM_DTYPE_Q5_K;
     case TC_Q5_0: return TFM_DTYPE_Q5_0;
-    default: *exact = 0; return TFM_DTYPE_Q8_0; /* Q4_1, Q5_1: blocks of 32 */
+    case TC_Q5_1: return TFM_DTYPE_Q5_1;
+    default: *exact = 0; return TFM_DTYPE_Q8_0; /* Q4_1: blocks of 32 */
     }
 }
 
@@ -3174,12 +3175,12 @@ static void tc_usage(FILE *f) {
         "           general.architecture gptneox, gpt2, llama, phi2, starcoder2, qwen2, qwen3,\n"
         "           gemma2, gemma3, phi3; tensor types F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,\n"
         "           Q4_K, Q5_K, Q6_K. Without --type every tensor keeps its type, its blocks copied\n"
-        "           byte for byte (Q4_1 and Q5_1, which tfm.h does not run, are requantized to\n"
-        "           q8_0 with a notice); with --type, tensors are decoded and converted to it;\n"
+        "           byte for byte (Q4_1, which tfm.h does not run, is requantized to q8_0 with a\n"
+        "           notice); with --type, tensors are decoded and converted to it;\n"
         "           tokenizer.ggml.model gpt2 (pre gpt-2, phi-2, starcoder, llama-bpe, qwen2; absent or\n"
         "           default: gpt-2, with a warning) or llama; without one, token ids only\n"
         "--type     the matrices' type (default f32; a GGUF: its own): f32 f16 bf16 q8_0 q4_0 q5_0\n"
-        "           q4_k q5_k q6_k q4_k_m.\n"
+        "           q5_1 q4_k q5_k q6_k q4_k_m.\n"
         "%s"
         "--quiet    no progress or summary (warnings and errors still print)\n"
         "--check    open the written file with tfm.h, print its configuration, compare it with\n"
@@ -3207,7 +3208,7 @@ static int tc_parse_args(int argc, char **argv, tc_args *a) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
             if (s[1] == 'o') a->out = argv[++i];
             else if (tq_type_valid(argv[++i])) a->type = argv[i];
-            else { tc_error("--type %s: expected f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q5_k q6_k or q4_k_m", argv[i]); return 0; }
+            else { tc_error("--type %s: expected f32 f16 bf16 q8_0 q4_0 q5_0 q5_1 q4_k q5_k q6_k or q4_k_m", argv[i]); return 0; }
         } else if (strcmp(s, "--tokenizer") == 0 || strcmp(s, "--chat-template") == 0) {
             if (i + 1 >= argc) { tc_error("%s needs a value", s); return 0; }
             if (s[2] == 't') a->tokenizer = argv[++i];
