@@ -3916,6 +3916,14 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_load(const unsigned char *p
     if (pf) TFM__PREFETCH_L2(p + pf);
     return _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p)));
 }
+/* The 8 rows' heads of half an interleaved q4_k / q5_1 block, f16 pairs (d, dmin / m): d as
+   floats, the second into *second. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_heads(__m256i heads, __m256 *second) {
+    __m256i dd = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(heads, _mm256_set1_epi32(0xffff)),
+                                                              _mm256_srli_epi32(heads, 16)), 0xd8); /* 8 d, 8 dmin */
+    *second = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(dd));
+}
 /* q4_0 interleaved (>>dtype), one token: a group of 16 rows a pass as two halves of 8 rows,
    one row per lane (bytes 0..31 of every 64-byte piece hold rows 0..7, 32..63 rows 8..15). Per
    block and half, the 4 pieces' low and high nibbles against the token's 4 codes broadcast
@@ -3946,15 +3954,16 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_q5_0_lane_codes(__m256i nib, __
     __m256i spread = _mm256_shuffle_epi8(qh, _mm256_add_epi8(dwords, _mm256_set1_epi8((char)(first / 8))));
     return _mm256_or_si256(nib, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(TFM__Q5_0_ZERO)));
 }
-/* The same as tfm__avx2_ilv_q4_0_isum for q5_0: codes 0..31 after the group's qh piece, two
-   int16 sums of 2 pieces each (at most 2 x 2 x 2 x 31 x 127 = 31496), the zero point 16. */
-TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q5_0_isum(const unsigned char *b, int half, const int8_t *x, int32_t s, size_t pf) {
-    const __m256i low4 = _mm256_set1_epi8(0xf), qh = tfm__avx2_ilv_load(b + 2 * TFM__ILV_ROWS + 32 * half, pf);
+/* The same as tfm__avx2_ilv_q4_0_isum for q5_0 / q5_1, their pieces from p on (qh, then the
+   nibbles): codes 0..31, two int16 sums of 2 pieces each (at most 2 x 2 x 2 x 31 x 127 =
+   31496), minus zero x the token's code sum s (q5_0 16, q5_1 0). */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q5_isum(const unsigned char *p, int half, const int8_t *x, int32_t zs, size_t pf) {
+    const __m256i low4 = _mm256_set1_epi8(0xf), qh = tfm__avx2_ilv_load(p + 32 * half, pf);
     __m256i s16[2], isum;
     int c;
     s16[0] = s16[1] = _mm256_setzero_si256();
     TFM__UNROLL for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
-        __m256i q = tfm__avx2_ilv_load(b + 2 * TFM__ILV_ROWS + 64 * (c + 1) + 32 * half, pf);
+        __m256i q = tfm__avx2_ilv_load(p + 64 * (c + 1) + 32 * half, pf);
         __m256i lo = tfm__avx2_q5_0_lane_codes(_mm256_and_si256(q, low4), qh, TFM__ILV_CHUNK * c);
         __m256i hi = tfm__avx2_q5_0_lane_codes(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), qh, TFM__QK / 2 + TFM__ILV_CHUNK * c);
         int32_t xl, xh;
@@ -3964,7 +3973,16 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q5_0_isum(const unsigned ch
         s16[c / 2] = _mm256_add_epi16(s16[c / 2], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xh)));
     }
     isum = _mm256_add_epi32(_mm256_madd_epi16(s16[0], _mm256_set1_epi16(1)), _mm256_madd_epi16(s16[1], _mm256_set1_epi16(1)));
-    return _mm256_sub_epi32(isum, _mm256_set1_epi32(TFM__Q5_0_ZERO * s));
+    return _mm256_sub_epi32(isum, _mm256_set1_epi32(zs));
+}
+/* Half `half` of an interleaved q5_1 group's block at b into its 8 rows' float chains: the
+   twin's isum d dx, then (the token's code sum s) m dx. */
+TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_q5_1_step(const unsigned char *b, int half, const int8_t *x, int32_t s, __m256 dx,
+                                                             __m256 acc, size_t pf) {
+    __m256i isum = tfm__avx2_ilv_q5_isum(b + TFM__Q4_K_HEAD * TFM__ILV_ROWS, half, x, 0, pf);
+    __m256 mn, d = tfm__avx2_ilv_heads(tfm__avx2_ilv_load(b + 32 * half, pf), &mn);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc);
+    return _mm256_fmadd_ps(_mm256_set1_ps((float)s), _mm256_mul_ps(mn, dx), acc);
 }
 /* The same for q8_0: its 8 pieces' signed codes against the token's 4 codes broadcast
    (tfm__avx2_dot_s8: pmaddubsw of |w| and x with w's sign, one pmaddwd per piece). */
@@ -3993,7 +4011,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_store_rows(const tfm__mm *m, float
     for (i = 0; i < 8; i++)
         if (r + i >= r0 && r + i < r1) y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
 }
-/* q4_0 / q5_0 / q8_0 interleaved, one token (ty a constant where this is inlined). */
+/* q4_0 / q5_0 / q5_1 / q8_0 interleaved, one token (ty a constant where this is inlined). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
@@ -4005,11 +4023,16 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r
         for (j = 0; j < qa->n_blocks; j++, b += gb) {
             const int8_t *x = qa->q + TFM__QK * (size_t)j;
             __m256 dx = _mm256_set1_ps(qa->d[j]);
+            if (ty == TFM_DTYPE_Q5_1) {
+                acc0 = tfm__avx2_ilv_q5_1_step(b, 0, x, qa->s[j], dx, acc0, pf);
+                acc1 = tfm__avx2_ilv_q5_1_step(b, 1, x, qa->s[j], dx, acc1, 0);
+                continue;
+            }
             __m256i i0 = ty == TFM_DTYPE_Q8_0   ? tfm__avx2_ilv_q8_0_isum(b, 0, x, pf)
-                         : ty == TFM_DTYPE_Q5_0 ? tfm__avx2_ilv_q5_0_isum(b, 0, x, qa->s[j], pf)
+                         : ty == TFM_DTYPE_Q5_0 ? tfm__avx2_ilv_q5_isum(b + 2 * TFM__ILV_ROWS, 0, x, TFM__Q5_0_ZERO * qa->s[j], pf)
                                                 : tfm__avx2_ilv_q4_0_isum(b, 0, x, qa->s[j], pf);
             __m256i i1 = ty == TFM_DTYPE_Q8_0   ? tfm__avx2_ilv_q8_0_isum(b, 1, x, 0)
-                         : ty == TFM_DTYPE_Q5_0 ? tfm__avx2_ilv_q5_0_isum(b, 1, x, qa->s[j], 0)
+                         : ty == TFM_DTYPE_Q5_0 ? tfm__avx2_ilv_q5_isum(b + 2 * TFM__ILV_ROWS, 1, x, TFM__Q5_0_ZERO * qa->s[j], 0)
                                                 : tfm__avx2_ilv_q4_0_isum(b, 1, x, qa->s[j], 0);
             acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(tfm__avx2_ilv_scales(b, 0, pf), dx), acc0);
             acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(tfm__avx2_ilv_scales(b, 1, 0), dx), acc1);
@@ -4070,10 +4093,8 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q4_k_isum(const unsigned ch
    (the 8 rows' heads hold d in their low halves, dmin in their high ones). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_q4_k_step(const unsigned char *b, int half, const int8_t *x, const int32_t *xs,
                                                              __m256 dx, __m256 acc, size_t pf) {
-    __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin, pf), heads = tfm__avx2_ilv_load(b + 32 * half, pf);
-    __m256i dd = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(heads, _mm256_set1_epi32(0xffff)),
-                                                              _mm256_srli_epi32(heads, 16)), 0xd8); /* 8 d, 8 dmin */
-    __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd)), dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
+    __m256i imin, isum = tfm__avx2_ilv_q4_k_isum(b, half, x, xs, &imin, pf);
+    __m256 dmin, d = tfm__avx2_ilv_heads(tfm__avx2_ilv_load(b + 32 * half, pf), &dmin);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc);
     return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, dx), acc);
 }
@@ -4725,11 +4746,11 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_qp8_pack(const tfm__mm *m, const unsigne
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const unsigned char *pk, int r, int r0, int r1, int g, int t0,
                                                       const bool ilv, int half, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
-    const bool q5 = ty == TFM_DTYPE_Q5_0;
-    const int zero = q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
-    const size_t nib_at = 2 * TFM__ILV_ROWS + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0);
+    const bool q5 = ty == TFM_DTYPE_Q5_0 || ty == TFM_DTYPE_Q5_1, mins = ty == TFM_DTYPE_Q5_1;
+    const int zero = mins ? 0 : q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
+    const size_t qh_at = tfm__ilv_head(ty) * TFM__ILV_ROWS, nib_at = qh_at + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0);
     const __m256i low4 = _mm256_set1_epi8(0xf);
-    __m256 acc[TFM__QP8_TOKENS];
+    __m256 acc[TFM__QP8_TOKENS], dm = _mm256_setzero_ps();
     int j, k, t;
     for (t = 0; t < TFM__QP8_TOKENS; t++) acc[t] = _mm256_setzero_ps();
     for (j = 0; j < qa->n_blocks; j++, pk += ilv ? TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes : TFM__QP8_BLOCK) {
@@ -4740,8 +4761,9 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const u
         __m256i w[TFM__QK / 4];
         __m256 dw;
         if (ilv) {
-            const __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 2 * TFM__ILV_ROWS + 32 * half)));
-            dw = tfm__avx2_ilv_scales(pk, half, 0);
+            const __m256i qh = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + qh_at + 32 * half)));
+            if (mins) dw = tfm__avx2_ilv_heads(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + 32 * half))), &dm);
+            else dw = tfm__avx2_ilv_scales(pk, half, 0);
             TFM__UNROLL for (k = 0; k < TFM__QK / 8; k++) {
                 __m256i q = _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, pk + nib_at + 64 * k + 32 * half)));
                 w[k] = _mm256_and_si256(q, low4);
@@ -4767,6 +4789,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const u
             if (q5) isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s16[1], _mm256_set1_epi16(1)));
             isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(zero * s[t]));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(dx[t])), acc[t]);
+            if (mins) acc[t] = _mm256_fmadd_ps(_mm256_set1_ps((float)s[t]), _mm256_mul_ps(dm, _mm256_set1_ps(dx[t])), acc[t]);
         }
     }
     for (t = 0; t < TFM__QP8_TOKENS && g * TFM__GROUP + t0 + t < m->n_b; t++)
@@ -4857,8 +4880,11 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q5_0(const tfm__mm *m, int r0, int r1
     else if (m->w->ilv) tfm__avx2_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q5_0);
     else tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__avx2_mm_q8_0, tfm__avx2_q5_0_widen);
 }
+/* q5_1: interleaved rows as q5_0's kernels read them, plus the mins; rows in place: the scalar twin. */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q5_1(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    tfm__mm_scalar(m, r0, r1, scratch);
+    if (m->qa->group == 1 && m->w->ilv) tfm__avx2_gemv_q_ilv(m, r0, r1, TFM_DTYPE_Q5_1);
+    else if (m->w->ilv) tfm__avx2_gemm_q_ilv(m, r0, r1, TFM_DTYPE_Q5_1);
+    else tfm__mm_scalar(m, r0, r1, scratch);
 }
 #endif /* TFM__X86_AVX2 */
 
@@ -5970,18 +5996,25 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_quant(const float *x, size_t x_stride, int
     } while (0)
 
 /* acc[t] (the 16 rows of token t) += block j's sums c [token][row] x the rows' d (group block at
-   blk: its f16 heads) x the token's d: the twin's fmaf(isum, d_w d_x, acc). */
-TFM__T_AMX TFM__ALWAYS_INLINE void tfm__amx_ilv_step(const int32_t *c, const unsigned char *blk, const float *dx, __m512 *acc) {
-    __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk))));
+   blk: its f16 heads) x the token's d: the twin's fmaf(isum, d_w d_x, acc); with the tokens' code
+   sums s (q5_1: heads (d, m)), then its fmaf(s, m d_x, acc). */
+TFM__T_AMX TFM__ALWAYS_INLINE void tfm__amx_ilv_step(const int32_t *c, const unsigned char *blk, const float *dx, const int32_t *s,
+                                                    __m512 *acc) {
+    __m512 dm = _mm512_setzero_ps();
+    __m512 dw = s ? tfm__avx512_ilv_heads(_mm512_loadu_si512(blk), &dm)
+                  : _mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, blk))));
     int t;
-    TFM__UNROLL for (t = 0; t < TFM__GROUP; t++)
+    TFM__UNROLL for (t = 0; t < TFM__GROUP; t++) {
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16 * t)), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t])), acc[t]);
+        if (s) acc[t] = _mm512_fmadd_ps(_mm512_set1_ps((float)s[t]), _mm512_mul_ps(dm, _mm512_set1_ps(dx[t])), acc[t]);
+    }
 }
 
 /* The group of 16 rows at grp (rows [r0, r1) of it stored) x token group g; B: block j's codes at
-   b_base + j * b_block. The product of block j + 1 is issued before the sums of block j are read. */
+   b_base + j * b_block (mins: q5_1's). The product of block j + 1 is issued before the sums of
+   block j are read. */
 TFM__T_AMX TFM__PRIVATE void tfm__amx_ilv_tile(const tfm__mm *m, const unsigned char *grp, size_t gb, const unsigned char *b_base,
-                                              size_t b_block, int g, int r, int r0, int r1) {
+                                              size_t b_block, int g, int r, int r0, int r1, bool mins) {
     const tfm__qacts *qa = m->qa;
     const __mmask16 lanes = (__mmask16)tfm__ilv_lanes(r, r0, r1);
     int32_t c[2][TFM__GROUP * TFM__AMX_ROWS];
@@ -5992,7 +6025,8 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_ilv_tile(const tfm__mm *m, const unsigned 
     TFM__AMX_ILV_PRODUCT(0, 2, 4, 0);
     for (j = 0; j < nb; j++) {
         TFM__AMX_NEXT(TFM__AMX_ILV_PRODUCT, j, nb, c);
-        tfm__amx_ilv_step(c[j % 2], grp + (size_t)j * gb, qa->d + (g0 + (size_t)j) * TFM__GROUP, acc);
+        tfm__amx_ilv_step(c[j % 2], grp + (size_t)j * gb, qa->d + (g0 + (size_t)j) * TFM__GROUP,
+                          mins ? qa->s + (g0 + (size_t)j) * TFM__GROUP : NULL, acc);
     }
     for (t = 0; t < n; t++) {
         float *y = m->y + (size_t)(g * TFM__GROUP + t) * m->y_stride + (size_t)r;
@@ -6001,15 +6035,15 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_ilv_tile(const tfm__mm *m, const unsigned 
     }
 }
 
-/* A batch on interleaved q8_0 / q4_0 / q5_0 rows [r0, r1): the groups they touch, each x every
-   token group (the next group's bytes prefetched meanwhile). scratch: q4_0's / q5_0's unpacked
-   codes of a group. */
+/* A batch on interleaved q8_0 / q4_0 / q5_0 / q5_1 rows [r0, r1): the groups they touch, each x
+   every token group (the next group's bytes prefetched meanwhile). scratch: the nibble types'
+   unpacked codes of a group (q5_1's 0..31 as they are: its mins are a float step). */
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_ilv(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm_dtype ty) {
     const tfm__tensor *w = m->w;
-    const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes, head = 2 * TFM__ILV_ROWS;
-    const bool q5 = ty == TFM_DTYPE_Q5_0;
-    const size_t nib_at = head + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0); /* q5_0: after its qh piece */
-    const __m512i low4 = _mm512_set1_epi8(0xf), zero = _mm512_set1_epi8(q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO);
+    const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes, head = tfm__ilv_head(ty) * TFM__ILV_ROWS;
+    const bool q5 = ty == TFM_DTYPE_Q5_0 || ty == TFM_DTYPE_Q5_1, mins = ty == TFM_DTYPE_Q5_1;
+    const size_t nib_at = head + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0); /* q5_0 / q5_1: after its qh piece */
+    const __m512i low4 = _mm512_set1_epi8(0xf), zero = _mm512_set1_epi8(mins ? 0 : q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO);
     int nb = w->cols / TFM__QK, n_groups = (m->n_b + TFM__GROUP - 1) / TFM__GROUP, r, g, j, c;
     size_t l;
     tfm__amx_config();
@@ -6033,8 +6067,8 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_ilv(const tfm__mm *m, int r0, int r1, u
             for (l = 0; l < gb * (size_t)nb; l += TFM__ALIGN) TFM__PREFETCH(grp + l);
         for (g = 0; g < n_groups; g++) {
             tfm__amx_prefetch(w, r + TFM__ILV_ROWS, r1 + TFM__ILV_ROWS - 1, g, n_groups); /* the next group, if it holds a row below r1 */
-            if (ty != TFM_DTYPE_Q8_0) tfm__amx_ilv_tile(m, grp, gb, scratch, TFM__QK * TFM__ILV_ROWS, g, r, r0, r1);
-            else tfm__amx_ilv_tile(m, grp, gb, grp + head, gb, g, r, r0, r1);
+            if (ty != TFM_DTYPE_Q8_0) tfm__amx_ilv_tile(m, grp, gb, scratch, TFM__QK * TFM__ILV_ROWS, g, r, r0, r1, mins);
+            else tfm__amx_ilv_tile(m, grp, gb, grp + head, gb, g, r, r0, r1, false);
         }
     }
     _tile_release();
@@ -6056,7 +6090,8 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q5_0(const tfm__mm *m, int r0, int r1, 
     else tfm__mm_q5_0_widened(m, r0, r1, scratch, tfm__amx_mm_q8_0, tfm__avx2_q5_0_widen);
 }
 TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_q5_1(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {
-    tfm__avx512_mm_q5_1(m, r0, r1, scratch);
+    if (m->w->ilv && m->qa->group > 1 && m->qa->qt) tfm__amx_mm_ilv(m, r0, r1, scratch, TFM_DTYPE_Q5_1);
+    else tfm__avx512_mm_q5_1(m, r0, r1, scratch);
 }
 
 /* --- AMX: the batched q4_k / q5_k / q6_k product on tiles ---
@@ -6314,7 +6349,7 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
         out->scratch_bytes = tfm__avx2_scratch_bytes;
-        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
+        out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q5_1 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
         return true;
 #endif
 #ifdef TFM__X86_AVX512

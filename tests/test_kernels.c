@@ -197,12 +197,12 @@ static void test_matmul(void) {
 }
 
 /* The int16 bounds of the pmaddubsw kernels: every weight at its type's largest code (q8_0
-   -127, q4_0 15, q5_0 31) against activations that quantize to 127 (and -127), where a sum kept
+   -127, q4_0 15, q5_0 / q5_1 31) against activations that quantize to 127 (and -127), where a sum kept
    in int16 too long would saturate. Every set equal to the scalar twin, and the twin to the
    exact value (d = 1: a row's sum is cols x code x 127 x d_x). */
 static void test_extreme_codes(void) {
     static const struct { tfm_dtype dt; unsigned char fill; int code; } types[] = {
-        {TFM_DTYPE_Q8_0, 0x81, -127}, {TFM_DTYPE_Q4_0, 0xff, 15 - 8}, {TFM_DTYPE_Q5_0, 0xff, 31 - 16}};
+        {TFM_DTYPE_Q8_0, 0x81, -127}, {TFM_DTYPE_Q4_0, 0xff, 15 - 8}, {TFM_DTYPE_Q5_0, 0xff, 31 - 16}, {TFM_DTYPE_Q5_1, 0x00, 31}};
     enum { R = 48, C = 416, NB = 17 };
     size_t xs = C;
     float *x = (float *)malloc((size_t)NB * xs * sizeof(float)), *ref = (float *)malloc((size_t)NB * R * sizeof(float));
@@ -218,7 +218,11 @@ static void test_extreme_codes(void) {
             w.dtype = types[ti].dt; w.rows = R; w.cols = C; w.row_bytes = tfm_dtype_row_bytes(w.dtype, C);
             bytes = (unsigned char *)malloc((size_t)R * w.row_bytes);
             memset(bytes, types[ti].fill, (size_t)R * w.row_bytes);
-            for (j = 0; j < (size_t)R * w.row_bytes; j += bb) { bytes[j] = 0x00; bytes[j + 1] = 0x3c; } /* d = 1.0 (f16) */
+            if (w.dtype == TFM_DTYPE_Q5_1) memset(bytes, 0xff, (size_t)R * w.row_bytes); /* codes 31, m = 0 below */
+            for (j = 0; j < (size_t)R * w.row_bytes; j += bb) { /* d = 1.0 (f16); q5_1's m = 0 */
+                bytes[j] = 0x00; bytes[j + 1] = 0x3c;
+                if (w.dtype == TFM_DTYPE_Q5_1) bytes[j + 2] = bytes[j + 3] = 0x00;
+            }
             w.data = bytes;
             wi = make_ilv(&w, &ibytes);
             for (i = 0; i < NB * C; i++) x[i] = (float)sign;

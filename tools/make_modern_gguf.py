@@ -3,7 +3,7 @@
 side-by-side speed runs against llama.cpp (tools/side_by_side.sh) on their shapes.
 
     /usr/bin/python3 tools/make_modern_gguf.py LLAMA_CPP_DIR OUT_DIR [SHAPE ...]
-    SHAPE=qwen05b tools/side_by_side.sh LLAMA_CPP_DIR/build/bin/llama-bench OUT_DIR "q8_0 q4_0 q4_k_m"
+    SHAPE=qwen05b tools/side_by_side.sh LLAMA_CPP_DIR/build/bin/llama-bench OUT_DIR "q8_0 q4_0 q4_k_m q5_k_m"
 
 Shapes (default: both):
   qwen05b  Qwen2.5-0.5B: qwen2, 24 layers, d_model 896, 14 heads, 2 kv heads, d_ff 4864,
@@ -11,14 +11,14 @@ Shapes (default: both):
   llama1b  Llama-3.2-1B: llama, 16 layers, d_model 2048, 32 heads, 8 kv heads, d_ff 8192,
            vocab 128256, tied embeddings (no llama3 rope scaling: it changes no speed)
 Writes OUT_DIR/SHAPE-f16.gguf with llama.cpp's own gguf-py (LLAMA_CPP_DIR/gguf-py), then
-SHAPE-q8_0, -q4_0 and -q4_k_m.gguf with its llama-quantize (LLAMA_CPP_DIR/build/bin), as
+SHAPE-q8_0, -q4_0, -q4_k_m and -q5_k_m.gguf with its llama-quantize (LLAMA_CPP_DIR/build/bin), as
 ../shared/bench/peer-setup.sh does for the Pythia shapes. Weights ~N(0, 0.02) in f16 (seed
 1234), norms 1 and biases 0 in f32. The vocabulary is GPT-2's byte-level BPE from
 ../shared/tokenizers/gpt2 (<|endoftext|> as bos and eos), padded with unused "<pad_N>" tokens
 to the shape's vocab size: the speed depends on the size, not on the tokens. d_model 896 is
-not a multiple of 256, so llama-quantize writes Qwen's Q4_K_M matrices mostly as Q5_0 (as in
-the real Qwen2.5-0.5B files); tfm-convert says which it requantizes. Nothing here goes into
-the repository."""
+not a multiple of 256, so llama-quantize writes Qwen's Q4_K_M matrices mostly as Q5_0 and its
+Q5_K_M ones as Q5_1 (as in the real Qwen2.5-0.5B files). Nothing here goes into the
+repository."""
 import json
 import os
 import subprocess
@@ -28,7 +28,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKENIZER = os.path.join(HERE, "..", "..", "shared", "tokenizers", "gpt2")
-QUANTS = ("q8_0", "q4_0", "q4_k_m")
+QUANTS = ("q8_0", "q4_0", "q4_k_m", "q5_k_m")
 
 # arch, layers, d_model, heads, kv heads, d_ff, vocab, n_ctx, rope theta, rms eps, qkv biases, pre-tokenizer
 SHAPES = {
