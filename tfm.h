@@ -1414,8 +1414,8 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 /* >>dtype ----------------------------------------------------------------------------------------
    The weight types, one row each in tfm__dtype: name, block shape, the activation format its
    integer kernels read, conversion to f32 and the quantizer. Quantized types keep GGUF's block
-   layouts byte for byte (ggml's block_q8_0, block_q4_0, block_q5_0, block_q5_1, block_q4_K, block_q6_K, block_q5_K), so a GGUF file
-   imports without requantizing. A row of a matrix is a whole number of blocks; the matrix
+   layouts byte for byte (ggml's block_q8_0, block_q4_0, block_q5_0, block_q5_1, block_q4_K,
+   block_q6_K, block_q5_K), so a GGUF file imports without requantizing. A row of a matrix is a whole number of blocks; the matrix
    kernels for each type are in >>simd, one per instruction set.
 
    Block layouts (little-endian; f16 = IEEE half):
@@ -1438,13 +1438,12 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
            qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
            and high bits qh[l] >> 2k;                                     w = d scale_j (q - 32)
 
-   Interleaved rows (q8_0, q4_0, q5_0, q6_k, q4_k, when the model's kernel set asks for them:
+   Interleaved rows (q8_0, q4_0, q5_0, q5_1, q6_k, q4_k, when the model's kernel set asks for them:
    tfm__isa.ilv): a matrix with a multiple of 16 rows is repacked at open (tfm__model_interleave)
    so that each group of 16 rows is stored block by block: for block j, the 16 rows' heads (the
-   f16 d; q4_k's d and dmin), then the rest of their blocks 4 bytes at a time, [rest / 4][16
-   rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles; q5_0: 64 of the rows' qh, then 4 x 64 of
-   nibbles; q8_0: 8 x 64 of codes; q4_k: 3 x 64 of scales,
-   32 x 64 of nibbles; q6_k: 52 x 64 of ql, qh and scales, in the order its kernel reads them:
+   f16 d; q4_k's d and dmin, q5_1's d and m), then the rest of their blocks 4 bytes at a time,
+   [rest / 4][16 rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles; q5_0 and q5_1: 64 of the rows'
+   qh, then 4 x 64 of nibbles; q8_0: 8 x 64 of codes; q4_k: 3 x 64 of scales, 32 x 64 of nibbles; q6_k: 52 x 64 of ql, qh and scales, in the order its kernel reads them:
    tfm__ilv_piece). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 = 32 + 4 x 64),
    so whole groups stay where they were; one 64-byte load holds the same 4 bytes of 16 rows,
    one per lane of a vector product, and the matrix is read front to back. */
@@ -1963,7 +1962,7 @@ TFM__PRIVATE size_t tfm__row_bytes(uint32_t dtype, size_t n_cols) {
 #define TFM__Q6_K_SCALE_SLOT 24 /* then 2 of scales from this one on */
 
 /* An interleaved type's head, stored first for the 16 rows: its bytes (the f16 d; q4_k's d and
-   dmin), and where the block holds it. */
+   dmin, q5_1's d and m), and where the block holds it. */
 TFM__PRIVATE size_t tfm__ilv_head(tfm_dtype dt) { return dt == TFM_DTYPE_Q4_K || dt == TFM_DTYPE_Q5_1 ? TFM__Q4_K_HEAD : 2; }
 TFM__PRIVATE size_t tfm__ilv_d_at(tfm_dtype dt) { return dt == TFM_DTYPE_Q6_K ? TFM__Q6_K_D_AT : 0; }
 
@@ -2732,9 +2731,9 @@ TFM__PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char
 }
 
 /* q5_0 where a set has no kernel of its own for the case (x86 on rows not interleaved:
-   no_repack, or not a multiple of 16): 16 rows at a time widened to q8_0 in the task's scratch (the same d, codes
-   minus 16; widen: one block), then the set's q8_0 kernel on them, with the rest of the scratch.
-   q8_0's isum of the widened codes is q5_0's exactly, so the bits are the twin's. */
+   no_repack, or not a multiple of 16): 16 rows at a time widened to q8_0 in the task's scratch
+   (the same d, codes minus 16; widen: one block), then the set's q8_0 kernel on them, with the
+   rest of the scratch. q8_0's isum of the widened codes is q5_0's exactly: the twin's bits. */
 #define TFM__Q8_0_BYTES 34 /* a q8_0 block: f16 scale, 32 int8 codes */
 typedef void (*tfm__widen_fn)(const unsigned char *q5_0, unsigned char *q8_0);
 TFM__PRIVATE size_t tfm__q5_0_wide_bytes(int cols) {
@@ -3794,7 +3793,7 @@ TFM__T_AVX2 TFM__PRIVATE float tfm__avx2_h2f(const unsigned char *p) { return _c
 /* The 32 codes (0..31) of the q5_0 block at b: the nibbles (weights 0..15 low, 16..31 high)
    with 16 added where qh's bit is set (byte i tests bit i % 8 of qh's byte i / 8). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_q5_0_codes(const unsigned char *b) {
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull) /* byte k: 1 << k */;
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull); /* byte k: 1 << k */
     const __m256i pick = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
     __m128i q = _mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, b + TFM__Q5_0_QS)));
     __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0xf));
@@ -3956,7 +3955,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_q5_0_lane_codes(__m256i nib, __
 }
 /* The same as tfm__avx2_ilv_q4_0_isum for q5_0 / q5_1, their pieces from p on (qh, then the
    nibbles): codes 0..31, two int16 sums of 2 pieces each (at most 2 x 2 x 2 x 31 x 127 =
-   31496), minus zero x the token's code sum s (q5_0 16, q5_1 0). */
+   31496), minus zs (q5_0: 16 x the token's code sum; q5_1: 0). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q5_isum(const unsigned char *p, int half, const int8_t *x, int32_t zs, size_t pf) {
     const __m256i low4 = _mm256_set1_epi8(0xf), qh = tfm__avx2_ilv_load(p + 32 * half, pf);
     __m256i s16[2], isum;
@@ -4740,9 +4739,10 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_qp8_pack(const tfm__mm *m, const unsigne
     }
 }
 /* Packed rows r..r + 7 (those in [r0, r1) count) x tokens [t0, t0 + 4) of token group g; ilv:
-   pk is half `half` of an interleaved q4_0 / q5_0 (ty) group (>>dtype), whose nibbles and
-   scales are the packed ones a mask and a shift away (q5_0: and the fifth bits, its codes up
-   to 31 summed in int16 4 steps at a time: at most 4 x 2 x 31 x 127 = 31496). */
+   pk is half `half` of an interleaved q4_0 / q5_0 / q5_1 (ty) group (>>dtype), whose nibbles
+   and scales are the packed ones a mask and a shift away (q5_0 / q5_1: and the fifth bits, their
+   codes up to 31 summed in int16 4 steps at a time: at most 4 x 2 x 31 x 127 = 31496; q5_1's
+   mins a second float step). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const unsigned char *pk, int r, int r0, int r1, int g, int t0,
                                                       const bool ilv, int half, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
@@ -4834,7 +4834,7 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q8_0_ilv(const tfm__mm *m, int r0, 
             tfm__avx2_q8_ilv_tile(m, tfm__tensor_at(m->w, r - r % TFM__ILV_ROWS), r % TFM__ILV_ROWS / TFM__QP8_ROWS, r, r0, r1,
                                   t / TFM__GROUP, t % TFM__GROUP);
 }
-/* Interleaved q4_0 / q5_0: half groups of 8 rows, read in place. */
+/* Interleaved q4_0 / q5_0 / q5_1: half groups of 8 rows, read in place. */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemm_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     int r, t;
     for (r = r0 - r0 % TFM__QP8_ROWS; r < r1; r += TFM__QP8_ROWS)
@@ -5569,11 +5569,11 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q5_1_step(const unsigned
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(dx)), acc);
     return _mm512_fmadd_ps(_mm512_set1_ps((float)s), _mm512_mul_ps(mn, _mm512_set1_ps(dx)), acc);
 }
-/* q8_0 / q4_0 / q6_k / q4_k interleaved, one token: a group of 16 rows a pass, one row per lane,
-   its blocks in turn (one run of 544 / 288 / 3360 / 2304 bytes each) into 16 float chains. The groups
-   follow each other, so the matrix is read front to back as one stream: AMD's prefetchers
-   follow it alone, Intel's with a line prefetched beside each one loaded (TFM__ILV_PF); no
-   shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read loop's speed, against
+/* q8_0 / q4_0 / q5_0 / q5_1 / q6_k / q4_k interleaved, one token: a group of 16 rows a pass,
+   one row per lane, its blocks in turn (one run of 544 / 288 / 352 / 384 / 3360 / 2304 bytes
+   each) into 16 float chains. The groups follow each other, so the matrix is read front to back
+   as one stream: AMD's prefetchers follow it alone, Intel's with a line prefetched beside each
+   one loaded (TFM__ILV_PF); no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read loop's speed, against
    18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
@@ -5669,8 +5669,8 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_pack(const tfm__mm *m, cons
     }
 }
 /* Packed rows r.. (those in lanes `rows`) x token group g; ilv: pk is an interleaved group
-   (>>dtype), whose codes and scales are the packed ones a mask and a shift (q4_0) or a flip
-   (q8_0) away. */
+   (>>dtype), whose codes and scales are the packed ones a mask and a shift (q4_0; q5_0 / q5_1
+   and their fifth bits, q5_1's mins a second float step) or a flip (q8_0) away. */
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, const unsigned char *pk, int r, __mmask16 rows, int g,
                                                          const tfm_dtype ty, const bool ilv) {
     const tfm__qacts *qa = m->qa;
@@ -6049,7 +6049,7 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_ilv(const tfm__mm *m, int r0, int r1, u
     tfm__amx_config();
     for (r = r0 - r0 % TFM__ILV_ROWS; r < r1; r += TFM__ILV_ROWS) {
         const unsigned char *grp = tfm__tensor_at(w, r);
-        if (ty != TFM_DTYPE_Q8_0) /* codes -8..7 (-16..15) as [block][8 quads][16 rows][4]: low nibbles quad c, high c + 4 */
+        if (ty != TFM_DTYPE_Q8_0) /* codes -8..7 (q5_0 -16..15, q5_1 0..31) as [block][8 quads][16 rows][4]: low nibbles quad c, high c + 4 */
             for (j = 0; j < nb; j++)
                 for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
                     __m512i v = _mm512_loadu_si512(grp + (size_t)j * gb + nib_at + (size_t)c * 64);
