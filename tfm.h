@@ -412,7 +412,7 @@ typedef struct tfm_model_desc {
     bool no_mmap;            /* read the file through the allocator instead of mapping it */
     bool no_repack;          /* keep every matrix in the file's layout. Else the kernel sets that
                                 read rows interleaved (avx512, avx2, amx: q8_0, q4_0, q5_0,
-                                q6_k, q4_k) get them repacked at open: in place when the file was read into
+                                q5_1, q6_k, q4_k) get them repacked at open: in place when the file was read into
                                 memory, else into a copy of those matrices (a mapping is
                                 read-only); one-token products of them then run 1.2-1.5x as
                                 fast. The same bits. */
@@ -1415,8 +1415,9 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
    The weight types, one row each in tfm__dtype: name, block shape, the activation format its
    integer kernels read, conversion to f32 and the quantizer. Quantized types keep GGUF's block
    layouts byte for byte (ggml's block_q8_0, block_q4_0, block_q5_0, block_q5_1, block_q4_K,
-   block_q6_K, block_q5_K), so a GGUF file imports without requantizing. A row of a matrix is a whole number of blocks; the matrix
-   kernels for each type are in >>simd, one per instruction set.
+   block_q6_K, block_q5_K), so a GGUF file imports without requantizing. A row of a matrix is a
+   whole number of blocks; the matrix kernels for each type are in >>simd, one per instruction
+   set.
 
    Block layouts (little-endian; f16 = IEEE half):
      q8_0  32 weights, 34 bytes: f16 d, int8 q[32];                        w_i = d q_i
@@ -1438,13 +1439,14 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
            qh + 32h), weight 32k + l (k = 0..3, l = 0..31) has low bits ql[l + 32 (k & 1)] >> 4 (k >> 1)
            and high bits qh[l] >> 2k;                                     w = d scale_j (q - 32)
 
-   Interleaved rows (q8_0, q4_0, q5_0, q5_1, q6_k, q4_k, when the model's kernel set asks for them:
-   tfm__isa.ilv): a matrix with a multiple of 16 rows is repacked at open (tfm__model_interleave)
-   so that each group of 16 rows is stored block by block: for block j, the 16 rows' heads (the
-   f16 d; q4_k's d and dmin, q5_1's d and m), then the rest of their blocks 4 bytes at a time,
-   [rest / 4][16 rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles; q5_0 and q5_1: 64 of the rows'
-   qh, then 4 x 64 of nibbles; q8_0: 8 x 64 of codes; q4_k: 3 x 64 of scales, 32 x 64 of nibbles; q6_k: 52 x 64 of ql, qh and scales, in the order its kernel reads them:
-   tfm__ilv_piece). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 = 32 + 4 x 64),
+   Interleaved rows (q8_0, q4_0, q5_0, q5_1, q6_k, q4_k, when the model's kernel set asks for
+   them: tfm__isa.ilv): a matrix with a multiple of 16 rows is repacked at open
+   (tfm__model_interleave) so that each group of 16 rows is stored block by block: for block j,
+   the 16 rows' heads (the f16 d; q4_k's d and dmin, q5_1's d and m), then the rest of their
+   blocks 4 bytes at a time, [rest / 4][16 rows][4 bytes] (q4_0: 4 x 64 bytes of nibbles; q5_0
+   and q5_1: 64 of the rows' qh, then 4 x 64 of nibbles; q8_0: 8 x 64 of codes; q4_k: 3 x 64 of
+   scales, 32 x 64 of nibbles; q6_k: 52 x 64 of ql, qh and scales, in the order its kernel reads
+   them: tfm__ilv_piece). A group fills the bytes its 16 rows filled (q4_0: 18 x 16 = 32 + 4 x 64),
    so whole groups stay where they were; one 64-byte load holds the same 4 bytes of 16 rows,
    one per lane of a vector product, and the matrix is read front to back. */
 
@@ -3899,7 +3901,6 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_mm_q5_1_rows(const tfm__mm *m, int r0, i
     else tfm__avx2_gemm_q5_1_rows(m, r0, r1);
 }
 
-
 /* Products of 32 u8 x 32 s8 summed into 8 int32 lanes (no VNNI: pairs into int16 first,
    which cannot saturate for codes <= 63 times |x| <= 127). */
 TFM__T_AVX2 TFM__PRIVATE __m256i tfm__avx2_dot_u4(__m256i u, __m256i s) {
@@ -5651,8 +5652,8 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q5_1_step(const unsigned
    one row per lane, its blocks in turn (one run of 544 / 288 / 352 / 384 / 3360 / 2304 bytes
    each) into 16 float chains. The groups follow each other, so the matrix is read front to back
    as one stream: AMD's prefetchers follow it alone, Intel's with a line prefetched beside each
-   one loaded (TFM__ILV_PF); no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain read loop's speed, against
-   18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
+   one loaded (TFM__ILV_PF); no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain
+   read loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
@@ -6129,7 +6130,8 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_ilv(const tfm__mm *m, int r0, int r1, u
     tfm__amx_config();
     for (r = r0 - r0 % TFM__ILV_ROWS; r < r1; r += TFM__ILV_ROWS) {
         const unsigned char *grp = tfm__tensor_at(w, r);
-        if (ty != TFM_DTYPE_Q8_0) /* codes -8..7 (q5_0 -16..15, q5_1 0..31) as [block][8 quads][16 rows][4]: low nibbles quad c, high c + 4 */
+        /* q4_0 / q5_0 / q5_1: codes -8..7 / -16..15 / 0..31 as [block][8 quads][16 rows][4], low nibbles quad c, high c + 4 */
+        if (ty != TFM_DTYPE_Q8_0)
             for (j = 0; j < nb; j++)
                 for (c = 0; c < TFM__QK / 2 / TFM__ILV_CHUNK; c++) {
                     __m512i v = _mm512_loadu_si512(grp + (size_t)j * gb + nib_at + (size_t)c * 64);
@@ -6361,17 +6363,20 @@ TFM__PRIVATE void tfm__scores_f32_scalar(const float *q, const unsigned char *kt
 TFM__PRIVATE size_t tfm__max_size(size_t a, size_t b) { return a > b ? a : b; }
 #ifdef TFM__X86_AVX2
 TFM__PRIVATE size_t tfm__avx2_scratch_bytes(int cols) {
-    return tfm__q5_0_wide_bytes(cols) + tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp8_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_C));
+    return tfm__q5_0_wide_bytes(cols) + /* (q5_0's widened rows, before the q8_0 kernel's own) */
+           tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp8_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_C));
 }
 #endif
 #ifdef TFM__X86_AVX512
 TFM__PRIVATE size_t tfm__avx512_scratch_bytes(int cols) {
-    return tfm__q5_0_wide_bytes(cols) + tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX512_FMM_C));
+    return tfm__q5_0_wide_bytes(cols) +
+           tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX512_FMM_C));
 }
 #endif
 #ifdef TFM__X86_AMX
 TFM__PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
-    return tfm__q5_0_wide_bytes(cols) + tfm__max_size(tfm__max_size(tfm__amx_scratch_bytes(cols), tfm__amx_kq_scratch_bytes(cols)), tfm__avx512_scratch_bytes(cols));
+    return tfm__q5_0_wide_bytes(cols) +
+           tfm__max_size(tfm__max_size(tfm__amx_scratch_bytes(cols), tfm__amx_kq_scratch_bytes(cols)), tfm__avx512_scratch_bytes(cols));
 }
 #endif
 #ifdef TFM__NEON
