@@ -3781,7 +3781,7 @@ TFM__PRIVATE size_t tfm__q5_0_wide_bytes(int cols) {
     return ((size_t)TFM__ILV_ROWS * (size_t)(cols / TFM__QK) * TFM__Q8_0_BYTES + TFM__ALIGN - 1) / TFM__ALIGN * TFM__ALIGN;
 }
 /* q5_0 where a set has no kernel of its own for the case (x86 on rows not interleaved:
-   no_repack, or not a multiple of 16): 16 rows at a time (a batch: AMX's tile) or 8 (one token:
+   no_repack, or not a multiple of 16; w->ilv is false): 16 rows at a time (a batch: AMX's tile) or 8 (one token:
    the rows stay in L1) widened to q8_0 in the task's scratch (the same d, codes minus 16), then
    the set's q8_0 kernel on them, with the rest of the scratch; each block read prefetches the
    same block of the next rows. q8_0's isum of the widened codes is q5_0's exactly: the twin's
@@ -3790,7 +3790,6 @@ TFM__PRIVATE size_t tfm__q5_0_wide_bytes(int cols) {
 TFM__T_AVX2 TFM__PRIVATE void tfm__mm_q5_0_widened(const tfm__mm *m, int r0, int r1, unsigned char *scratch, tfm__mm_fn q8_0) {
     const tfm__tensor *w = m->w;
     const int nb = w->cols / TFM__QK, rows = m->n_b == 1 ? TFM__ILV_ROWS / 2 : TFM__ILV_ROWS;
-    unsigned char tmp[TFM__Q5_0_BYTES];
     tfm__tensor v = *w;
     tfm__mm sub = *m;
     int r, i, j, n;
@@ -3800,12 +3799,11 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__mm_q5_0_widened(const tfm__mm *m, int r0, int
     v.data = scratch;
     sub.w = &v;
     for (r = r0; r < r1; r += n) {
-        const size_t ahead = !w->ilv && r + 2 * rows <= r1 ? (size_t)rows * w->row_bytes : 0; /* the next rows */
+        const size_t ahead = r + 2 * rows <= r1 ? (size_t)rows * w->row_bytes : 0; /* the next rows */
         n = r1 - r < rows ? r1 - r : rows;
         for (i = 0; i < n; i++)
             for (j = 0; j < nb; j++) {
-                const unsigned char *b = w->ilv ? tfm__tensor_block(w, r + i, j, sizeof tmp, tmp)
-                                                : tfm__tensor_at(w, r + i) + (size_t)j * TFM__Q5_0_BYTES;
+                const unsigned char *b = tfm__tensor_at(w, r + i) + (size_t)j * TFM__Q5_0_BYTES;
                 if (ahead) TFM__PREFETCH_L2(b + ahead);
                 tfm__avx2_q5_0_widen(b, scratch + (size_t)i * v.row_bytes + (size_t)j * TFM__Q8_0_BYTES);
             }
@@ -4826,11 +4824,12 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_qp8_tile(const tfm__mm *m, const u
     const bool q5 = ty == TFM_DTYPE_Q5_0 || ty == TFM_DTYPE_Q5_1, mins = ty == TFM_DTYPE_Q5_1;
     const int zero = mins ? 0 : q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
     const size_t qh_at = tfm__ilv_head(ty) * TFM__ILV_ROWS, nib_at = qh_at + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0);
+    const size_t step = ilv ? TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes : TFM__QP8_BLOCK; /* a block of pk */
     const __m256i low4 = _mm256_set1_epi8(0xf);
     __m256 acc[TFM__QP8_TOKENS], dm = _mm256_setzero_ps();
     int j, k, t;
     for (t = 0; t < TFM__QP8_TOKENS; t++) acc[t] = _mm256_setzero_ps();
-    for (j = 0; j < qa->n_blocks; j++, pk += ilv ? TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes : TFM__QP8_BLOCK) {
+    for (j = 0; j < qa->n_blocks; j++, pk += step) {
         size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
         const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP + 4 * t0; /* [8][16 tokens][4] */
         const int32_t *s = qa->s + bi * TFM__GROUP + t0;
@@ -5756,11 +5755,12 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_qp_tile(const tfm__mm *m, cons
     const bool q8 = ty == TFM_DTYPE_Q8_0, q5 = ty == TFM_DTYPE_Q5_0 || ty == TFM_DTYPE_Q5_1, mins = ty == TFM_DTYPE_Q5_1;
     const int zero = q8 ? TFM__Q8_FLIP : mins ? 0 : q5 ? TFM__Q5_0_ZERO : TFM__Q4_0_ZERO;
     const size_t qh_at = tfm__ilv_head(ty) * TFM__ILV_ROWS, nib_at = qh_at + (q5 ? TFM__ILV_ROWS * TFM__ILV_CHUNK : 0); /* (ilv) */
+    const size_t step = ilv ? TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes : TFM__QP_BLOCK; /* a block of pk */
     const __m512i low4 = _mm512_set1_epi8(0xf), flip = _mm512_set1_epi8((char)TFM__Q8_FLIP);
     __m512 acc[TFM__GROUP], dm = _mm512_setzero_ps();
     int j, k, t;
     for (t = 0; t < TFM__GROUP; t++) acc[t] = _mm512_setzero_ps();
-    for (j = 0; j < qa->n_blocks; j++, pk += !ilv ? TFM__QP_BLOCK : TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes) {
+    for (j = 0; j < qa->n_blocks; j++, pk += step) {
         size_t bi = (size_t)g * (size_t)qa->n_blocks + (size_t)j;
         const int8_t *a = qa->q + bi * TFM__QK * TFM__GROUP; /* [8][16 tokens][4] */
         const int32_t *s = qa->s + bi * TFM__GROUP;
