@@ -213,6 +213,32 @@ expect_eq "gpt2 f16: pos_embd stays f32, tok_embd and wk f16" "$(u32 "$F" $(($(e
 o=$(u64 "$F" $(($(ent "$F" 5) + 104)))
 expect_eq "gpt2 f16 wk column 0" "$(od -An -v -t x2 -w16 -j "$o" -N 128 "$F" | awk '{printf " %s", $1}')" " 4800 4880 4900 4980 4a00 4a80 4b00 4b80"
 
+# --type recipes on rows that are not whole blocks fall back as llama-quantize does: q4_k to
+# q5_0, q5_k to q5_1, q6_k to q8_0 (32 columns: whole 32-blocks, not 256-blocks), then to f16
+# (8 columns: no whole blocks at all); a notice names each matrix (7). GPT-2 shell of width 32
+# (and the width-8 one above): tok_embd (its tied output head too, so q4_k gives it the head's
+# q6_k, as llama-quantize does), wq, w_down (64 columns; 32 in the width-8 shell); dtype ids
+# f16 1, q8_0 3, q5_0 8, q5_1 9.
+mkdir -p "$T/gpt2w"
+sed 's/"n_embd": 8/"n_embd": 32/; s/"n_inner": null/"n_inner": 64/' "$T/gpt2/config.json" > "$T/gpt2w/config.json"
+mk_st "$T/gpt2w/model.safetensors" "" "transformer.wte.weight 16 32" "transformer.wpe.weight 8 32" \
+  "$H.ln_1.weight 32" "$H.ln_1.bias 32" "$H.attn.c_attn.weight 32 96" "$H.attn.c_attn.bias 96" \
+  "$H.attn.c_proj.weight 32 32" "$H.attn.c_proj.bias 32" "$H.ln_2.weight 32" "$H.ln_2.bias 32" \
+  "$H.mlp.c_fc.weight 32 64" "$H.mlp.c_fc.bias 64" "$H.mlp.c_proj.weight 64 32" \
+  "$H.mlp.c_proj.bias 32" "transformer.ln_f.weight 32" "transformer.ln_f.bias 32"
+recipe_dtypes() { # DIR TYPE -> "tok_embd wq w_down notices"
+  if "$CONV" "$1" -o "$T/recipe.tfm" --type "$2" 2> "$T/err" > /dev/null; then
+    F=$T/recipe.tfm
+    echo "$(u32 "$F" $(($(ent "$F" 0) + 64))) $(u32 "$F" $(($(ent "$F" 4) + 64))) $(u32 "$F" $(($(ent "$F" 16) + 64))) $(grep -c "are not whole $2 blocks" "$T/err")"
+  else echo "convert failed: $(cat "$T/err")"; fi
+}
+expect_eq "--type q4_k, 32 columns: head q6_k -> q8_0, the rest q5_0" "$(recipe_dtypes "$T/gpt2w" q4_k)" "3 8 8 7"
+expect_eq "--type q4_k_m, 32 columns: the same" "$(recipe_dtypes "$T/gpt2w" q4_k_m)" "3 8 8 7"
+expect_eq "--type q5_k, 32 columns: q5_1" "$(recipe_dtypes "$T/gpt2w" q5_k)" "9 9 9 7"
+expect_eq "--type q6_k, 32 columns: q8_0" "$(recipe_dtypes "$T/gpt2w" q6_k)" "3 3 3 7"
+expect_eq "--type q4_k, 8 columns: f16 (w_down's 32: q5_0)" "$(recipe_dtypes "$T/gpt2" q4_k)" "1 1 8 7"
+expect_eq "--type q8_0, 32 columns: whole blocks, no notice" "$(recipe_dtypes "$T/gpt2w" q8_0)" "3 3 3 0"
+
 # the other architectures' golden checkpoints (tests/data/models, tests/gen/make_arch_models.py):
 # header fields per architecture, and tfm.h must open each file (--check)
 # arch_case DIR "arch n_kv_heads d_head rope_dim norm ffn residual pos theta_bits" LAST_TENSOR

@@ -6,11 +6,12 @@
 const char tq_recipes_help[] =
     "           f32 f16 bf16 q8_0 q5_0 q5_1 q5_k q6_k: every matrix that type. q4_0, q4_k: every matrix, but\n"
     "           the output head in q6_k (read once per token, its error goes straight into the\n"
-    "           logits). q4_k_m: q4_k, with q6_k for the output head and for the value and FFN-down\n"
-    "           matrices of the first and last eighth of the layers and every third layer between\n"
-    "           (the layers where 4 bits cost the most). Vectors stay f32; a matrix whose rows are\n"
-    "           not whole blocks (256 for k-quants, 32 for the others) falls back as llama-quantize\n"
-    "           does: q4_k to q5_0, q5_k to q5_1, q6_k to q8_0; then to f16.\n";
+    "           logits; a tied head: the token embedding). q4_k_m: q4_k, with q6_k for the output\n"
+    "           head and for the value and FFN-down matrices of the first and last eighth of the\n"
+    "           layers and every third layer between (the layers where 4 bits cost the most).\n"
+    "           Vectors stay f32; a matrix whose rows are not whole blocks (256 for k-quants, 32\n"
+    "           for the others) falls back as llama-quantize does: q4_k to q5_0, q5_k to q5_1,\n"
+    "           q6_k to q8_0; then to f16.\n";
 
 bool tq_type_valid(const char *type) {
     return type && (strcmp(type, "q4_k_m") == 0 || tfm_dtype_from_name(type, NULL));

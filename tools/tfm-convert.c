@@ -1586,8 +1586,8 @@ static tfm_dtype tc_native_dtype(tc_dtype src, int *exact) {
 }
 
 /* What a matrix's output name says it is, for the --type recipes. */
-static tq_role tc_role(const char *name) {
-    if (strcmp(name, "output.w") == 0) return TQ_ROLE_OUTPUT;
+static tq_role tc_role(const char *name, int tied) {
+    if (strcmp(name, "output.w") == 0 || (tied && strcmp(name, "tok_embd") == 0)) return TQ_ROLE_OUTPUT;
     if (strstr(name, ".wv")) return TQ_ROLE_V;
     if (strstr(name, ".w_down")) return TQ_ROLE_DOWN;
     return TQ_ROLE_OTHER;
@@ -1596,9 +1596,10 @@ static tq_role tc_role(const char *name) {
 /* The dtype of output matrix `name` (cols per row) from source tensor t: with --type, the
    recipe's (quantized sources are decoded, then converted); without (a GGUF source), the
    source's own type, or the nearest wider one tfm.h runs (a notice says so). A notice names
-   each fallback. */
+   each fallback. tied: tok_embd is also the output head, and gets the head's type (as
+   llama-quantize gives a tied token_embd its output type). */
 static tfm_dtype tc_matrix_dtype(const char *type, const tc_tensor *t, const char *name, int layer,
-                                 uint32_t n_layers, uint64_t cols) {
+                                 uint32_t n_layers, uint64_t cols, int tied) {
     int exact;
     bool fell_back = false;
     tfm_dtype d;
@@ -1608,7 +1609,7 @@ static tfm_dtype tc_matrix_dtype(const char *type, const tc_tensor *t, const cha
                             tfm_dtype_describe(d).name);
         return d;
     }
-    d = tq_matrix_dtype(type, tc_role(name), layer, (int)n_layers, (int)cols, &fell_back);
+    d = tq_matrix_dtype(type, tc_role(name, tied), layer, (int)n_layers, (int)cols, &fell_back);
     if (fell_back)
         tc_warn("%s: rows of %llu are not whole %s blocks: %s instead", name, (unsigned long long)cols,
                 type, tfm_dtype_describe(d).name);
@@ -1673,7 +1674,7 @@ int tc_plan_entry(tc_plan *p, const tc_arch *a, const tc_tensor_map *m, int laye
         o->shape[0] = o->rows;
         o->shape[1] = rank == 2 ? inner : 0;
         o->dtype = rank == 2 && !(m->flags & TC_KEEP_F32)
-                       ? (uint32_t)tc_matrix_dtype(type, t, o->name, layer, hp->n_layers, inner)
+                       ? (uint32_t)tc_matrix_dtype(type, t, o->name, layer, hp->n_layers, inner, hp->tied_output)
                        : TFM_DTYPE_F32; /* vectors: f32 */
         o->transposed = conv && rank == 2;
         o->src_cols = shape[1];
