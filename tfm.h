@@ -2692,6 +2692,7 @@ typedef struct tfm__mm {
     const tfm__tensor *w;
     const float *x;        /* [n_b, cols], rows x_stride floats apart */
     size_t x_stride;
+    const float *xp;       /* x packed by the set's pack_x (the float kernels' tokens), or NULL */
     const tfm__qacts *qa;
     const float *bias;     /* [rows] or NULL */
     float *y;              /* [n_b, rows], rows y_stride floats apart */
@@ -3023,13 +3024,52 @@ TFM__PRIVATE int tfm__fmm_rows(size_t row_bytes, int r, size_t l2) {
     return mc < (size_t)r ? r : (int)mc;
 }
 
-/* Task scratch of a set's batched float kernels with register blocks r x c. */
-TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
+/* Packing (a set's PACK): a batch of at least TFM__FMM_PACK_MIN_B tokens reads its weights
+   and tokens as tfm__fmm_pack lays them out: the tokens packed once per matrix product by the
+   set's pack_x (into the session), each pass's rows into task scratch. */
+#define TFM__FMM_PACK_MIN_B 8
+
+/* The task scratch of a set's batched float kernels (register blocks r x c, L2 budget l2):
+   acc, a pass's partial sums between column passes (cols > TFM__FMM_KC); with pack, w, a
+   pass's rows (the most a pass of 2- or 4-byte weights takes). */
+typedef struct tfm__fmm_scratch {
+    unsigned char *acc, *w;
+} tfm__fmm_scratch;
+TFM__PRIVATE size_t tfm__fmm_acc_bytes(int cols, int c) {
     return cols > TFM__FMM_KC ? (size_t)TFM__FMM_MC_MAX * (size_t)c * TFM__LANES * sizeof(float) : 0;
+}
+TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int r, int c, size_t l2, bool pack) {
+    size_t w2 = (size_t)tfm__fmm_rows((size_t)cols * 2, r, l2) * (size_t)cols * 2;
+    size_t w4 = (size_t)tfm__fmm_rows((size_t)cols * 4, r, l2) * (size_t)cols * 4;
+    return tfm__fmm_acc_bytes(cols, c) + (pack ? (w2 > w4 ? w2 : w4) : 0);
+}
+TFM__PRIVATE tfm__fmm_scratch tfm__fmm_carve(unsigned char *scratch, int cols, int c, bool pack) {
+    tfm__fmm_scratch sc;
+    size_t acc = tfm__fmm_acc_bytes(cols, c);
+    sc.acc = acc ? scratch : NULL;
+    sc.w = pack ? scratch + acc : NULL;
+    return sc;
+}
+
+/* n sources (weight rows or tokens, each from its first column) of `steps` steps of 16
+   elements of esz bytes, packed into out part by part: out[part h][step s][source i][its 16 /
+   parts elements], so that a register block reads one part of all its sources as one
+   sequential stream. Strided rows and tokens (their strides are often multiples of 4 KiB)
+   fall on the same L1 sets and banks and stall the loads: on Zen 3 the AVX2 3 x 4 block from
+   L1 ran f16 69 -> 97 GFLOP/s, f32 41 -> 95, both packed (FMA peak 101). */
+TFM__ALWAYS_INLINE void tfm__fmm_pack(const unsigned char *const *src, const int n, int steps, const int parts,
+                                      const size_t esz, unsigned char *out) {
+    const size_t pb = (size_t)(TFM__LANES / parts) * esz; /* bytes of a part */
+    int h, s, i;
+    for (h = 0; h < parts; h++)
+        for (s = 0; s < steps; s++)
+            for (i = 0; i < n; i++, out += pb) memcpy(out, src[i] + (size_t)s * TFM__LANES * esz + (size_t)h * pb, pb);
 }
 
 /* The float kernels of one set P (its vector layer is tfm__P_v and tfm__P_<op>), T its target
-   attribute, R x C the register block of the batched product (rows x tokens):
+   attribute, R x C the register block of the batched product (rows x tokens), PACK whether a
+   batch reads its weights and tokens packed (tfm__fmm_pack; the set's tfm__P_pack_x packs a
+   batch's input, isa.pack_x):
      tfm__P_dot     the float dot product (attention q . k)
      tfm__P_values_f32, _f16   attention's value sum (tfm__values_scalar's chains), 64 outputs
                     kept in registers over all the keys
@@ -3039,7 +3079,7 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
                     C tokens at a time, every weight row read once per C tokens. Rows and tokens past the end of a
                     block repeat the last one and their results are dropped, so edges need no
                     code of their own. */
-#define TFM__FLOAT_KERNELS(P, T, R, C)                                                                    \
+#define TFM__FLOAT_KERNELS(P, T, R, C, PACK)                                                              \
     T TFM__PRIVATE float tfm__##P##_dot(const float *a, const float *b, int n) {                          \
         tfm__##P##_v acc = tfm__##P##_zero();                                                             \
         float lanes[TFM__LANES];                                                                          \
@@ -3051,13 +3091,25 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
         for (l = 0; k + l < n; l++) lanes[l] = fmaf(a[k + l], b[k + l], lanes[l]);                        \
         return tfm__lanes_sum(lanes);                                                                     \
     }                                                                                                     \
+    /* Tokens [b0, b1) (multiples of C) of x packed for the batched kernels: C tokens a block (the   \
+       last token repeated past n_b), their first n16 columns in tfm__fmm_pack's layout. */          \
+    T TFM__PRIVATE void tfm__##P##_pack_x(const float *x, size_t x_stride, int n_b, int n16, int b0, int b1, float *out) { \
+        const unsigned char *src[C];                                                                      \
+        int b, j;                                                                                         \
+        for (b = b0; b < b1; b += C) {                                                                    \
+            for (j = 0; j < C; j++)                                                                       \
+                src[j] = TFM__CAST(const unsigned char *, TFM__CAST(const void *, x + (size_t)(b + j < n_b ? b + j : n_b - 1) * x_stride)); \
+            tfm__fmm_pack(src, C, n16 / TFM__LANES, TFM__PARTS_##P, sizeof(float),                        \
+                          TFM__CAST(unsigned char *, TFM__CAST(void *, out + (size_t)b * (size_t)n16)));  \
+        }                                                                                                 \
+    }                                                                                                     \
     TFM__VALUES(P, T, f32, tfm__##P##_ld_w32, tfm__w_f32, 4)                                              \
     TFM__VALUES(P, T, f16, tfm__##P##_ld_h, tfm__w_f16, 2)                                                \
     TFM__SCORES(P, T, f32, tfm__##P##_ld_w32, 4)                                                          \
     TFM__SCORES(P, T, f16, tfm__##P##_ld_h, 2)                                                            \
-    TFM__FLOAT_MM(P, T, R, C, f32, tfm__##P##_ld_w32, tfm__##P##_ldp_w32, tfm__w_f32)                     \
-    TFM__FLOAT_MM(P, T, R, C, f16, tfm__##P##_ld_h, tfm__##P##_ldp_h, tfm__w_f16)                         \
-    TFM__FLOAT_MM(P, T, R, C, bf16, tfm__##P##_ld_b, tfm__##P##_ldp_b, tfm__w_bf16)
+    TFM__FLOAT_MM(P, T, R, C, PACK, f32, tfm__##P##_ld_w32, tfm__##P##_ldp_w32, tfm__w_f32, 4)            \
+    TFM__FLOAT_MM(P, T, R, C, PACK, f16, tfm__##P##_ld_h, tfm__##P##_ldp_h, tfm__w_f16, 2)                \
+    TFM__FLOAT_MM(P, T, R, C, PACK, bf16, tfm__##P##_ld_b, tfm__##P##_ldp_b, tfm__w_bf16, 2)
 
 /* Attention scores (tfm__scores_scalar's chains), 16 keys per vector, four vectors at once (a
    chain of d_head dependent fmas each). The keys past the last whole vector are one more: it
@@ -3130,7 +3182,7 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
 /* One weight type W of set P: LD loads 16 weights as floats from a byte pointer, LDP one part
    of them, WS one weight as a float (the tail). Lanes of a row's tail (cols % 16) go through
    fmaf one by one, as the scalar twin does. */
-#define TFM__FLOAT_MM(P, T, R, C, W, LD, LDP, WS)                                                         \
+#define TFM__FLOAT_MM(P, T, R, C, PACK, W, LD, LDP, WS, ESZ)                                              \
     /* One token, G rows at a time: rows r + i * S (i < G) for r from r0 below r1. S = 1 (G = 4):  \
        adjacent rows, each of the next G rows' lines prefetched into L2 (Xeon, Sapphire Rapids,   \
        against into L1: f16 4096 x 4096 from RAM 14.5-15.0 -> 15.0-15.3 GB/s, 1024 x 1024         \
@@ -3186,7 +3238,7 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
         }                                                                                                 \
         if (r0 < r1) tfm__##P##_gemv_rows_##W(m, r0, r1, 1, 1);                                           \
     }                                                                                                     \
-    /* One sum of a block's edge: its lanes, the columns from k on one fmaf each, the bias. */  \
+    /* One sum of a block's edge: its lanes, the columns from k on one fmaf each, the bias. */            \
     T TFM__PRIVATE void tfm__##P##_finish_##W(const tfm__mm *m, tfm__##P##_v acc, const unsigned char *row, \
                                              const float *x, int k, int ri, int bi) {                     \
         float lanes[TFM__LANES], *y = m->y + (size_t)bi * m->y_stride + (size_t)ri;                       \
@@ -3200,68 +3252,104 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
         }                                                                                                 \
         if (m->bias) *y += m->bias[ri];                                                                   \
     }                                                                                                     \
-    /* Rows [r, r + R) x tokens [b, b + C) over columns [k0, k1) (multiples of 16): the sums     \
-       start at zero (first) or from acc_buf, and go back there, or are finished (last) into y: \
-       a whole block R sums at a time per token (tfm__P_sums), a block at an edge or with a     \
-       tail one sum at a time (tfm__P_finish_W). acc is only ever indexed by constants (unrolled \
-       loops), so it lives in registers: indexed by a loop bound by r1, GCC kept it on the stack \
-       and stored and loaded the 24 accumulators around every block (Zen 4, f16 1024 x 1024 x   \
-       128 tokens 94 -> 103 GFLOP/s, f32 89 -> 100). */                                         \
-    T TFM__PRIVATE void tfm__##P##_block_##W(const tfm__mm *m, int r, int r1, int b, int k0, int k1,        \
-                                            tfm__##P##_v *acc_buf, bool first, bool last) {               \
+    /* Rows [r, r + R) x tokens [b, b + C) over columns [k0, k1) (multiples of 16): the sums              \
+       start at zero (first) or from acc_buf, and go back there, or are finished (last) into y:           \
+       a whole block R sums at a time per token (tfm__P_sums), a block at an edge or with a               \
+       tail one sum at a time (tfm__P_finish_W). The weights and tokens are read in place                 \
+       (packed false), or from wp and xp as tfm__fmm_pack lays them out (packed true: one                 \
+       sequential stream each; a part's steps wp_part bytes, xp_part floats after the one                 \
+       before). acc is only ever indexed by constants (unrolled loops), so it lives in                    \
+       registers: indexed by a loop bound by r1, GCC kept it on the stack and stored and loaded           \
+       the 24 accumulators around every block (Zen 4, f16 1024 x 1024 x 128 tokens 94 -> 103              \
+       GFLOP/s, f32 89 -> 100); and one part's at a time, the others passing through memory               \
+       around its loop (with every part's live across the loops, GCC spilled some inside one). */         \
+    T TFM__ALWAYS_INLINE void tfm__##P##_tile_##W(const tfm__mm *m, int r, int r1, int b, int k0, int k1, \
+                                                 const bool packed, const unsigned char *wp, size_t wp_part, \
+                                                 const float *xp, size_t xp_part, float *acc_buf, bool first, bool last) { \
+        enum { PL = TFM__LANES / TFM__PARTS_##P }; /* elements of a part */                               \
         const tfm__tensor *w = m->w;                                                                      \
-        size_t esz = w->row_bytes / (size_t)w->cols;                                                      \
         const unsigned char *row[R];                                                                      \
         const float *x[C];                                                                                \
-        tfm__##P##_p acc[R][C][TFM__PARTS_##P];                                                           \
-        int n = w->cols, i, j, k, h;                                                                      \
+        float sums[R][C][TFM__LANES]; /* the parts done, when last */                                     \
+        int n = w->cols, ns = (k1 - k0) / TFM__LANES, i, j, s, h;                                         \
         for (i = 0; i < R; i++) row[i] = tfm__tensor_at(w, r + i < r1 ? r + i : r1 - 1);                  \
         for (j = 0; j < C; j++) x[j] = m->x + (size_t)(b + j < m->n_b ? b + j : m->n_b - 1) * m->x_stride; \
-        TFM__UNROLL for (i = 0; i < R; i++)                                                               \
-            TFM__UNROLL for (j = 0; j < C; j++) {                                                         \
-                tfm__##P##_v a = first ? tfm__##P##_zero() : acc_buf[i * C + j];                          \
-                TFM__SPLIT_##P(a, acc[i][j]);                                                             \
-            }                                                                                             \
-        TFM__UNROLL for (h = 0; h < TFM__PARTS_##P; h++)                                                  \
-            for (k = k0; k < k1; k += TFM__LANES) {                                                       \
-                int kh = k + h * (TFM__LANES / TFM__PARTS_##P);                                           \
+        TFM__UNROLL for (h = 0; h < TFM__PARTS_##P; h++) { /* one part's accumulators in registers at a time */ \
+            const unsigned char *wq = packed ? wp + (size_t)h * wp_part : NULL;                           \
+            const float *xq = packed ? xp + (size_t)h * xp_part : NULL;                                   \
+            tfm__##P##_p acc[R][C], zero[TFM__PARTS_##P];                                                 \
+            TFM__SPLIT_##P(tfm__##P##_zero(), zero);                                                      \
+            TFM__UNROLL for (i = 0; i < R; i++)                                                           \
+                TFM__UNROLL for (j = 0; j < C; j++)                                                       \
+                    acc[i][j] = first ? zero[h] : tfm__##P##_ldp(acc_buf + (size_t)(i * C + j) * TFM__LANES + h * PL); \
+            for (s = 0; s < ns; s++) {                                                                    \
+                size_t kh = (size_t)(k0 + s * TFM__LANES + h * PL); /* in place: this part's column */    \
                 tfm__##P##_p wv[R];                                                                       \
                 TFM__UNROLL for (i = 0; i < R; i++) {                                                     \
-                    wv[i] = LDP(row[i] + (size_t)kh * esz);                                               \
-                    TFM__KEEPP_##P(wv[i]); /* f32: not C loads folded into the fmas */                     \
+                    wv[i] = LDP(packed ? wq + ((size_t)s * R + (size_t)i) * (PL * ESZ) : row[i] + kh * ESZ); \
+                    TFM__KEEPP_##P(wv[i]); /* f32: not C loads folded into the fmas */                    \
                 }                                                                                         \
                 TFM__UNROLL for (j = 0; j < C; j++) {                                                     \
-                    tfm__##P##_p xv = tfm__##P##_ldp(x[j] + kh);                                          \
+                    tfm__##P##_p xv = tfm__##P##_ldp(packed ? xq + ((size_t)s * C + (size_t)j) * PL : x[j] + kh); \
                     TFM__KEEPP_##P(xv); /* a register, not R loads folded into the fmas */                \
-                    TFM__UNROLL for (i = 0; i < R; i++) acc[i][j][h] = tfm__##P##_fmap(wv[i], xv, acc[i][j][h]); \
+                    TFM__UNROLL for (i = 0; i < R; i++) acc[i][j] = tfm__##P##_fmap(wv[i], xv, acc[i][j]); \
                 }                                                                                         \
             }                                                                                             \
-        if (!last) {                                                                                      \
             TFM__UNROLL for (i = 0; i < R; i++)                                                           \
-                TFM__UNROLL for (j = 0; j < C; j++) acc_buf[i * C + j] = TFM__JOIN_##P(acc[i][j]);        \
-            return;                                                                                       \
+                TFM__UNROLL for (j = 0; j < C; j++)                                                       \
+                    tfm__##P##_stp(last ? sums[i][j] + h * PL : acc_buf + (size_t)(i * C + j) * TFM__LANES + h * PL, acc[i][j]); \
         }                                                                                                 \
-        if (k == n && r + R <= r1 && b + C <= m->n_b) { /* a whole block: R sums at once per token */   \
+        if (!last) return;                                                                                \
+        if (k1 == n && r + R <= r1 && b + C <= m->n_b) { /* a whole block: R sums at once per token */    \
             TFM__UNROLL for (j = 0; j < C; j++) {                                                         \
                 tfm__##P##_v v[R];                                                                        \
                 float *y = m->y + (size_t)(b + j) * m->y_stride + (size_t)r;                              \
-                TFM__UNROLL for (i = 0; i < R; i++) v[i] = TFM__JOIN_##P(acc[i][j]);                      \
+                TFM__UNROLL for (i = 0; i < R; i++) v[i] = tfm__##P##_ld(sums[i][j]);                     \
                 tfm__##P##_sums(v, R, y);                                                                 \
                 if (m->bias) TFM__UNROLL for (i = 0; i < R; i++) y[i] += m->bias[r + i];                  \
             }                                                                                             \
             return;                                                                                       \
         }                                                                                                 \
-        TFM__UNROLL for (i = 0; i < R; i++) /* constant indices: acc stays in registers */                \
+        TFM__UNROLL for (i = 0; i < R; i++)                                                               \
             TFM__UNROLL for (j = 0; j < C; j++)                                                           \
                 if (r + i < r1 && b + j < m->n_b)                                                         \
-                    tfm__##P##_finish_##W(m, TFM__JOIN_##P(acc[i][j]), row[i], x[j], k, r + i, b + j);    \
+                    tfm__##P##_finish_##W(m, tfm__##P##_ld(sums[i][j]), row[i], x[j], k1, r + i, b + j);  \
     }                                                                                                     \
-    /* A batch in passes of tfm__fmm_rows rows (kept in L2) x C tokens x TFM__FMM_KC columns (the    \
-       tokens' columns kept in L1), R rows at a time; partial sums wait in scratch between the     \
-       column passes, exactly as they were, so the result is that of one pass. */                  \
-    T TFM__PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {      \
-        tfm__##P##_v *buf = TFM__CAST(tfm__##P##_v *, TFM__CAST(void *, scratch)); /* [mc / R][R][C] */  \
+    T TFM__PRIVATE void tfm__##P##_block_##W(const tfm__mm *m, int r, int r1, int b, int k0, int k1,      \
+                                            float *acc_buf, bool first, bool last) {                      \
+        tfm__##P##_tile_##W(m, r, r1, b, k0, k1, false, NULL, 0, NULL, 0, acc_buf, first, last);          \
+    }                                                                                                     \
+    T TFM__PRIVATE void tfm__##P##_block_packed_##W(const tfm__mm *m, int r, int r1, int b, int k0, int k1, \
+                                                   const unsigned char *wp, size_t wp_part, const float *xp, \
+                                                   size_t xp_part, float *acc_buf, bool first, bool last) { \
+        tfm__##P##_tile_##W(m, r, r1, b, k0, k1, true, wp, wp_part, xp, xp_part, acc_buf, first, last);   \
+    }                                                                                                     \
+    /* Rows [r0, r1) of the first n16 columns into out for tfm__P_block_packed_W (tfm__fmm_pack's         \
+       layout, R rows a block, the last row repeated), each next R rows prefetched into L2. */            \
+    T TFM__PRIVATE void tfm__##P##_pack_rows_##W(const tfm__mm *m, int r0, int r1, int n16, unsigned char *out) { \
+        const unsigned char *src[R];                                                                      \
+        int r, i;                                                                                         \
+        for (r = r0; r < r1; r += R) {                                                                    \
+            size_t o, ahead = r + 2 * R <= r1 ? (size_t)R * m->w->row_bytes : 0;                          \
+            for (i = 0; i < R; i++) src[i] = tfm__tensor_at(m->w, r + i < r1 ? r + i : r1 - 1);           \
+            for (o = 0; o < ahead; o += TFM__ALIGN) TFM__PREFETCH_L2(src[0] + ahead + o);                 \
+            tfm__fmm_pack(src, R, n16 / TFM__LANES, TFM__PARTS_##P, ESZ, out);                            \
+            out += (size_t)n16 * R * ESZ;                                                                 \
+        }                                                                                                 \
+    }                                                                                                     \
+    /* A batch in passes of tfm__fmm_rows rows (kept in L2) x C tokens x TFM__FMM_KC columns (the         \
+       tokens' columns kept in L1), R rows at a time; partial sums wait in scratch between the            \
+       column passes, exactly as they were, so the result is that of one pass. Packed (the                \
+       tokens packed by the set's pack_x, m->xp, at least TFM__FMM_PACK_MIN_B of them), each              \
+       pass's rows are first packed into scratch, and both are read as sequential streams. */             \
+    T TFM__PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
+        enum { PL = TFM__LANES / TFM__PARTS_##P };                                                        \
         int n16 = m->w->cols / TFM__LANES * TFM__LANES, mc = tfm__fmm_rows(m->w->row_bytes, R, TFM__FMM_L2_##P); \
+        tfm__fmm_scratch sc = tfm__fmm_carve(scratch, m->w->cols, C, PACK);                               \
+        float *buf = TFM__CAST(float *, TFM__CAST(void *, sc.acc)); /* [mc / R][R][C][16] */              \
+        bool packed = PACK && m->xp && m->n_b >= TFM__FMM_PACK_MIN_B;                                     \
+        size_t wp_part = (size_t)(n16 / TFM__LANES) * (R * PL * ESZ); /* bytes of a row block's part */   \
+        size_t xp_part = (size_t)(n16 / TFM__LANES) * (C * PL);       /* floats of a token block's part */ \
         int rc, re, r, b, k0, k1;                                                                         \
         if (m->n_b == 1) {                                                                                \
             tfm__##P##_gemv_##W(m, r0, r1);                                                               \
@@ -3269,13 +3357,22 @@ TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int c) {
         }                                                                                                 \
         for (rc = r0; rc < r1; rc = re) {                                                                 \
             re = rc + mc < r1 ? rc + mc : r1;                                                             \
+            if (packed) tfm__##P##_pack_rows_##W(m, rc, re, n16, sc.w);                                   \
             for (b = 0; b < m->n_b; b += C) {                                                             \
                 k0 = 0;                                                                                   \
                 do {                                                                                      \
                     k1 = k0 + TFM__FMM_KC < n16 ? k0 + TFM__FMM_KC : n16;                                 \
-                    for (r = rc; r < re; r += R)                                                          \
-                        tfm__##P##_block_##W(m, r, re, b, k0, k1, buf ? buf + (size_t)((r - rc) / R) * (R * C) : NULL, \
-                                             k0 == 0, k1 == n16);                                         \
+                    for (r = rc; r < re; r += R) {                                                        \
+                        float *ab = buf ? buf + (size_t)((r - rc) / R) * (R * C * TFM__LANES) : NULL;     \
+                        if (packed)                                                                       \
+                            tfm__##P##_block_packed_##W(                                                  \
+                                m, r, re, b, k0, k1,                                                      \
+                                sc.w + (size_t)((r - rc) / R) * (TFM__PARTS_##P * wp_part) + (size_t)(k0 / TFM__LANES) * (R * PL * ESZ), \
+                                wp_part, m->xp + (size_t)(b / C) * (TFM__PARTS_##P * xp_part) + (size_t)(k0 / TFM__LANES) * (C * PL), \
+                                xp_part, ab, k0 == 0, k1 == n16);                                         \
+                        else                                                                              \
+                            tfm__##P##_block_##W(m, r, re, b, k0, k1, ab, k0 == 0, k1 == n16);            \
+                    }                                                                                     \
                     k0 = k1;                                                                              \
                 } while (k0 < n16);                                                                       \
             }                                                                                             \
@@ -3440,6 +3537,7 @@ TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_ldp_h(const unsigned char *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, p))));
 }
 TFM__T_AVX2 TFM__PRIVATE __m256 tfm__avx2_fmap(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_stp(float *p, __m256 v) { _mm256_storeu_ps(p, v); }
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_st(float *p, tfm__avx2_v v) {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
@@ -3466,7 +3564,7 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_to_f16(const float *x, unsigned char *ou
    the 2 x 3 block that held both parts' accumulators; 2 x 5, 2 x 6 slower, 4 x 3 spills. */
 #define TFM__AVX2_FMM_R 3
 #define TFM__AVX2_FMM_C 4
-TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, TFM__AVX2_FMM_R, TFM__AVX2_FMM_C)
+TFM__FLOAT_KERNELS(avx2, TFM__T_AVX2, TFM__AVX2_FMM_R, TFM__AVX2_FMM_C, true)
 
 #define TFM__OP256(name) _mm256_##name
 #define TFM__AVX2_BLEND(m, a, b) _mm256_blendv_ps(a, b, m)
@@ -3499,6 +3597,7 @@ TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ldp_w32(const unsigned char *p) { 
 TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ldp_h(const unsigned char *p) { return tfm__avx512_ld_h(p); }
 TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_ldp_b(const unsigned char *p) { return tfm__avx512_ld_b(p); }
 TFM__T_AVX512 TFM__PRIVATE __m512 tfm__avx512_fmap(__m512 a, __m512 b, __m512 c) { return tfm__avx512_fma(a, b, c); }
+TFM__T_AVX512 TFM__PRIVATE void tfm__avx512_stp(float *p, __m512 v) { tfm__avx512_st(p, v); }
 TFM__T_AVX512 TFM__PRIVATE float tfm__avx512_sum(__m512 v) { /* lane l + 8 into l, then as AVX2 */
     return tfm__avx2_sum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
@@ -3517,7 +3616,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_sums(const __m512 *v, int n, f
     for (; i < n; i++) out[i] = tfm__avx512_sum(v[i]);
 }
 #define TFM__AVX512_FMM_C 6 /* tokens of the batched float register block (4 rows x 6) */
-TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 4, TFM__AVX512_FMM_C)
+TFM__FLOAT_KERNELS(avx512, TFM__T_AVX512, 4, TFM__AVX512_FMM_C, false)
 #define TFM__OP512(name) _mm512_##name
 #define TFM__AVX512_FLOOR(v) _mm512_floor_ps(v)
 #define TFM__AVX512_EXP2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(TFM__EXP_BIAS)), 23))
@@ -3582,6 +3681,7 @@ TFM__PRIVATE void tfm__neon_st(float *p, tfm__neon_v v) {
     int i;
     for (i = 0; i < 4; i++) vst1q_f32(p + 4 * i, v.q[i]);
 }
+TFM__PRIVATE void tfm__neon_stp(float *p, tfm__neon_v v) { tfm__neon_st(p, v); }
 TFM__PRIVATE float tfm__neon_sum(tfm__neon_v v) { /* l + 8, l + 4, l + 2, l + 1 */
     float32x4_t a = vaddq_f32(vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3]));
     float32x2_t b = vadd_f32(vget_low_f32(a), vget_high_f32(a));
@@ -3598,7 +3698,7 @@ TFM__PRIVATE void tfm__neon_to_f16(const float *x, unsigned char *out, size_t n)
     tfm__f16_row_from_f32(x + i, out + 2 * i, n - i);
 }
 #define TFM__NEON_FMM_C 2 /* tokens of the batched float register block (2 rows x 2) */
-TFM__FLOAT_KERNELS(neon, , 2, TFM__NEON_FMM_C)
+TFM__FLOAT_KERNELS(neon, , 2, TFM__NEON_FMM_C, false)
 
 /* The activations on float32x4_t (TFM__ACT_KERNELS): the x86 names of its operations as NEON
    ones. min / max return the number when one side is NaN, as the x86 ones return their second
@@ -6328,6 +6428,10 @@ TFM__T_AMX TFM__PRIVATE void tfm__amx_mm_kquant(const tfm__mm *m, int r0, int r1
 typedef struct tfm__isa {
     const char *name;                                     /* as tfm_model_desc.kernels names it */
     tfm__mm_fn mm[TFM_DTYPE_COUNT];                       /* matrix kernels by weight dtype */
+    void (*pack_x)(const float *x, size_t x_stride, int n_b, int n16, int b0, int b1, float *out);
+                                                          /* a batch's tokens packed for the float
+                                                             kernels (tfm__P_pack_x), or NULL */
+    int pack_c;                                           /* tokens per packed block */
     void (*quant)(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa);
     float (*dot)(const float *a, const float *b, int n); /* the float dot product */
     void (*values[2])(const float *w, const unsigned char *v, size_t stride, int n, int d_head, float *out);
@@ -6364,13 +6468,13 @@ TFM__PRIVATE size_t tfm__max_size(size_t a, size_t b) { return a > b ? a : b; }
 #ifdef TFM__X86_AVX2
 TFM__PRIVATE size_t tfm__avx2_scratch_bytes(int cols) {
     return tfm__q5_0_wide_bytes(cols) + /* (q5_0's widened rows, before the q8_0 kernel's own) */
-           tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp8_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_C));
+           tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp8_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX2_FMM_R, TFM__AVX2_FMM_C, TFM__FMM_L2_avx2, true));
 }
 #endif
 #ifdef TFM__X86_AVX512
 TFM__PRIVATE size_t tfm__avx512_scratch_bytes(int cols) {
     return tfm__q5_0_wide_bytes(cols) +
-           tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, TFM__AVX512_FMM_C));
+           tfm__max_size(tfm__max_size(tfm__kq_scratch_bytes(cols), tfm__qp_scratch_bytes(cols)), tfm__fmm_scratch_bytes(cols, 4, TFM__AVX512_FMM_C, TFM__FMM_L2_avx512, false));
 }
 #endif
 #ifdef TFM__X86_AMX
@@ -6380,7 +6484,7 @@ TFM__PRIVATE size_t tfm__amx_set_scratch_bytes(int cols) {
 }
 #endif
 #ifdef TFM__NEON
-TFM__PRIVATE size_t tfm__neon_scratch_bytes(int cols) { return tfm__fmm_scratch_bytes(cols, TFM__NEON_FMM_C); }
+TFM__PRIVATE size_t tfm__neon_scratch_bytes(int cols) { return tfm__fmm_scratch_bytes(cols, 2, TFM__NEON_FMM_C, TFM__FMM_L2_neon, false); }
 #endif
 
 /* The sets, weakest first; each is compiled in or not (tfm__isa_get says). */
@@ -6413,6 +6517,8 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->token_major = 0;
     t->ilv = 0;
     t->pf_run = false;
+    t->pack_x = NULL;
+    t->pack_c = 0;
 }
 
 /* Set `set` into *out (written as code: a static table of function pointers would be
@@ -6434,6 +6540,8 @@ TFM__PRIVATE bool tfm__isa_get(int set, tfm__isa *out) {
         out->scores[0] = tfm__avx2_scores_f32;
         out->scores[1] = tfm__avx2_scores_f16;
         out->scratch_bytes = tfm__avx2_scratch_bytes;
+        out->pack_x = tfm__avx2_pack_x;
+        out->pack_c = TFM__AVX2_FMM_C;
         out->ilv = 1u << TFM_DTYPE_Q8_0 | 1u << TFM_DTYPE_Q4_0 | 1u << TFM_DTYPE_Q5_0 | 1u << TFM_DTYPE_Q5_1 | 1u << TFM_DTYPE_Q4_K | 1u << TFM_DTYPE_Q6_K;
         return true;
 #endif
@@ -7064,6 +7172,8 @@ struct tfm_session {
     tfm__qacts qa[TFM__ACT_COUNT]; /* quantized matrix inputs, per format the model's weights read
                                       (buffers for n_batch rounded up to TFM__GROUP tokens x max_cols) */
     unsigned char *task_scratch;   /* [n_tasks][task_scratch_bytes] (isa.scratch_bytes), else NULL */
+    float *x_packed;               /* [n_batch rounded up to TFM__GROUP, max_cols] a batch's float
+                                      matrix input packed by isa.pack_x, or NULL */
     size_t task_scratch_bytes;
     float *scores;              /* [n_heads, n_ctx] attention weights, one row per head */
     float *logits;              /* [n_vocab] of the last evaluated token */
@@ -7198,6 +7308,8 @@ TFM__PRIVATE void tfm__session_layout(tfm_session *s, const tfm_config *c, unsig
         qa->d = tfm__carve(p, base, n_pad, cols / (size_t)qa->block, 1);
         qa->s = TFM__CAST(int32_t *, tfm__carve_elems(p, base, n_pad, cols / (size_t)qa->sum_len, 1, sizeof(int32_t)));
     }
+    s->x_packed = s->model->isa.pack_x && (s->model->act_formats & (1u << TFM__ACT_F32)) ? tfm__carve(p, base, n_pad, cols, 1)
+                                                                                         : NULL;
     s->task_scratch = s->task_scratch_bytes ? TFM__CAST(unsigned char *, tfm__carve_elems(p, base, (size_t)s->n_tasks,
                                                                                          s->task_scratch_bytes, 1, 1))
                                             : NULL;
@@ -7411,7 +7523,8 @@ typedef struct tfm__matmul_job {
     int n_w;
     const float *x;
     size_t x_stride;
-    int n_b, rows, rows_per_task;
+    const float *xp; /* x packed (tfm__matmul_pack), or NULL */
+    int n_b, rows, rows_per_task, pack_per;
 } tfm__matmul_job;
 
 #define TFM__SMALL_BATCH 4        /* float weights: up to this many tokens go token by token per row chunk
@@ -7449,6 +7562,7 @@ TFM__PRIVATE void tfm__matmul_task(void *ctx, int t) {
         m.w = j->w[k];
         m.x = j->x;
         m.x_stride = j->x_stride;
+        m.xp = j->xp;
         m.qa = &s->qa[tfm__dtype_of(m.w->dtype).act];
         m.bias = j->b[k];
         m.y = j->y[k];
@@ -7517,11 +7631,37 @@ TFM__PRIVATE void tfm__matmul_quantize(tfm_session *s, const tfm__matmul_job *jo
     }
 }
 
+/* Packing a batch's input for the float kernels, pack_c tokens a block, per_task tokens a task. */
+TFM__PRIVATE void tfm__pack_task(void *ctx, int t) {
+    const tfm__matmul_job *j = TFM__CAST(const tfm__matmul_job *, ctx);
+    const tfm_session *s = j->s;
+    int b0 = t * j->pack_per, b1 = b0 + j->pack_per < j->n_b ? b0 + j->pack_per : j->n_b;
+    if (b0 < b1)
+        s->model->isa.pack_x(j->x, j->x_stride, j->n_b, j->w[0]->cols / TFM__LANES * TFM__LANES, b0, b1, s->x_packed);
+}
+
+/* A batch of at least TFM__FMM_PACK_MIN_B tokens into float matrices, on a set that packs:
+   the input packed once for all of them (their columns are the same: one input). */
+TFM__PRIVATE void tfm__matmul_pack(tfm_session *s, tfm__matmul_job *job) {
+    int k, n_tasks, c = s->model->isa.pack_c, n_blocks = (job->n_b + c - 1) / c;
+    bool any = false;
+    job->xp = NULL;
+    if (!s->x_packed || job->n_b < TFM__FMM_PACK_MIN_B) return;
+    for (k = 0; k < job->n_w; k++) any = any || tfm__dtype_of(job->w[k]->dtype).act == TFM__ACT_F32;
+    if (!any) return;
+    n_tasks = (size_t)job->n_b * (size_t)job->w[0]->cols < TFM__MIN_PARALLEL_WORK ? 1 : s->n_tasks;
+    if (n_tasks > n_blocks) n_tasks = n_blocks;
+    job->pack_per = (n_blocks + n_tasks - 1) / n_tasks * c;
+    tfm__run_tasks(s, (job->n_b + job->pack_per - 1) / job->pack_per, tfm__pack_task, job);
+    job->xp = s->x_packed;
+}
+
 /* Run a filled job: rows split across the session's tasks (or all on this thread). */
 TFM__PRIVATE void tfm__matmul_run(tfm_session *s, tfm__matmul_job *job) {
     int n_tasks = s->n_tasks, k;
     job->s = s;
     tfm__matmul_quantize(s, job);
+    tfm__matmul_pack(s, job);
     for (k = 0, job->rows = 0; k < job->n_w; k++) job->rows += job->w[k]->rows;
     if (n_tasks <= 1 || job->rows < 2 * TFM__MIN_ROWS_PER_TASK ||
         (size_t)job->rows * (size_t)job->w[0]->cols * (size_t)job->n_b < TFM__MIN_PARALLEL_WORK)
