@@ -7172,8 +7172,9 @@ struct tfm_session {
     tfm__qacts qa[TFM__ACT_COUNT]; /* quantized matrix inputs, per format the model's weights read
                                       (buffers for n_batch rounded up to TFM__GROUP tokens x max_cols) */
     unsigned char *task_scratch;   /* [n_tasks][task_scratch_bytes] (isa.scratch_bytes), else NULL */
-    float *x_packed;               /* [n_batch rounded up to TFM__GROUP, max_cols] a batch's float
-                                      matrix input packed by isa.pack_x, or NULL */
+    float *x_packed;               /* [n_batch rounded up to TFM__GROUP (a multiple of every
+                                      isa.pack_c), max_cols] a batch's float matrix input packed
+                                      by isa.pack_x; NULL when the set packs nothing */
     size_t task_scratch_bytes;
     float *scores;              /* [n_heads, n_ctx] attention weights, one row per head */
     float *logits;              /* [n_vocab] of the last evaluated token */
@@ -7643,10 +7644,12 @@ TFM__PRIVATE void tfm__pack_task(void *ctx, int t) {
 /* A batch of at least TFM__FMM_PACK_MIN_B tokens into float matrices, on a set that packs:
    the input packed once for all of them (their columns are the same: one input). */
 TFM__PRIVATE void tfm__matmul_pack(tfm_session *s, tfm__matmul_job *job) {
-    int k, n_tasks, c = s->model->isa.pack_c, n_blocks = (job->n_b + c - 1) / c;
+    int k, n_tasks, c, n_blocks;
     bool any = false;
     job->xp = NULL;
     if (!s->x_packed || job->n_b < TFM__FMM_PACK_MIN_B) return;
+    c = s->model->isa.pack_c;
+    n_blocks = (job->n_b + c - 1) / c;
     for (k = 0; k < job->n_w; k++) any = any || tfm__dtype_of(job->w[k]->dtype).act == TFM__ACT_F32;
     if (!any) return;
     n_tasks = (size_t)job->n_b * (size_t)job->w[0]->cols < TFM__MIN_PARALLEL_WORK ? 1 : s->n_tasks;
