@@ -3029,9 +3029,10 @@ TFM__PRIVATE int tfm__fmm_rows(size_t row_bytes, int r, size_t l2) {
    set's pack_x (into the session), each pass's rows into task scratch. */
 #define TFM__FMM_PACK_MIN_B 8
 
-/* The task scratch of a set's batched float kernels (register blocks r x c, L2 budget l2):
-   acc, a pass's partial sums between column passes (cols > TFM__FMM_KC); with pack, w, a
-   pass's rows (the most a pass of 2- or 4-byte weights takes). */
+/* The task scratch of a set's batched float kernels (register blocks r x c, L2 budget l2) for
+   matrices of up to cols columns: acc, a pass's partial sums between column passes (cols >
+   TFM__FMM_KC); with pack, w, a pass's rows: tfm__fmm_rows keeps them within l2 bytes, or
+   makes them r rows of up to 4 bytes a weight. */
 typedef struct tfm__fmm_scratch {
     unsigned char *acc, *w;
 } tfm__fmm_scratch;
@@ -3039,9 +3040,8 @@ TFM__PRIVATE size_t tfm__fmm_acc_bytes(int cols, int c) {
     return cols > TFM__FMM_KC ? (size_t)TFM__FMM_MC_MAX * (size_t)c * TFM__LANES * sizeof(float) : 0;
 }
 TFM__PRIVATE size_t tfm__fmm_scratch_bytes(int cols, int r, int c, size_t l2, bool pack) {
-    size_t w2 = (size_t)tfm__fmm_rows((size_t)cols * 2, r, l2) * (size_t)cols * 2;
-    size_t w4 = (size_t)tfm__fmm_rows((size_t)cols * 4, r, l2) * (size_t)cols * 4;
-    return tfm__fmm_acc_bytes(cols, c) + (pack ? (w2 > w4 ? w2 : w4) : 0);
+    size_t rows = (size_t)r * (size_t)cols * sizeof(float);
+    return tfm__fmm_acc_bytes(cols, c) + (pack ? (rows > l2 ? rows : l2) : 0);
 }
 TFM__PRIVATE tfm__fmm_scratch tfm__fmm_carve(unsigned char *scratch, int cols, int c, bool pack) {
     tfm__fmm_scratch sc;

@@ -112,6 +112,29 @@ static tfm__tensor make_ilv(const tfm__tensor *w, unsigned char **bytes) {
     return t;
 }
 
+/* A session sizes the float kernels' task scratch for its widest matrix (tfm__fmm_scratch_bytes):
+   every narrower matrix's pass, with its partial sums and its packed rows of 2- or 4-byte
+   weights, must fit it too (a pass of 1024 f16 columns holds more bytes than one of 4096). */
+static void test_fmm_scratch(void) {
+    static const int widest[] = {16, 100, 1024, 1100, 4096, 5000, 14336};
+    static const int blocks[][2] = {{3, 4}, {4, 6}, {2, 2}};
+    static const size_t l2[] = {256u * 1024u, 512u * 1024u};
+    size_t w, b, l, esz;
+    int c, bad = 0;
+    for (w = 0; w < sizeof widest / sizeof widest[0]; w++)
+        for (b = 0; b < 3; b++)
+            for (l = 0; l < 2; l++) {
+                size_t have = tfm__fmm_scratch_bytes(widest[w], blocks[b][0], blocks[b][1], l2[l], true);
+                for (c = 1; c <= widest[w]; c++)
+                    for (esz = 2; esz <= 4; esz += 2) {
+                        size_t rows = (size_t)tfm__fmm_rows((size_t)c * esz, blocks[b][0], l2[l]);
+                        size_t need = tfm__fmm_acc_bytes(c, blocks[b][1]) + rows * (size_t)(c / TFM__LANES * TFM__LANES) * esz;
+                        bad += need > have;
+                    }
+            }
+    CHECK(bad == 0);
+}
+
 /* Every dtype and every set: bit-equal to the scalar twin for every batch size and row split;
    one token at a time equal to the batch; the scalar twin near double. */
 static void test_matmul(void) {
@@ -546,6 +569,7 @@ static void test_activations(void) {
 
 int main(void) {
     test_block_layouts();
+    test_fmm_scratch();
     test_quantizers();
     test_vector_ops();
     test_to_f16();
