@@ -3,7 +3,8 @@
    Decode reads every weight matrix once per token, so its bound is memory bandwidth: the
    benchmark measures the read bandwidth in the same run and reports decode as a fraction of
    it (weight bytes x tokens/s / bandwidth). Prompt processing is reported as GFLOP/s
-   (2 x matrix weights x tokens/s) and, for float weights, against the FMA peak measured in the
+   (2 x the weights of the layer matrices x tokens/s, plus the output head's once per prompt:
+   only the last token's logits are computed) and, for float weights, against the FMA peak measured in the
    same run. Ratios survive a noisy machine; absolute tokens/s do not. The model is a .tfm file
    (-m) or a random-weight one of a named shape and any weight type (--shape, --type).
 
@@ -303,11 +304,12 @@ static double matrix_bytes(const tfm__tensor *w) { return w->data ? (double)w->r
 static double matrix_params(const tfm__tensor *w) { return w->data ? (double)w->rows * (double)w->cols : 0.0; }
 
 /* Bytes of weight matrices one decoded token reads (every layer matrix and the output head;
-   the embedding only one row of) and the multiply-adds it does in them. */
-static void per_token(const tfm_model *m, double *bytes, double *macs) {
+   the embedding only one row of) and the multiply-adds it does in them, head_macs of them in
+   the head (a prompt runs it once, for its last token's logits). */
+static void per_token(const tfm_model *m, double *bytes, double *macs, double *head_macs) {
     int l;
     *bytes = matrix_bytes(&m->w_out);
-    *macs = matrix_params(&m->w_out);
+    *macs = *head_macs = matrix_params(&m->w_out);
     for (l = 0; l < m->config.n_layers; l++) {
         const tfm__layer *L = &m->layers[l];
         const tfm__tensor *t[7];
@@ -572,7 +574,7 @@ int main(int argc, char **argv) {
     tfm_model *model;
     tfm_config c;
     const char *label, *type_label;
-    double bytes, macs;
+    double bytes, macs, head_macs;
     int ti;
     if (!parse_args(argc, argv, &a)) return 1;
     memset(&md, 0, sizeof md);
@@ -592,7 +594,7 @@ int main(int argc, char **argv) {
     if (tfm_model_open(&md, &model) != TFM_OK) { free(raw); return 1; }
     c = tfm_model_config(model);
     type_label = a.path ? tfm_dtype_describe(c.dtype).name : a.type;
-    per_token(model, &bytes, &macs);
+    per_token(model, &bytes, &macs, &head_macs);
     if (!a.json) {
         printf("build            %s\n", tfm_build_info());
         printf("kernels          %s (one-token reads: %s)\n", model->isa.name,
@@ -616,7 +618,7 @@ int main(int argc, char **argv) {
         pp = a.n_prompt / t_prompt;
         tg = a.n_gen / t_gen;
         eff = bw > 0 ? bytes * tg / 1e9 / bw : 0.0;
-        gflops = 2.0 * macs * pp / 1e9;
+        gflops = 2.0 * (macs - head_macs + head_macs / a.n_prompt) * pp / 1e9; /* the head once per prompt */
         if (a.json) {
             printf("{\"model\": \"%s\", \"type\": \"%s\", \"kernels\": \"%s\", \"threads\": %d, \"n_prompt\": %d, "
                    "\"n_gen\": %d, \"n_batch\": %d, \"repeats\": %d, \"pp_tok_s\": %.2f, \"tg_tok_s\": %.2f, \"weight_bytes\": %.0f, "
