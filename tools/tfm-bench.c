@@ -2,11 +2,12 @@
 
    Decode reads every weight matrix once per token, so its bound is memory bandwidth: the
    benchmark measures the read bandwidth in the same run and reports decode as a fraction of
-   it (weight bytes x tokens/s / bandwidth). Prompt processing is reported as GFLOP/s
-   (2 x the weights of the layer matrices x tokens/s, plus the output head's once per prompt:
-   only the last token's logits are computed) and, for float weights, against the FMA peak measured in the
-   same run. Ratios survive a noisy machine; absolute tokens/s do not. The model is a .tfm file
-   (-m) or a random-weight one of a named shape and any weight type (--shape, --type).
+   it (weight bytes x tokens/s / bandwidth). Prompt processing is reported as GFLOP/s (2 x
+   the weights of the layer matrices x tokens/s, plus the output head's once per prompt: only
+   the last token's logits are computed) and, for float weights, against the FMA peak
+   measured in the same run. Ratios survive a noisy machine; absolute tokens/s do not. The
+   model is a .tfm file (-m) or a random-weight one of a named shape and any weight type
+   (--shape, --type).
 
    usage: tfm-bench --help */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
