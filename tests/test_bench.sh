@@ -40,7 +40,7 @@ for ty in f32:4 f16:2; do
        [ "$(key "$line" n_prompt)" = "$n_prompt" ] && [ "$(key "$line" n_gen)" = 4 ]; then ok; else bad "--json $t: labels in $line"; fi
     wb=$(key "$line" weight_bytes)
     if [ "$wb" = "$(((layers + head) * esz))" ]; then ok; else bad "--json $t: weight_bytes $wb, not $(((layers + head) * esz))"; fi
-    if awk -v l="$line" -v L="$layers" -v H="$head" -v n="$n_prompt" -v pp="$(key "$line" pp_tok_s)" \
+    if awk -v L="$layers" -v H="$head" -v n="$n_prompt" -v pp="$(key "$line" pp_tok_s)" \
          -v g="$(key "$line" pp_gflops)" -v tg="$(key "$line" tg_tok_s)" -v wb="$wb" -v bw="$(key "$line" bandwidth_gbs)" \
          -v e="$(key "$line" decode_efficiency)" 'BEGIN {
          want = 2 * (L + H / n) * pp / 1e9               # printed with one decimal
