@@ -54,5 +54,19 @@ for ty in f32:4 f16:2; do
   done < "$tmp/json"
 done
 
+# A file, mapped and read into memory (--no-mmap): the same weights, both runs complete.
+if "$B/tfm-convert" tests/data/models/gpt2/model.gguf -o "$tmp/gpt2.tfm" > /dev/null 2> "$tmp/err"; then
+  for mode in "" --no-mmap; do
+    # shellcheck disable=SC2086
+    if "$B/tfm-bench" -m "$tmp/gpt2.tfm" $mode -p 4 -n 2 -r 1 --json > "$tmp/json$mode" 2> "$tmp/err" &&
+       [ "$(key "$(cat "$tmp/json$mode")" model)" = "$tmp/gpt2.tfm" ] &&
+       awk -v tg="$(key "$(cat "$tmp/json$mode")" tg_tok_s)" 'BEGIN { exit !(tg > 0) }'; then ok; else bad "-m file $mode: $(cat "$tmp/json$mode" "$tmp/err" | head -c 300)"; fi
+  done
+  w1=$(key "$(cat "$tmp/json")" weight_bytes); w2=$(key "$(cat "$tmp/json--no-mmap")" weight_bytes)
+  if [ -n "$w1" ] && [ "$w1" = "$w2" ]; then ok; else bad "-m file: weight_bytes $w1 mapped, $w2 read"; fi
+else
+  bad "tfm-convert of tests/data/models/gpt2/model.gguf: $(head -c 200 "$tmp/err")"
+fi
+
 echo "test_bench: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -15,6 +15,7 @@ mkdir -p "$tmp/bin" "$tmp/gguf"
 cat > "$tmp/bin/llama-bench" <<'EOF'
 #!/bin/sh
 n=$(cat "$FIG.llama.n" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$FIG.llama.n"
+echo "$*" > "$FIG.llama.args"
 set -- $(sed -n "${n}p" "$FIG.llama")
 echo '"build_commit","model_type","n_prompt","n_gen","avg_ts","stddev_ts"'
 echo "\"x\",\"m\",\"128\",\"0\",\"$1\",\"0.5\""
@@ -23,6 +24,7 @@ EOF
 cat > "$tmp/bin/tfm-bench" <<'EOF'
 #!/bin/sh
 n=$(cat "$FIG.tfm.n" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$FIG.tfm.n"
+echo "$*" > "$FIG.tfm.args"
 set -- $(sed -n "${n}p" "$FIG.tfm")
 [ "$1" = none ] && { echo "tfm-bench: cannot open the model" >&2; exit 1; }
 echo "threads 2"
@@ -38,7 +40,7 @@ chmod +x "$tmp/bin/llama-bench" "$tmp/bin/tfm-bench" "$tmp/bin/tfm-convert"
 # run NAME PAIRS: the script over the figures files $tmp/NAME.llama / .tfm; prints its output
 run() {
   rm -f "$tmp/$1.llama.n" "$tmp/$1.tfm.n"
-  (cd "$tmp" && FIG="$tmp/$1" BIN="$tmp/bin" PAIRS=$2 sh "$repo/tools/side_by_side.sh" "$tmp/bin/llama-bench" "$tmp/gguf" q4_0 2 2>&1)
+  (cd "$tmp" && FIG="$tmp/$1" MMAP=${MMAP:-1} BIN="$tmp/bin" PAIRS=$2 sh "$repo/tools/side_by_side.sh" "$tmp/bin/llama-bench" "$tmp/gguf" q4_0 2 2>&1)
 }
 check() { # check WHAT EXPECTED ACTUAL
   case $3 in
@@ -54,6 +56,14 @@ out=$(run a 3)
 check "three pairs: medians" "llama.cpp prompt   100.0 decode  10.00 | tfm.h prompt   150.0 decode  12.00" "$out"
 check "three pairs: ratios" "ratio prompt 1.50 (1.27-1.67) decode 1.11 (1.09-1.20)" "$out"
 check "three pairs: every run made" "3" "$(cat "$tmp/a.tfm.n")"
+
+# Mapped files unless MMAP=0, which reads them into memory on both sides.
+check "mapped: llama-bench" "-mmp 1" "$(cat "$tmp/a.llama.args")"
+case $(cat "$tmp/a.tfm.args") in *--no-mmap*) fail=$((fail + 1)); echo "FAIL: mapped: tfm-bench got --no-mmap" ;; *) pass=$((pass + 1)) ;; esac
+out=$(MMAP=0 run a 3)
+check "MMAP=0: llama-bench" "-mmp 0" "$(cat "$tmp/a.llama.args")"
+check "MMAP=0: tfm-bench" "--no-mmap" "$(cat "$tmp/a.tfm.args")"
+check "MMAP=0: the same figures" "ratio prompt 1.50 (1.27-1.67) decode 1.11 (1.09-1.20)" "$out"
 
 # Two pairs: the medians are the means of the two.
 printf '100 10\n200 20\n' > "$tmp/b.llama"

@@ -9,6 +9,10 @@
 #   own default, an f32 cache (twice the bytes attention reads per decoded token).
 #   KERNELS=S runs tfm.h's kernel set S (tfm-bench --kernels), e.g. avx2 against a llama.cpp
 #   built for AVX2 only, on the same machine.
+#   MMAP=0 reads each file into memory on both sides (llama-bench -mmp 0, tfm-bench --no-mmap):
+#   where reading a mapped file's pages runs slow or erratic (seen in a VM whose host reclaims
+#   idle page cache: 2-27 GB/s from pass to pass on the same mapped file, a steady 25 GB/s once
+#   copied into the process), the mapped runs measure the host, not the engines.
 #   PAIRS=N (3 unless set) runs the two engines N times in turn for each line (each run the
 #   median of 3 repetitions): the machine's speed drifts, and a ratio is only fair between runs
 #   close together. Each line prints the median tokens/s of either engine over the pairs and the
@@ -18,6 +22,7 @@ L=${1:?usage: side_by_side.sh LLAMA_BENCH GGUF_DIR [types] [threads] [prompt] [d
 D=${2:?GGUF_DIR}
 TYPES=${3:-"f32 f16 q8_0 q4_0 q4_k_m"}; THREADS=${4:-"1 2"}; P=${5:-128}; N=${6:-32}
 B=${BIN:-build}; S=${SHAPE:-pythia410m}; KV=${KV:-f16}; PAIRS=${PAIRS:-3}; K=${KERNELS:-}
+MMP=1; NM=""; [ "${MMAP:-1}" = 0 ] && MMP=0 && NM=--no-mmap
 mkdir -p build/side
 for ty in $TYPES; do
   g=$D/$S-$ty.gguf; t=build/side/$S-$ty.tfm
@@ -25,9 +30,9 @@ for ty in $TYPES; do
   for th in $THREADS; do
     i=0; runs=""
     while [ "$i" -lt "$PAIRS" ]; do
-      l=$("$L" -m "$g" -p "$P" -n "$N" -t "$th" -r 3 -o csv 2>/dev/null |
+      l=$("$L" -m "$g" -p "$P" -n "$N" -t "$th" -r 3 -mmp "$MMP" -o csv 2>/dev/null |
           awk -F, 'NR > 1 { gsub("\"", "", $0); print $(NF - 1) }' | tr '\n' ' ')
-      f=$("$B/tfm-bench" -m "$t" -p "$P" -n "$N" -t "$th" -r 3 --kv "$KV" ${K:+--kernels "$K"} 2>&1 | awk '/prompt/ { p = $4 } /decode/ { d = $4 } END { print p, d }')
+      f=$("$B/tfm-bench" -m "$t" -p "$P" -n "$N" -t "$th" -r 3 --kv "$KV" $NM ${K:+--kernels "$K"} 2>&1 | awk '/prompt/ { p = $4 } /decode/ { d = $4 } END { print p, d }')
       runs="$runs$l $f
 "
       i=$((i + 1))

@@ -40,7 +40,7 @@ static const shape SHAPES[] = {
 static const char USAGE[] =
     "usage: tfm-bench [-m M.tfm | --shape pythia-410m|pythia-160m|gpt2|tiny --type TYPE]\n"
     "                 [-t THREADS[,THREADS...]] [-p PROMPT_TOKENS] [-n DECODE_TOKENS] [-b BATCH] [-r REPEATS]\n"
-    "                 [--kernels SET] [--kv f32|f16] [--json]\n"
+    "                 [--kernels SET] [--kv f32|f16] [--no-mmap] [--json]\n"
     "Prompt and decode tokens/s of tfm.h, with this machine's read bandwidth and FMA peak\n"
     "measured in the same run. Defaults: pythia-410m, f32, -t 1, -p 128, -n 32, -r 3 (medians).\n"
     "The prompt and the decoded tokens are timed apart, each from an empty cache (as llama-bench's\n"
@@ -54,6 +54,7 @@ static const char USAGE[] =
     "               up to 512); the library's own default is 64\n"
     "  --kernels S  the kernel set (scalar avx2 avx512 amx neon; default: the best this CPU runs)\n"
     "  --kv f16     a half-precision KV cache\n"
+    "  --no-mmap    read -m's file into memory instead of mapping it (llama-bench's -mmp 0)\n"
     "  --json       one JSON object per configuration on its own line (no other output)\n"
     "  --sessions N also decode N sessions side by side with tfm_session_decode_batch (one pass\n"
     "               over the weights per token for all), against one session\n"
@@ -338,7 +339,7 @@ static void log_line(void *user, tfm_result r, const char *msg) { (void)user; fp
 typedef struct args {
     const char *path, *type, *kernels;
     const shape *sh;
-    int threads[MAX_THREAD_COUNTS], n_thread_counts, n_prompt, n_gen, n_batch, repeats, json, sessions, units;
+    int threads[MAX_THREAD_COUNTS], n_thread_counts, n_prompt, n_gen, n_batch, repeats, json, sessions, units, no_mmap;
     double budget_ms;
     tfm_dtype kv;
 } args;
@@ -374,6 +375,7 @@ static int parse_args(int argc, char **argv, args *a) {
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) { fputs(USAGE, stdout); exit(0); }
         if (!strcmp(o, "--json")) { a->json = 1; continue; }
         if (!strcmp(o, "--units")) { a->units = 1; continue; }
+        if (!strcmp(o, "--no-mmap")) { a->no_mmap = 1; continue; }
         if (!v) { fprintf(stderr, "tfm-bench: %s needs a value (see --help)\n", o); return 0; }
         i++;
         if (!strcmp(o, "--shape")) {
@@ -583,6 +585,7 @@ int main(int argc, char **argv) {
     md.kernels = a.kernels;
     if (a.path) {
         md.path = a.path;
+        md.no_mmap = a.no_mmap != 0;
         label = a.path;
     } else {
         if (!a.json) fprintf(stderr, "building a random %s model (%s)...\n", a.sh->name, a.type);
