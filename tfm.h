@@ -3429,7 +3429,8 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
     } while (0)
 /* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run),
    a line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load); AMD's
-   prefetchers keep up by themselves. On a Xeon (Sapphire Rapids), alone from RAM, 1 thread:
+   prefetchers keep up by themselves, except on Zen 3 under AVX2's q4_0 / q5_0 / q5_1 / q8_0
+   kernel, which prefetches there too (tfm__avx2_gemv_q_ilv). On a Xeon (Sapphire Rapids), alone from RAM, 1 thread:
    q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 with a burst per block into L1 1536 ahead,
    into L2 3072 ahead q4_0 14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread
    beside the loads q8_0 15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1
@@ -4185,11 +4186,14 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_store_rows(const tfm__mm *m, float
     for (i = 0; i < 8; i++)
         if (r + i >= r0 && r + i < r1) y[r + i] = m->bias ? out[i] + m->bias[r + i] : out[i];
 }
-/* q4_0 / q5_0 / q5_1 / q8_0 interleaved, one token (ty a constant where this is inlined). */
+/* q4_0 / q5_0 / q5_1 / q8_0 interleaved, one token (ty a constant where this is inlined),
+   each line prefetched TFM__ILV_PF ahead into L2 on AMD too: on Zen 3 from RAM (48 matrices of
+   4096 x 1024, alternating) q4_0 14.4-14.9 -> 16.7-18.4 GB/s, q8_0 13.1-13.2 -> 14.7-15.2, where
+   the k-quant kernels read slower with it (q4_k 12.3 -> 11.0, q6_k 12.1-12.4 -> 7.8-8.6). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
-    const size_t pf = m->pf_run ? 0 : TFM__ILV_PF;
+    const size_t pf = TFM__ILV_PF;
     int g, j;
     for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
         const unsigned char *b = tfm__tensor_at(m->w, g);
