@@ -3356,20 +3356,26 @@ TFM__ALWAYS_INLINE void tfm__fmm_pack(const unsigned char *const *src, const int
             return;                                                                                       \
         }                                                                                                 \
         for (rc = r0; rc < r1; rc = re) {                                                                 \
-            tfm__pf_spread next; /* packed: the next pass's rows, over this pass's blocks */             \
+            /* Packed, the next pass's rows (one run in the file) are prefetched a share at a time over   \
+               this pass's blocks, so that packing them does not wait on memory: on Zen 3, alternating    \
+               with the build before, tfm-bench prompt (tok/s, medians of 4, 1 / 2 threads) f16 121.0 ->  \
+               123.9 / 221.8 -> 225.9, f32 108.8 -> 116.1 / 204.0 -> 209.8. */                          \
+            const unsigned char *nx;                                                                      \
+            size_t nx_bytes, nx_per, nx_step = 0;                                                         \
             re = rc + mc < r1 ? rc + mc : r1;                                                             \
             if (packed) tfm__##P##_pack_rows_##W(m, rc, re, n16, sc.w);                                   \
-            next = tfm__pf_spread_make(packed && re < r1 ? tfm__tensor_at(m->w, re) : NULL,               \
-                                       (size_t)((re + mc < r1 ? re + mc : r1) - re) * m->w->row_bytes,    \
-                                       (size_t)((m->n_b + C - 1) / C) * (size_t)((re - rc + R - 1) / R) * \
-                                           (size_t)((n16 + TFM__FMM_KC - 1) / TFM__FMM_KC));              \
+            nx_bytes = packed ? (size_t)((re + mc < r1 ? re + mc : r1) - re) * m->w->row_bytes : 0;       \
+            nx = nx_bytes ? tfm__tensor_at(m->w, re) : NULL;                                              \
+            nx_per = tfm__prefetch_per(nx_bytes, ((m->n_b + C - 1) / C) * ((re - rc + R - 1) / R) *       \
+                                                     ((n16 + TFM__FMM_KC - 1) / TFM__FMM_KC));            \
             for (b = 0; b < m->n_b; b += C) {                                                             \
                 k0 = 0;                                                                                   \
                 do {                                                                                      \
                     k1 = k0 + TFM__FMM_KC < n16 ? k0 + TFM__FMM_KC : n16;                                 \
                     for (r = rc; r < re; r += R) {                                                        \
                         float *ab = buf ? buf + (size_t)((r - rc) / R) * (R * C * TFM__LANES) : NULL;     \
-                        tfm__pf_spread_step(&next);                                                       \
+                        if (nx) TFM__PREFETCH_RUN(nx, nx_bytes, nx_per, nx_step);                         \
+                        nx_step++;                                                                        \
                         if (packed)                                                                       \
                             tfm__##P##_block_packed_##W(                                                  \
                                 m, r, re, b, k0, k1,                                                      \
@@ -3423,27 +3429,6 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
             else TFM__PREFETCH((p) + tfm__o_);                                                    \
         }                                                                                         \
     } while (0)
-/* A run of bytes prefetched into L2 a share at a time over n_steps steps: the batched float
-   kernels' next pass's rows (one run in the file) while this pass computes, so that packing them
-   does not wait on memory. On Zen 3, alternating with the build before, tfm-bench prompt (tok/s,
-   medians of 4, 1 / 2 threads): f16 121.0 -> 123.9 / 221.8 -> 225.9, f32 108.8 -> 116.1 /
-   204.0 -> 209.8. */
-typedef struct tfm__pf_spread {
-    const unsigned char *p;
-    size_t bytes, per, at; /* per: bytes a step, whole lines */
-} tfm__pf_spread;
-TFM__PRIVATE tfm__pf_spread tfm__pf_spread_make(const unsigned char *p, size_t bytes, size_t n_steps) {
-    tfm__pf_spread s;
-    s.p = p;
-    s.bytes = p ? bytes : 0;
-    s.per = (s.bytes / TFM__ALIGN / (n_steps ? n_steps : 1) + 1) * TFM__ALIGN;
-    s.at = 0;
-    return s;
-}
-TFM__ALWAYS_INLINE void tfm__pf_spread_step(tfm__pf_spread *s) {
-    size_t e = s->at + s->per < s->bytes ? s->at + s->per : s->bytes;
-    for (; s->at < e; s->at += TFM__ALIGN) TFM__PREFETCH_L2(s->p + s->at);
-}
 /* Step j of a one-token kernel over 8 rows `row` (blocks of bb bytes, this one at `at`): the
    next 8 rows (`next` bytes, 0 past the end) as one run, or each row's next line when the block
    starts one. */
@@ -3456,8 +3441,8 @@ TFM__ALWAYS_INLINE void tfm__pf_spread_step(tfm__pf_spread *s) {
     } while (0)
 /* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run),
    a line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load); AMD's
-   prefetchers keep up by themselves, except on Zen 3 under AVX2's q4_0 / q5_0 / q5_1 / q8_0
-   kernel, which prefetches there too (tfm__avx2_gemv_q_ilv). On a Xeon (Sapphire Rapids), alone from RAM, 1 thread:
+   prefetchers keep up by themselves (AVX2's q4_0 / q5_0 / q5_1 / q8_0 kernel prefetches on AMD
+   too: tfm__avx2_gemv_q_ilv, measured on Zen 3). On a Xeon (Sapphire Rapids), alone from RAM, 1 thread:
    q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 with a burst per block into L1 1536 ahead,
    into L2 3072 ahead q4_0 14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread
    beside the loads q8_0 15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1
@@ -3591,8 +3576,8 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m128 tfm__avx2_sum4(tfm__avx2_v a, tfm__avx2_v 
     return _mm_add_ps(_mm_add_ps(_mm_movelh_ps(t0, t2), _mm_movelh_ps(t1, t3)),  /* l0 + l2 */
                       _mm_add_ps(_mm_movehl_ps(t2, t0), _mm_movehl_ps(t3, t1))); /* l1 + l3 */
 }
-/* n sums into out (the batched float kernels' block of 3 rows: 6% of an f16 product's time on
-   Zen 3 one sum at a time). */
+/* n sums into out (the batched float kernels' block of 3 rows: finishing a block, its sums and
+   stores, took 6% of an f16 product's time on Zen 3 with one sum at a time). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_sums(const tfm__avx2_v *v, int n, float *out) {
     float four[4];
     int i = 0;
@@ -4238,7 +4223,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_store_rows(const tfm__mm *m, float
 }
 /* q4_0 / q5_0 / q5_1 / q8_0 interleaved, one token (ty a constant where this is inlined),
    each line prefetched TFM__ILV_PF ahead into L2 on AMD too: on Zen 3 from RAM (48 matrices of
-   4096 x 1024, alternating) q4_0 14.4-14.9 -> 16.7-18.4 GB/s, q8_0 13.1-13.2 -> 14.7-15.2, where
+   4096 x 1024, alternating) q4_0 14.4-14.9 -> 16.7-18.4 GB/s, q8_0 12.7-13.2 -> 14.1-15.2, where
    the k-quant kernels read slower with it (q4_k 12.3 -> 11.0, q6_k 12.1-12.4 -> 7.8-8.6). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
