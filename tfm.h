@@ -3440,15 +3440,21 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
             for (tfm__i_ = 0; tfm__i_ < TFM__GEMV_ROWS; tfm__i_++) TFM__PREFETCH((row)[tfm__i_] + (at) + (next)); \
     } while (0)
 /* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run),
-   a line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load); AMD's
-   prefetchers keep up by themselves (AVX2's q4_0 / q5_0 / q5_1 / q8_0 kernel prefetches on AMD
-   too: tfm__avx2_gemv_q_ilv, measured on Zen 3). On a Xeon (Sapphire Rapids), alone from RAM, 1 thread:
+   a line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load); AVX2's k-quant
+   kernel on AMD prefetches nothing (slower with it on Zen 3), its q4_0 / q5_0 / q5_1 / q8_0
+   kernel the same distance (tfm__avx2_gemv_q_ilv), AVX-512's kernel TFM__ILV_PF_AMD. On a Xeon (Sapphire Rapids), alone from RAM, 1 thread:
    q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 with a burst per block into L1 1536 ahead,
    into L2 3072 ahead q4_0 14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread
    beside the loads q8_0 15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1
    -> 14.2-14.9 and q6_k 12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead:
    less). */
 #define TFM__ILV_PF 3072
+/* The same distance for AVX-512's interleaved one-token kernel on AMD (pf_run): on Zen 5, 1
+   thread, decode of Pythia-410M-shape files alternating with nothing prefetched (medians of
+   5-6 runs): Q4_K_M 66-82 -> 100-105 tok/s (1536 ahead: 94, 3072: 98-99, 9216 and 12288: 103),
+   2 threads 115-121 -> 148-156; q4_0 94-106 -> 112-134; q8_0 69-76 -> 70-73, the same within
+   the noise (1536 ahead: 65, slower). Zen 4's kernels were measured without it only. */
+#define TFM__ILV_PF_AMD 6144
 /* Lines per step to prefetch `bytes` over n_steps steps. */
 TFM__PRIVATE size_t tfm__prefetch_per(size_t bytes, int n_steps) {
     size_t lines = (bytes + TFM__ALIGN - 1) / TFM__ALIGN;
@@ -5344,7 +5350,7 @@ TFM__PRIVATE unsigned tfm__ilv_lanes(int g, int r0, int r1) {
 }
 
 /* 64 bytes of an interleaved group at p; with pf > 0, the line pf bytes on is prefetched into
-   L2 as well (Intel, !pf_run: TFM__ILV_PF). One prefetch beside each load keeps the stream's
+   L2 as well (TFM__ILV_PF, TFM__ILV_PF_AMD). One prefetch beside each load keeps the stream's
    requests as even as its loads: the same lines prefetched as one burst per block were slower
    for the long blocks (q4_k, 2304 bytes: 12.7-13.4 GB/s from RAM against 14.4-15.4 spread). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_load(const unsigned char *p, size_t pf) {
@@ -5789,13 +5795,13 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_q5_1_step(const unsigned
 /* q8_0 / q4_0 / q5_0 / q5_1 / q6_k / q4_k interleaved, one token: a group of 16 rows a pass,
    one row per lane, its blocks in turn (one run of 544 / 288 / 352 / 384 / 3360 / 2304 bytes
    each) into 16 float chains. The groups follow each other, so the matrix is read front to back
-   as one stream: AMD's prefetchers follow it alone, Intel's with a line prefetched beside each
-   one loaded (TFM__ILV_PF); no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain
+   as one stream, a line prefetched beside each one loaded (TFM__ILV_PF ahead on Intel,
+   TFM__ILV_PF_AMD on AMD); no shuffles (Zen 4, 113 MB of q4_0 from RAM: 28-30 GB/s, a plain
    read loop's speed, against 18-19 for the 8-row kernel on rows in place, tfm__avx512_gemv_q). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE void tfm__avx512_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
-    const size_t pf = m->pf_run ? 0 : TFM__ILV_PF;
+    const size_t pf = m->pf_run ? TFM__ILV_PF_AMD : TFM__ILV_PF;
     int g, j;
     for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
         const unsigned char *b = tfm__tensor_at(m->w, g);
