@@ -3405,12 +3405,15 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
 #if defined(TFM__X86)
 #define TFM__PREFETCH(p) _mm_prefetch(TFM__CAST(const char *, TFM__CAST(const void *, p)), _MM_HINT_T0)
 #define TFM__PREFETCH_L2(p) _mm_prefetch(TFM__CAST(const char *, TFM__CAST(const void *, p)), _MM_HINT_T1)
+#define TFM__PREFETCH_NTA(p) _mm_prefetch(TFM__CAST(const char *, TFM__CAST(const void *, p)), _MM_HINT_NTA)
 #elif defined(__GNUC__) || defined(__clang__)
 #define TFM__PREFETCH(p) __builtin_prefetch(p)
 #define TFM__PREFETCH_L2(p) __builtin_prefetch(p, 0, 2)
+#define TFM__PREFETCH_NTA(p) __builtin_prefetch(p, 0, 0)
 #else
 #define TFM__PREFETCH(p) ((void)(p))
 #define TFM__PREFETCH_L2(p) ((void)(p))
+#define TFM__PREFETCH_NTA(p) ((void)(p))
 #endif
 
 /* Step j of a sequential prefetch of the bytes [p, p + bytes): `per` lines each step
@@ -3449,12 +3452,24 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
    -> 14.2-14.9 and q6_k 12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead:
    less). */
 #define TFM__ILV_PF 3072
-/* The same distance for AVX-512's interleaved one-token kernel on AMD (pf_run): on Zen 5, 1
-   thread, decode of Pythia-410M-shape files alternating with nothing prefetched (medians of
-   5-6 runs): Q4_K_M 66-82 -> 100-105 tok/s (1536 ahead: 94, 3072: 98-99, 9216 and 12288: 103),
-   2 threads 115-121 -> 148-156; q4_0 94-106 -> 112-134; q8_0 69-76 -> 70-73, the same within
-   the noise (1536 ahead: 65, slower). Zen 4's kernels were measured without it only. */
+/* The distance for AVX-512's interleaved one-token kernel on AMD (pf_run), and with it the
+   hint: non-temporal (into L1, evicted first), where Intel's is L2 (tfm__avx512_ilv_load). On
+   Zen 5, 1 thread, decode of Pythia-410M-shape files alternating with nothing prefetched
+   (medians of 5-6 runs), into L2: Q4_K_M 66-82 -> 100-105 tok/s (1536 ahead: 94, 3072: 98-99,
+   9216 and 12288: 103), 2 threads 115-121 -> 148-156; q4_0 94-106 -> 112-134; q8_0 69-76 ->
+   70-73, the same within the noise (1536 ahead: 65, slower). Then non-temporal against L2,
+   alternating: Q4_K_M 92-95 -> 99-113 (2 threads 147 -> 173), q4_0 92 -> 135 (2 threads 190
+   -> 205), q8_0 63-70 -> 64-68; into L1 (T0) between the two. The products alone from RAM
+   (48 matrices of 4096 x 1024, medians of 5): q4_0 28.6 -> 36.8 GB/s, q4_k 23.6 -> 25.6, q6_k
+   22.1 -> 32.3. Zen 4's kernels were measured without a prefetch only. */
 #define TFM__ILV_PF_AMD 6144
+/* The line pf bytes on from p, for an interleaved stream: non-temporally at AMD's distance,
+   into L2 at any other, nothing at 0 (a compare with a constant, where a kernel's pf is one). */
+#define TFM__ILV_PREFETCH(p, pf)                                          \
+    do {                                                                  \
+        if ((pf) == TFM__ILV_PF_AMD) TFM__PREFETCH_NTA((p) + (pf));       \
+        else if (pf) TFM__PREFETCH_L2((p) + (pf));                        \
+    } while (0)
 /* Lines per step to prefetch `bytes` over n_steps steps. */
 TFM__PRIVATE size_t tfm__prefetch_per(size_t bytes, int n_steps) {
     size_t lines = (bytes + TFM__ALIGN - 1) / TFM__ALIGN;
@@ -4129,7 +4144,7 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemv_q4_0(const tfm__mm *m, int r0, int 
    q4_0 9.6-10.4 -> 12.0-12.5 -> 13.1-13.7, q4_k 10.6-12.3 -> 10.6-10.7 -> 13.1-13.2, q6_k
    11.4-12.1 -> 11.2-11.3 -> 12.3-12.9. */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_load(const unsigned char *p, size_t pf) {
-    if (pf) TFM__PREFETCH_L2(p + pf);
+    TFM__ILV_PREFETCH(p, pf);
     return _mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, p)));
 }
 /* The 8 rows' heads of half an interleaved q4_k / q5_1 block, f16 pairs (d, dmin / m): d as
@@ -4216,7 +4231,7 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q8_0_isum(const unsigned ch
 /* The f16 scales of half `half` of an interleaved group's block at b, as floats (pf: as
    tfm__avx2_ilv_load). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE __m256 tfm__avx2_ilv_scales(const unsigned char *b, int half, size_t pf) {
-    if (pf) TFM__PREFETCH_L2(b + pf);
+    TFM__ILV_PREFETCH(b, pf);
     return _mm256_cvtph_ps(_mm_loadu_si128(TFM__CAST(const __m128i *, TFM__CAST(const void *, b + 16 * half))));
 }
 /* Rows r.. r + 7 of 8 floats in v (+ bias) where they lie in [r0, r1). */
@@ -5349,12 +5364,12 @@ TFM__PRIVATE unsigned tfm__ilv_lanes(int g, int r0, int r1) {
     return lo & hi & all;
 }
 
-/* 64 bytes of an interleaved group at p; with pf > 0, the line pf bytes on is prefetched into
-   L2 as well (TFM__ILV_PF, TFM__ILV_PF_AMD). One prefetch beside each load keeps the stream's
-   requests as even as its loads: the same lines prefetched as one burst per block were slower
+/* 64 bytes of an interleaved group at p; with pf > 0, the line pf bytes on is prefetched as
+   well (TFM__ILV_PREFETCH: into L2 on Intel, non-temporally on AMD). One prefetch beside each
+   load keeps the stream's requests as even as its loads: the same lines prefetched as one burst per block were slower
    for the long blocks (q4_k, 2304 bytes: 12.7-13.4 GB/s from RAM against 14.4-15.4 spread). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_load(const unsigned char *p, size_t pf) {
-    if (pf) TFM__PREFETCH_L2(p + pf);
+    TFM__ILV_PREFETCH(p, pf);
     return _mm512_loadu_si512(p);
 }
 /* The 16 rows' heads of an interleaved q4_k / q5_1 block, f16 pairs (d, dmin / m): d as floats,
@@ -5426,7 +5441,7 @@ TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_q8_0_isum(const unsigne
 /* The rows' f16 scales at b times the token's dx, as the twin's d_w * d_x (pf: as
    tfm__avx512_ilv_load). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512 tfm__avx512_ilv_scales(const unsigned char *b, float dx, size_t pf) {
-    if (pf) TFM__PREFETCH_L2(b + pf);
+    TFM__ILV_PREFETCH(b, pf);
     return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(TFM__CAST(const __m256i *, TFM__CAST(const void *, b)))), _mm512_set1_ps(dx));
 }
 
