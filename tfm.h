@@ -3443,10 +3443,10 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
             for (tfm__i_ = 0; tfm__i_ < TFM__GEMV_ROWS; tfm__i_++) TFM__PREFETCH((row)[tfm__i_] + (at) + (next)); \
     } while (0)
 /* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run),
-   a line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load); AVX2's k-quant
-   kernel on AMD prefetches nothing (slower with it on Zen 3), its q4_0 / q5_0 / q5_1 / q8_0
-   kernel the same distance (tfm__avx2_gemv_q_ilv), AVX-512's kernel TFM__ILV_PF_AMD. On a Xeon (Sapphire Rapids), alone from RAM, 1 thread:
-   q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 with a burst per block into L1 1536 ahead,
+   a line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load). On AMD, AVX2's
+   k-quant kernel prefetches nothing (slower with it on Zen 3), its q4_0 / q5_0 / q5_1 / q8_0
+   kernel this distance (tfm__avx2_gemv_q_ilv), AVX-512's kernel TFM__ILV_PF_AMD. On a Xeon
+   (Sapphire Rapids), alone from RAM, 1 thread: q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 with a burst per block into L1 1536 ahead,
    into L2 3072 ahead q4_0 14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread
    beside the loads q8_0 15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1
    -> 14.2-14.9 and q6_k 12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead:
@@ -5366,8 +5366,8 @@ TFM__PRIVATE unsigned tfm__ilv_lanes(int g, int r0, int r1) {
 
 /* 64 bytes of an interleaved group at p; with pf > 0, the line pf bytes on is prefetched as
    well (TFM__ILV_PREFETCH: into L2 on Intel, non-temporally on AMD). One prefetch beside each
-   load keeps the stream's requests as even as its loads: the same lines prefetched as one burst per block were slower
-   for the long blocks (q4_k, 2304 bytes: 12.7-13.4 GB/s from RAM against 14.4-15.4 spread). */
+   load keeps the stream's requests as even as its loads: the same lines prefetched as one
+   burst per block were slower for the long blocks (q4_k, 2304 bytes: 12.7-13.4 GB/s from RAM against 14.4-15.4 spread). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_load(const unsigned char *p, size_t pf) {
     TFM__ILV_PREFETCH(p, pf);
     return _mm512_loadu_si512(p);
