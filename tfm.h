@@ -3442,29 +3442,30 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
         else if ((next) && (at) % TFM__ALIGN < (bb))                                                    \
             for (tfm__i_ = 0; tfm__i_ < TFM__GEMV_ROWS; tfm__i_++) TFM__PREFETCH((row)[tfm__i_] + (at) + (next)); \
     } while (0)
-/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run),
-   a line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load). On AMD, AVX2's
+/* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run), a
+   line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load). On AMD, AVX2's
    k-quant kernel prefetches nothing (slower with it on Zen 3), its q4_0 / q5_0 / q5_1 / q8_0
    kernel this distance (tfm__avx2_gemv_q_ilv), AVX-512's kernel TFM__ILV_PF_AMD. On a Xeon
-   (Sapphire Rapids), alone from RAM, 1 thread: q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7 with a burst per block into L1 1536 ahead,
-   into L2 3072 ahead q4_0 14.2-15.1 (2 threads 27.6-29.1, against 22.8-28.7 into L1); spread
-   beside the loads q8_0 15.3-15.7, q4_0 13.7-14.7 (the same within the noise), q4_k 12.4-14.1
-   -> 14.2-14.9 and q6_k 12.1-13.1 -> 12.9-14.1 against bursts 1536 ahead (2048, 4608 ahead:
-   less). */
+   (Sapphire Rapids), alone from RAM, 1 thread: q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7
+   with a burst per block into L1 1536 ahead, into L2 3072 ahead q4_0 14.2-15.1 (2 threads
+   27.6-29.1, against 22.8-28.7 into L1); spread beside the loads q8_0 15.3-15.7, q4_0 13.7-14.7
+   (the same within the noise), q4_k 12.4-14.1 -> 14.2-14.9 and q6_k 12.1-13.1 -> 12.9-14.1
+   against bursts 1536 ahead (2048, 4608 ahead: less). */
 #define TFM__ILV_PF 3072
-/* The distance for AVX-512's interleaved one-token kernel on AMD (pf_run), and with it the
-   hint: non-temporal (into L1, evicted first), where Intel's is L2 (tfm__avx512_ilv_load). On
-   Zen 5, 1 thread, decode of Pythia-410M-shape files alternating with nothing prefetched
-   (medians of 5-6 runs), into L2: Q4_K_M 66-82 -> 100-105 tok/s (1536 ahead: 94, 3072: 98-99,
-   9216 and 12288: 103), 2 threads 115-121 -> 148-156; q4_0 94-106 -> 112-134; q8_0 69-76 ->
-   70-73, the same within the noise (1536 ahead: 65, slower). Then non-temporal against L2,
-   alternating: Q4_K_M 92-95 -> 99-113 (2 threads 147 -> 173), q4_0 92 -> 135 (2 threads 190
-   -> 205), q8_0 63-70 -> 64-68; into L1 (T0) between the two. The products alone from RAM
-   (48 matrices of 4096 x 1024, medians of 5): q4_0 28.6 -> 36.8 GB/s, q4_k 23.6 -> 25.6, q6_k
-   22.1 -> 32.3. Zen 4's kernels were measured without a prefetch only. */
+/* The distance for AVX-512's interleaved one-token kernel on AMD (pf_run), and with it the hint:
+   non-temporal (into L1, evicted first), where Intel's is L2 (tfm__avx512_ilv_load). On Zen 5, 1
+   thread, decode of Pythia-410M-shape files alternating with nothing prefetched (the medians of
+   sets of 4-6 runs), into L2: Q4_K_M 66-82 -> 103-105 tok/s (1536 ahead: 94, 3072: 98-99, 9216
+   and 12288: 103), 2 threads 115-121 -> 148; q4_0 94-106 -> 112-134; q8_0 69-76 -> 70-73, the
+   same within the noise (1536 ahead: 65, slower). Then non-temporal against L2, alternating:
+   Q4_K_M 92-95 -> 99-113 (2 threads 147 -> 173), q4_0 92 -> 135 (2 threads 190 -> 205), q8_0
+   63-70 -> 64-68; into L1 (T0) between the two. The products alone from RAM (48 matrices of 4096
+   x 1024, medians of 5): q4_0 28.6 -> 36.8 GB/s, q4_k 23.6 -> 25.6, q6_k 22.1 -> 32.3. Zen 4's
+   kernels were measured without a prefetch only. */
 #define TFM__ILV_PF_AMD 6144
 /* The line pf bytes on from p, for an interleaved stream: non-temporally at AMD's distance,
-   into L2 at any other, nothing at 0 (a compare with a constant, where a kernel's pf is one). */
+   into L2 at any other, nothing at 0 (a compare with a constant, where a kernel's pf is one);
+   the distance says the hint, so TFM__ILV_PF_AMD and TFM__ILV_PF must differ. */
 #define TFM__ILV_PREFETCH(p, pf)                                          \
     do {                                                                  \
         if ((pf) == TFM__ILV_PF_AMD) TFM__PREFETCH_NTA((p) + (pf));       \
@@ -5364,10 +5365,11 @@ TFM__PRIVATE unsigned tfm__ilv_lanes(int g, int r0, int r1) {
     return lo & hi & all;
 }
 
-/* 64 bytes of an interleaved group at p; with pf > 0, the line pf bytes on is prefetched as
-   well (TFM__ILV_PREFETCH: into L2 on Intel, non-temporally on AMD). One prefetch beside each
-   load keeps the stream's requests as even as its loads: the same lines prefetched as one
-   burst per block were slower for the long blocks (q4_k, 2304 bytes: 12.7-13.4 GB/s from RAM against 14.4-15.4 spread). */
+/* 64 bytes of an interleaved group at p; with pf > 0, the line pf bytes on is prefetched as well
+   (TFM__ILV_PREFETCH: into L2 on Intel, non-temporally on AMD). One prefetch beside each load
+   keeps the stream's requests as even as its loads: the same lines prefetched as one burst per
+   block were slower for the long blocks (q4_k, 2304 bytes: 12.7-13.4 GB/s from RAM against
+   14.4-15.4 spread). */
 TFM__T_AVX512 TFM__ALWAYS_INLINE __m512i tfm__avx512_ilv_load(const unsigned char *p, size_t pf) {
     TFM__ILV_PREFETCH(p, pf);
     return _mm512_loadu_si512(p);
