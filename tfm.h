@@ -2699,6 +2699,7 @@ typedef struct tfm__mm {
     size_t y_stride;
     int n_b;
     bool pf_run;           /* one-token kernels read rows as AMD's prefetchers follow (tfm__isa.pf_run) */
+    int streams;           /* with pf_run, the rows a float one-token product reads at once (tfm__isa.streams) */
 } tfm__mm;
 
 /* A kernel computes rows [r0, r1) for every token; scratch is this task's own
@@ -3221,17 +3222,26 @@ TFM__ALWAYS_INLINE void tfm__fmm_pack(const unsigned char *const *src, const int
             }                                                                                             \
         }                                                                                                 \
     }                                                                                                     \
-    /* On AMD (m->pf_run), two rows at a time half the range apart, nothing prefetched: two               \
-       streams, each in its own pages, that Zen 4's prefetcher follows, and x read once for both.         \
-       Two adjacent rows interleave in one page, which it does not follow (f16 from RAM 4.3 bytes         \
-       a cycle, against one row at a time 9 and two rows half a range apart 11-12; 8 rows apart:          \
-       8); the same 4 rows with software prefetch of the next 4: f16 decode 17 GB/s, one row 23. */       \
+    /* On AMD (m->pf_run), m->streams rows at a time (2 or 4) a 1 / streams of the range apart,           \
+       nothing prefetched: streams, each in its own pages, that Zen 4's prefetcher follows, and x         \
+       read once for all. Two adjacent rows interleave in one page, which it does not follow (f16         \
+       from RAM 4.3 bytes a cycle, against one row at a time 9 and two rows half a range apart            \
+       11-12; 8 rows apart: 8); the same 4 rows with software prefetch of the next 4: f16 decode 17       \
+       GB/s, one row 23. Each row is one chain of fmas (the order the batch kernels keep), so the         \
+       rows at once bound the rate from cache: on Zen 5, f16 128 x 1024 from L2 43-45 GB/s with 2         \
+       rows, 56-58 with 4 (alternating runs); decode, bound by memory, 1.00-1.12x as fast                 \
+       (tfm__amd_streams). */                                                                             \
     T TFM__PRIVATE void tfm__##P##_gemv_##W(const tfm__mm *m, int r0, int r1) {                           \
-        int h = (r1 - r0) / 2;                                                                            \
+        int h, q = (r1 - r0) / 4;                                                                         \
         if (!m->pf_run) {                                                                                 \
             tfm__##P##_gemv_rows_##W(m, r0, r1, 4, 1);                                                    \
             return;                                                                                       \
         }                                                                                                 \
+        if (m->streams == 4 && q > 1) {                                                                   \
+            tfm__##P##_gemv_rows_##W(m, r0, r0 + q, 4, q);                                                \
+            r0 += 4 * q;                                                                                  \
+        }                                                                                                 \
+        h = (r1 - r0) / 2;                                                                                \
         if (h > 1) { /* (h = 1 would be S = 1: adjacent rows, which the G = 2 loop takes otherwise) */    \
             tfm__##P##_gemv_rows_##W(m, r0, r0 + h, 2, h);                                                \
             r0 += 2 * h;                                                                                  \
@@ -6509,12 +6519,16 @@ typedef struct tfm__isa {
     unsigned ilv;                                         /* bit d: its kernels read dtype d's matrices
                                                              interleaved (>>dtype), repacked at open */
     bool pf_run;                                          /* one-token kernels read rows as AMD's
-                                                             prefetchers follow: float / AVX-512 q8_0 /
-                                                             q6_k 2 rows half the range apart, q4_k /
+                                                             prefetchers follow: float `streams` rows
+                                                             far apart, AVX-512 q8_0 / q6_k in place
+                                                             2 rows half the range apart, q4_k /
                                                              q5_k 4 a quarter apart, the others
                                                              prefetching the next rows as one run
                                                              (tfm__prefetch_as_run); else each row's next
                                                              line prefetched */
+    int streams;                                          /* with pf_run, the rows the float one-token
+                                                             products read at once: 2 or 4
+                                                             (tfm__amd_streams) */
 } tfm__isa;
 
 TFM__PRIVATE void tfm__quant_scalar_fn(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
@@ -6579,6 +6593,7 @@ TFM__PRIVATE void tfm__isa_fill(tfm__isa *t, const char *name, tfm__mm_fn f32, t
     t->token_major = 0;
     t->ilv = 0;
     t->pf_run = false;
+    t->streams = 2;
     t->pack_x = NULL;
     t->pack_c = 0;
 }
@@ -6745,9 +6760,21 @@ TFM__PRIVATE bool tfm__prefetch_as_run(void) {
     memcpy(vendor + 8, &r[2], 4);
     return memcmp(vendor, "AuthenticAMD", 12) == 0 || memcmp(vendor, "HygonGenuine", 12) == 0;
 }
+/* The rows the float one-token products read at once on AMD (tfm__isa.streams): 4 from Zen 5
+   (family 1Ah) on, whose fma chains, one per row, left f16 at 16 bytes a cycle with 2; 2 on the
+   Zen 3 / Zen 4 these kernels were tuned on (4 not measured there). */
+#define TFM__AMD_FAMILY_ZEN5 0x1a
+TFM__PRIVATE int tfm__amd_streams(void) {
+    unsigned r[4], family;
+    tfm__cpuid(1, 0, r);
+    family = (r[0] >> 8) & 0xfu;
+    if (family == 0xfu) family += (r[0] >> 20) & 0xffu; /* the extended family */
+    return family >= TFM__AMD_FAMILY_ZEN5 ? 4 : 2;
+}
 #else
 TFM__PRIVATE bool tfm__isa_runs(const char *name) { (void)name; return true; } /* NEON is AArch64's baseline */
 TFM__PRIVATE bool tfm__prefetch_as_run(void) { return false; }
+TFM__PRIVATE int tfm__amd_streams(void) { return 2; }
 #endif
 
 /* The set named (NULL or "": the best this CPU runs) into *out; false when it is unknown, not
@@ -6758,6 +6785,7 @@ TFM__PRIVATE bool tfm__pick_isa(const char *name, tfm__isa *out) {
         if (!tfm__isa_get(set, out) || (name && name[0] && strcmp(name, out->name) != 0)) continue;
         if (tfm__isa_runs(out->name)) {
             out->pf_run = tfm__prefetch_as_run();
+            out->streams = tfm__amd_streams();
             return true;
         }
         if (name && name[0]) return false; /* the set asked for; else try the next best */
@@ -7632,6 +7660,7 @@ TFM__PRIVATE void tfm__matmul_task(void *ctx, int t) {
         m.y_stride = j->y_stride[k];
         m.n_b = j->n_b;
         m.pf_run = s->model->isa.pf_run;
+        m.streams = s->model->isa.streams;
         if (j->n_b > 1 && j->n_b <= TFM__SMALL_BATCH && tfm__dtype_of(m.w->dtype).act == TFM__ACT_F32)
             tfm__mm_small_batch(s, &m, lo - base, hi - base, scratch);
         else

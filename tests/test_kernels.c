@@ -42,8 +42,9 @@ static tfm__qacts alloc_qa(tfm__afmt f, int n_b, int cols, const tfm__isa *isa) 
 }
 static void free_qa(tfm__qacts *qa) { free(qa->q); free(qa->qt); free(qa->d); free(qa->s); }
 
-/* y [n_b, rows] = W x through one set, rows split in two ranges at `split`; on a set that packs
-   a float product's input (isa->pack_x), the second range reads x packed, the first in place. */
+/* y [n_b, rows] = W x through one set, rows split in ranges at `split` (Intel's row order) and
+   halfway from there to the end (AMD's, 2 rows at once, then 4); on a set that packs a float
+   product's input (isa->pack_x), the ranges after split read x packed, the first in place. */
 static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, size_t xs, int n_b, const float *bias,
                    float *y, int split) {
     tfm__afmt f = tfm__dtype_of(w->dtype).act;
@@ -51,7 +52,7 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
     tfm__mm m;
     unsigned char *block = NULL, *scratch = NULL; /* scratch: 64-byte aligned, as a session's */
     float *xp = NULL;
-    int n16 = w->cols / TFM__LANES * TFM__LANES;
+    int n16 = w->cols / TFM__LANES * TFM__LANES, mid = split + (w->rows - split) / 2;
     memset(&qa, 0, sizeof qa);
     if (f == TFM__ACT_F32 && isa->pack_x) {
         xp = (float *)malloc(((size_t)n_b + (size_t)isa->pack_c) * (size_t)(n16 ? n16 : 1) * sizeof(float));
@@ -66,12 +67,15 @@ static void run_mm(const tfm__isa *isa, const tfm__tensor *w, const float *x, si
         scratch = block + (64 - (uintptr_t)block % 64) % 64;
     }
     m.w = w; m.x = x; m.x_stride = xs; m.qa = &qa; m.bias = bias; m.y = y; m.y_stride = (size_t)w->rows; m.n_b = n_b;
-    m.pf_run = false; /* both prefetch styles: they must not change a bit */
+    m.pf_run = false; /* every row order: it must not change a bit (Intel's; AMD's 2 and 4 streams) */
+    m.streams = 2;
     m.xp = NULL;
     isa->mm[w->dtype](&m, 0, split, scratch);
     m.pf_run = true;
     m.xp = xp;
-    isa->mm[w->dtype](&m, split, w->rows, scratch);
+    isa->mm[w->dtype](&m, split, mid, scratch);
+    m.streams = 4;
+    isa->mm[w->dtype](&m, mid, w->rows, scratch);
     free(block);
     free(xp);
     if (f != TFM__ACT_F32) free_qa(&qa);

@@ -601,9 +601,11 @@ int main(int argc, char **argv) {
     per_token(model, &bytes, &macs, &head_macs);
     if (!a.json) {
         printf("build            %s\n", tfm_build_info());
-        printf("kernels          %s (one-token reads: %s)\n", model->isa.name,
-               model->isa.pf_run ? "rows in streams far apart, or the next rows as one run, for AMD"
-                                  : "each row's next line prefetched");
+        if (model->isa.pf_run)
+            printf("kernels          %s (one-token reads: rows in streams far apart, %d at once for floats, or the next rows "
+                   "as one run, for AMD)\n", model->isa.name, model->isa.streams);
+        else
+            printf("kernels          %s (one-token reads: each row's next line prefetched)\n", model->isa.name);
         printf("model            %s %s: %d layers, d_model %d, d_ff %d, vocab %d; %.1f MB of matrices per token\n", label,
                type_label, c.n_layers, c.d_model, c.d_ff, c.n_vocab, bytes / 1e6);
         print_repacked(model);
