@@ -15,7 +15,7 @@ PYTHON   ?= /usr/bin/python3
 PROGRAMS = build/tfm-convert build/tfm-generate build/tfm-tokenize build/tfm-perplexity build/tfm-bench build/tfm-chat build/tfm-lab
 TESTS    = $(patsubst tests/%.c,build/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test sanitize test-nosimd valgrind tsan thread-check check-compile unicode-check demo lab bench fuzz clean
+.PHONY: all test test-models sanitize test-nosimd valgrind tsan thread-check check-compile unicode-check demo lab bench fuzz clean
 all: $(PROGRAMS)
 
 # Golden test checkpoints (Hugging Face layout, tests/data/models/NAME/, every architecture)
@@ -109,6 +109,9 @@ check-compile: | build
 # tests run the same through tests/test_unicode.sh. --update instead of --check rewrites them.
 unicode-check:
 	$(PYTHON) tools/gen_unicode.py --check tfm.h
+
+# The .tfm files the model tests read (tests/test_neon.sh builds them when run alone).
+test-models: $(TEST_MODELS)
 
 test: all $(TESTS) $(TEST_MODELS) $(DEMO_MODEL) check-compile
 	@SHARED=$(SHARED) sh tests/run.sh $(TESTS)
