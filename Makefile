@@ -110,8 +110,9 @@ check-compile: | build
 unicode-check:
 	$(PYTHON) tools/gen_unicode.py --check tfm.h
 
-# The .tfm files the model tests read (tests/test_neon.sh builds them when run alone).
-test-models: $(TEST_MODELS)
+# The .tfm files the tests read (tests/test_neon.sh and tests/test_windows.sh build them when run
+# alone).
+test-models: $(TEST_MODELS) $(DEMO_MODEL)
 
 test: all $(TESTS) $(TEST_MODELS) $(DEMO_MODEL) check-compile
 	@SHARED=$(SHARED) sh tests/run.sh $(TESTS)
