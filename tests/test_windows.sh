@@ -30,7 +30,8 @@ if command -v x86_64-w64-mingw32-g++ > /dev/null; then
 else
   echo "SKIP mingw-w64 C++ build: no x86_64-w64-mingw32-g++ (g++-mingw-w64-x86-64)"
 fi
-MAKEFLAGS= make -s test-models > /dev/null || bad "make test-models (the model files the tests read, when run alone)"
+# The model files test_models and test_demo read, as in tests/test_neon.sh.
+MAKEFLAGS= make -s test-models > /dev/null || bad "make test-models"
 for t in test_core test_embed test_kernels test_models test_tokenizer test_demo; do
   if ! $MINGW -std=c99 -O2 -march=native -Wall -Wextra -Wpedantic -Werror -I. "tests/$t.c" -o "$W/$t.exe" -lm; then
     bad "$t does not build with mingw-w64"; continue
