@@ -3454,8 +3454,8 @@ TFM__PRIVATE float tfm__w_bf16(const unsigned char *row, int k) { return tfm__bf
     } while (0)
 /* Bytes ahead a one-token product on interleaved rows prefetches into L2 on Intel (!pf_run), a
    line beside each line it loads (tfm__avx512_ilv_load, tfm__avx2_ilv_load). On AMD, AVX2's
-   k-quant kernel prefetches nothing (slower with it on Zen 3), its q4_0 / q5_0 / q5_1 / q8_0
-   kernel this distance (tfm__avx2_gemv_q_ilv), AVX-512's kernel TFM__ILV_PF_AMD. On a Xeon
+   q4_0 / q5_0 / q5_1 / q8_0 kernel this distance (tfm__avx2_gemv_q_ilv), AVX2's k-quant
+   kernel (tfm__avx2_gemv_k_ilv) and AVX-512's kernel TFM__ILV_PF_AMD. On a Xeon
    (Sapphire Rapids), alone from RAM, 1 thread: q8_0 / q4_0 read 11-14 GB/s with nothing, 13-15.7
    with a burst per block into L1 1536 ahead, into L2 3072 ahead q4_0 14.2-15.1 (2 threads
    27.6-29.1, against 22.8-28.7 into L1); spread beside the loads q8_0 15.3-15.7, q4_0 13.7-14.7
@@ -4256,7 +4256,10 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_store_rows(const tfm__mm *m, float
 /* q4_0 / q5_0 / q5_1 / q8_0 interleaved, one token (ty a constant where this is inlined),
    each line prefetched TFM__ILV_PF ahead into L2 on AMD too: on Zen 3 from RAM (48 matrices of
    4096 x 1024, alternating) q4_0 14.4-14.9 -> 16.7-18.4 GB/s, q8_0 12.7-13.2 -> 14.1-15.2, where
-   the k-quant kernels read slower with it (q4_k 12.3 -> 11.0, q6_k 12.1-12.4 -> 7.8-8.6). */
+   the k-quant kernels read slower with it (q4_k 12.3 -> 11.0, q6_k 12.1-12.4 -> 7.8-8.6; they
+   prefetch non-temporally, TFM__ILV_PF_AMD ahead). Non-temporally 6 KB ahead here instead, on
+   Zen 3 in tfm-bench decode (medians of 5 alternating runs, 1 / 2 threads): q4_0 59.1 / 73.7
+   -> 48.8 / 81.5 tok/s, q8_0 31.6 / 51.1 -> 28.7 / 44.0, so not here. */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
@@ -4381,11 +4384,17 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE __m256i tfm__avx2_ilv_q6_k_isum(const unsigned ch
     return isum;
 }
 /* q4_k / q6_k interleaved, one token, 16 rows a pass in two halves of 8 lanes; per block the
-   twin's float steps (q4_k: isum d dx, then less imin dmin dx; q6_k: isum d dx). */
+   twin's float steps (q4_k: isum d dx, then less imin dmin dx; q6_k: isum d dx). On AMD each
+   line is prefetched non-temporally TFM__ILV_PF_AMD ahead, as AVX-512's kernel does: on Zen 3
+   (alone from RAM, 32 matrices of 4096 x 1024, medians of 6 alternating runs) q4_k 11.5 ->
+   14.2 GB/s and q6_k 9.0 -> 14.2 against nothing prefetched, where into L2 3 KB ahead reads
+   q4_k 12.6, q6_k 12.5 and 12 KB ahead gains alone but loses in decode; Pythia-410M-shape
+   Q4_K_M decode against llama.cpp, 1 thread, 1.28 / 1.16 -> 1.44 / 1.38 (two side-by-side
+   runs each, alternating). */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_k_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
     const tfm__qacts *qa = m->qa;
     const size_t gb = TFM__ILV_ROWS * (size_t)tfm__dtype_of(ty).info.block_bytes; /* a block of a group */
-    const size_t pf = m->pf_run ? 0 : TFM__ILV_PF;
+    const size_t pf = m->pf_run ? TFM__ILV_PF_AMD : TFM__ILV_PF;
     int g, j, half;
     for (g = r0 - r0 % TFM__ILV_ROWS; g < r1; g += TFM__ILV_ROWS) {
         const unsigned char *b = tfm__tensor_at(m->w, g);
