@@ -4255,9 +4255,9 @@ TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_store_rows(const tfm__mm *m, float
 }
 /* q4_0 / q5_0 / q5_1 / q8_0 interleaved, one token (ty a constant where this is inlined),
    each line prefetched TFM__ILV_PF ahead into L2 on AMD too: on Zen 3 from RAM (48 matrices of
-   4096 x 1024, alternating) q4_0 14.4-14.9 -> 16.7-18.4 GB/s, q8_0 12.7-13.2 -> 14.1-15.2, where
-   the k-quant kernels read slower with it (q4_k 12.3 -> 11.0, q6_k 12.1-12.4 -> 7.8-8.6; they
-   prefetch non-temporally, TFM__ILV_PF_AMD ahead). Non-temporally 6 KB ahead here instead, on
+   4096 x 1024, alternating) q4_0 14.4-14.9 -> 16.7-18.4 GB/s, q8_0 12.7-13.2 -> 14.1-15.2
+   (the k-quant kernels read slower with this one, and prefetch as AVX-512's do on AMD:
+   tfm__avx2_gemv_k_ilv). That prefetch here instead, non-temporally TFM__ILV_PF_AMD ahead, on
    Zen 3 in tfm-bench decode (medians of 5 alternating runs, 1 / 2 threads): q4_0 59.1 / 73.7
    -> 48.8 / 81.5 tok/s, q8_0 31.6 / 51.1 -> 28.7 / 44.0, so not here. */
 TFM__T_AVX2 TFM__ALWAYS_INLINE void tfm__avx2_gemv_q_ilv(const tfm__mm *m, int r0, int r1, const tfm_dtype ty) {
