@@ -2737,13 +2737,31 @@ TFM__PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char
 /* The sum of x[0..n) (square: of (x[i] - center)^2) in TFM__LANES independent partial sums,
    which the CPU adds side by side instead of in one chain of n dependent adds. */
 TFM__PRIVATE float tfm__norm_sum(const float *x, float center, bool square, int n) {
-    float acc[TFM__LANES];
-    int i, l;
-    memset(acc, 0, sizeof acc);
-    for (i = 0; i + TFM__LANES <= n; i += TFM__LANES)
-        for (l = 0; l < TFM__LANES; l++) acc[l] += square ? (x[i + l] - center) * (x[i + l] - center) : x[i + l];
-    for (l = 0; i + l < n; l++) acc[l] += square ? (x[i + l] - center) * (x[i + l] - center) : x[i + l];
+    float acc[TFM__LANES] = {0};
+    int i, l, n16 = n / TFM__LANES * TFM__LANES;
+    if (square) {
+        for (i = 0; i < n16; i += TFM__LANES)
+            for (l = 0; l < TFM__LANES; l++) acc[l] += (x[i + l] - center) * (x[i + l] - center);
+    } else {
+        for (i = 0; i < n16; i += TFM__LANES)
+            for (l = 0; l < TFM__LANES; l++) acc[l] += x[i + l];
+    }
+    for (l = 0; n16 + l < n; l++) acc[l] += square ? (x[n16 + l] - center) * (x[n16 + l] - center) : x[n16 + l];
     return tfm__lanes_sum(acc);
+}
+
+/* out[i] = (x[i] - center) * inv * w[i] (+ b[i]; b may be NULL), TFM__LANES at a time: each
+   chunk is read whole before it is written (out may be x), and compilers vectorize that. */
+TFM__PRIVATE void tfm__norm_scale(float *out, const float *x, float center, float inv, const float *w,
+                                 const float *b, int n) {
+    float t[TFM__LANES];
+    int i, l, n16 = n / TFM__LANES * TFM__LANES;
+    for (i = 0; i < n16; i += TFM__LANES) {
+        if (b) for (l = 0; l < TFM__LANES; l++) t[l] = (x[i + l] - center) * inv * w[i + l] + b[i + l];
+        else for (l = 0; l < TFM__LANES; l++) t[l] = (x[i + l] - center) * inv * w[i + l];
+        memcpy(out + i, t, sizeof t);
+    }
+    for (; i < n; i++) out[i] = b ? (x[i] - center) * inv * w[i] + b[i] : (x[i] - center) * inv * w[i];
 }
 
 /* LayerNorm (Ba et al. 2016), x, out [n] (out may be x), w, b [n], b may be NULL:
@@ -2752,20 +2770,16 @@ TFM__PRIVATE float tfm__norm_sum(const float *x, float center, bool square, int 
    stream can grow through many layers without the attention/FFN inputs drifting in scale;
    w and b give back a learned scale and offset per dimension. Two passes for a stable variance. */
 TFM__PRIVATE void tfm__layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps) {
-    float mean = tfm__norm_sum(x, 0.0f, false, n) / (float)n, var, inv;
-    int i;
+    float mean = tfm__norm_sum(x, 0.0f, false, n) / (float)n, var;
     var = tfm__norm_sum(x, mean, true, n) / (float)n;
-    inv = 1.0f / sqrtf(var + eps);
-    for (i = 0; i < n; i++) out[i] = (x[i] - mean) * inv * w[i] + (b ? b[i] : 0.0f);
+    tfm__norm_scale(out, x, mean, 1.0f / sqrtf(var + eps), w, b, n);
 }
 
 /* RMSNorm (Zhang & Sennrich 2019), x, out [n], w [n]: out = x / sqrt(mean(x^2) + eps) * w.
    Why: LayerNorm without the mean: only the scale is fixed, which works as well and is cheaper
    (Llama and most recent models). */
 TFM__PRIVATE void tfm__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    float inv = 1.0f / sqrtf(tfm__norm_sum(x, 0.0f, true, n) / (float)n + eps);
-    int i;
-    for (i = 0; i < n; i++) out[i] = x[i] * inv * w[i];
+    tfm__norm_scale(out, x, 0.0f, 1.0f / sqrtf(tfm__norm_sum(x, 0.0f, true, n) / (float)n + eps), w, NULL, n);
 }
 
 /* The activations' e^x, erfc and the activations themselves, written as fixed sequences of
@@ -8037,6 +8051,8 @@ TFM__PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v)
     else memcpy(dst, &v, sizeof v);
 }
 
+#define TFM__KT_TILE 8 /* keys a tile of the transposed store: their rows stay in L1 across the head's dims */
+
 /* A segment's keys and values (the lead's k_new, v_new rows) into layer l of its session's ring
    at rows p % rows (a segment never wraps: tfm__batch_size). Values are rows: the segment's
    n x kv_dim block goes to consecutive rows in one copy or one f16 conversion. Keys are columns
@@ -8045,7 +8061,7 @@ TFM__PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v)
 TFM__PRIVATE void tfm__kv_store(const tfm_session *lead, const tfm__seg *seg, int l) {
     const tfm_session *s = seg->s;
     const tfm_config *c = &s->model->config;
-    size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d, b;
+    size_t dh = (size_t)c->d_head, kv_dim = (size_t)c->n_kv_heads * dh, e = s->kv_bytes, d, b, b0;
     size_t rows = (size_t)s->kv[l].rows, row = (size_t)seg->pos % rows, n = (size_t)seg->n;
     const float *k = lead->k_new + (size_t)seg->row0 * kv_dim, *v = lead->v_new + (size_t)seg->row0 * kv_dim;
     const unsigned char *src = e == 2 ? lead->k_half : TFM__CAST(const unsigned char *, TFM__CAST(const void *, k));
@@ -8059,13 +8075,16 @@ TFM__PRIVATE void tfm__kv_store(const tfm_session *lead, const tfm__seg *seg, in
     }
     for (g = 0; g < c->n_kv_heads; g++) {
         unsigned char *kt = tfm__kcache(s, l, g);
-        for (d = 0; d < dh; d++) {
-            unsigned char *dst = kt + (d * rows + row) * e;
-            const unsigned char *from = src + ((size_t)g * dh + d) * e;
-            if (e == 2) {
-                for (b = 0; b < n; b++) memcpy(dst + 2 * b, from + 2 * b * kv_dim, 2);
-            } else {
-                for (b = 0; b < n; b++) memcpy(dst + 4 * b, from + 4 * b * kv_dim, 4);
+        for (b0 = 0; b0 < n; b0 += TFM__KT_TILE) {
+            size_t nb = n - b0 < TFM__KT_TILE ? n - b0 : TFM__KT_TILE;
+            for (d = 0; d < dh; d++) {
+                unsigned char *dst = kt + (d * rows + row + b0) * e;
+                const unsigned char *from = src + (b0 * kv_dim + (size_t)g * dh + d) * e;
+                if (e == 2) {
+                    for (b = 0; b < nb; b++) memcpy(dst + 2 * b, from + 2 * b * kv_dim, 2);
+                } else {
+                    for (b = 0; b < nb; b++) memcpy(dst + 4 * b, from + 4 * b * kv_dim, 4);
+                }
             }
         }
     }
