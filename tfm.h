@@ -4469,8 +4469,7 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_gemm_q8_0(const tfm__mm *m, int r0, int 
 /* Activations to codes, 8 values at a time, the same arithmetic as tfm__quant_scalar. */
 TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, int n_b, int cols, tfm__qacts *qa) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c, k;
-    int32_t codes32[8];
+    int G = qa->group, n_sums = qa->block / qa->sum_len, n_pad = (n_b + G - 1) / G * G, t, j, c;
     qa->n_blocks = cols / qa->block;
     for (t = 0; t < n_pad; t++) {
         const float *xt = x + (size_t)(t < n_b ? t : 0) * x_stride;
@@ -4489,18 +4488,23 @@ TFM__T_AVX2 TFM__PRIVATE void tfm__avx2_quant(const float *x, size_t x_stride, i
             amax = t < n_b ? _mm_cvtss_f32(m4) : 0.0f;
             id = _mm256_set1_ps(amax > 0.0f ? (float)TFM__Q8_MAX / amax : 0.0f);
             qa->d[bi * (size_t)G + u] = amax / (float)TFM__Q8_MAX;
-            for (c = 0; c < qa->block; c += 8) {
+            for (c = 0; c < qa->block; c += 8) { /* 8 codes (|code| <= 127: packing never saturates) */
                 __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + c), id));
-                int32_t sum = 0;
-                _mm256_storeu_si256(TFM__CAST(__m256i *, TFM__CAST(void *, codes32)), v);
-                for (k = 0; k < 8; k++) {
-                    q[(size_t)((c + k) / 4) * (size_t)G * 4 + u * 4 + (size_t)((c + k) % 4)] = (int8_t)codes32[k];
-                    sum += codes32[k];
+                __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+                __m128i codes = _mm_packs_epi16(_mm_packs_epi32(lo, hi), _mm_setzero_si128()), s4 = _mm_add_epi32(lo, hi);
+                int32_t *s = &qa->s[(bi * (size_t)n_sums + (size_t)(c / qa->sum_len)) * (size_t)G + u], sum;
+                int32_t quad[2];
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+                sum = _mm_cvtsi128_si32(s4);
+                _mm_storel_epi64(TFM__CAST(__m128i *, TFM__CAST(void *, quad)), codes);
+                if (G == 1) {
+                    memcpy(q + c, quad, 8);
+                } else { /* the group's layout: 4 codes of each of its tokens in turn */
+                    memcpy(q + (size_t)(c / 4) * (size_t)G * 4 + u * 4, &quad[0], 4);
+                    memcpy(q + (size_t)(c / 4 + 1) * (size_t)G * 4 + u * 4, &quad[1], 4);
                 }
-                {
-                    int32_t *s = &qa->s[(bi * (size_t)n_sums + (size_t)(c / qa->sum_len)) * (size_t)G + u];
-                    *s = (c % qa->sum_len == 0) ? sum : *s + sum;
-                }
+                *s = (c % qa->sum_len == 0) ? sum : *s + sum;
             }
         }
     }
