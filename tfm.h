@@ -2735,7 +2735,8 @@ TFM__PRIVATE void tfm__mm_scalar(const tfm__mm *m, int r0, int r1, unsigned char
 }
 
 /* The sum of x[0..n) (square: of (x[i] - center)^2) in TFM__LANES independent partial sums,
-   which the CPU adds side by side instead of in one chain of n dependent adds. */
+   which the CPU adds side by side instead of in one chain of n dependent adds (each kind in a
+   loop of its own: with the choice inside the loop, GCC kept the sums in memory, one at a time). */
 TFM__PRIVATE float tfm__norm_sum(const float *x, float center, bool square, int n) {
     float acc[TFM__LANES] = {0};
     int i, l, n16 = n / TFM__LANES * TFM__LANES;
@@ -8061,7 +8062,9 @@ TFM__PRIVATE void tfm__kv_put(const tfm_session *s, unsigned char *dst, float v)
    at rows p % rows (a segment never wraps: tfm__batch_size). Values are rows: the segment's
    n x kv_dim block goes to consecutive rows in one copy or one f16 conversion. Keys are columns
    of the transposed key cache: (f16: converted first into the lead's k_half) each head's
-   element d of the n keys written as one run of n cache positions. */
+   element d of the n keys written as one run of n cache positions, TFM__KT_TILE keys at a time
+   (the n keys' rows, kv_dim apart, often fall on the same few L1 sets: read all n per element,
+   each read missed L1). */
 TFM__PRIVATE void tfm__kv_store(const tfm_session *lead, const tfm__seg *seg, int l) {
     const tfm_session *s = seg->s;
     const tfm_config *c = &s->model->config;
