@@ -377,7 +377,7 @@ static void test_kernels(void) {
     enum { N = 67 };
     float x[N], w[N], b[N], out[N];
     double ref[N], mean = 0, var = 0, ss = 0, md;
-    int i, j;
+    int i, j, si;
     rng_seed(7);
     for (i = 0; i < N; i++) { x[i] = rng_sym(3.0f) + 0.5f; w[i] = rng_sym(1.0f); b[i] = rng_sym(1.0f); }
     /* layernorm */
@@ -417,8 +417,15 @@ static void test_kernels(void) {
         for (i = 0; i < N; i++) { out[i] = x[i] * 100.0f; mx = fmax(mx, out[i]); }
         for (i = 0; i < N; i++) sum += exp((double)out[i] - mx);
         for (i = 0; i < N; i++) ref[i] = exp((double)out[i] - mx) / sum;
-        tfm__softmax_inplace(out, N);
-        report("softmax (logits up to 350)", maxdiff_f(out, ref, N), 1e-6);
+        for (si = 0; si < TFM__SET_COUNT; si++) { /* each set's e^x */
+            tfm__isa set;
+            char what[64];
+            if (!tfm__isa_get(si, &set) || !tfm__isa_runs(set.name)) continue;
+            for (i = 0; i < N; i++) out[i] = x[i] * 100.0f;
+            tfm__softmax_inplace(&set, out, N);
+            snprintf(what, sizeof what, "softmax (logits up to 350), set %s", set.name);
+            report(what, maxdiff_f(out, ref, N), 1e-6);
+        }
     }
     /* RoPE: half-split and interleaved, full and partial, at several positions */
     {

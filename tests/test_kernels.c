@@ -510,7 +510,7 @@ static void test_to_f16(void) {
     free(x); free(h1); free(h2);
 }
 
-/* The activations: every set's act equal to tfm__act_rows_scalar bit for bit (NaN lanes: NaN)
+/* The activations: every set's act (and attention's exp_rows) equal to its scalar twin bit for bit (NaN lanes: NaN)
    on a grid through the range, the ends of e^x and specials, gated and not, every tail length;
    the scalar twins within stated bounds of double precision (exp, erfc, the three activations). */
 static double gelu_erf_ref(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
@@ -545,6 +545,20 @@ static void test_activations(void) {
                 }
         CHECK_MSG(bad == 0, "set %s: %d activation values differ from the scalar twin", set.name, bad);
         printf("set %-8s activations (gelu, gelu_tanh, silu) equal the scalar twin (%s)\n", set.name, bad ? "NO" : "yes");
+        bad = 0;
+        for (a = 0; a < 3; a++) { /* attention's e^(x - shift): no shift, a softmax's max, past the far end */
+            static const float shifts[3] = {0.0f, 12.5f, -60.0f};
+            for (n = 0; n <= 40; n += 1 + (n > 20) * 7) {
+                int len = n == 40 ? N : n;
+                memcpy(y1, x, N * sizeof(float));
+                memcpy(y2, x, N * sizeof(float));
+                (set.exp_rows)(y1, shifts[a], (size_t)len);
+                tfm__exp_rows_scalar(y2, shifts[a], (size_t)len);
+                for (i = 0; i < N; i++) bad += !same_bits(y1[i], y2[i]);
+            }
+        }
+        CHECK_MSG(bad == 0, "set %s: %d e^(x - shift) values differ from the scalar twin", set.name, bad);
+        printf("set %-8s attention's e^(x - shift) equals the scalar twin (%s)\n", set.name, bad ? "NO" : "yes");
     }
     for (i = 0; i < 200001; i++) { /* the scalar twins against double */
         float v = (float)(-87.3 + 175.3 * i / 200000.0), z = (float)(10.0 * i / 200000.0), w = (float)(-30.0 + 60.0 * i / 200000.0);
