@@ -7874,8 +7874,8 @@ typedef struct tfm__kv_span {
 /* Softmax in place over x[n], max-subtracted so exp never overflows: x_i = e^(x_i - m) / sum,
    e^x the set's (isa.exp_rows, tfm__exp's bits on every set), the max and the sum in
    TFM__LANES partial results, so that none of it is one long chain: with libm's expf, a running
-   max and sum, and the scores scaled one by one, this took 8.6% of a 512-token q4_0 prompt on
-   Zen 3 (perf, one thread), about 1% now. Why: turns attention scores into weights that are
+   max and sum (and tfm__attn_logits scaling the scores one by one), this took 8.6% of a
+   512-token q4_0 prompt on Zen 3 (perf, one thread), about 1% now. Why: turns attention scores into weights that are
    positive and sum to one. */
 TFM__PRIVATE void tfm__softmax_inplace(const tfm__isa *isa, float *x, int n) {
     (isa->exp_rows)(x, tfm__max_of(x, n), (size_t)n);
@@ -14826,10 +14826,9 @@ TFM__PRIVATE int32_t tfm__draw(tfm_sampler *s, int n, float inv_t) {
    Keeping m apart avoids rounding l_i - lse when the logits are large. m = +inf: the +inf
    logits share the mass (the limit), so the sum counts them; a NaN logit gives NaN. */
 TFM__PRIVATE double tfm__log_sum_exp(const float *logits, int n, float *max_out) {
-    float m = logits[0];
+    float m = tfm__max_of(logits, n);
     double sum = 0.0;
     int i;
-    for (i = 1; i < n; i++) m = logits[i] > m ? logits[i] : m;
     *max_out = m;
     if (m == INFINITY) {
         for (i = 0; i < n; i++) {
