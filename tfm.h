@@ -1462,6 +1462,7 @@ TFM__PRIVATE tfm_result tfm__file_open(const tfm_model_desc *desc, const tfm_all
 #define TFM__Q6_K_ZERO 32  /* q6_k stores q + 32 in 6 bits */
 #define TFM__Q6_K_BYTES 210u /* bytes per q6_k super-block */
 #define TFM__Q4_K_BYTES 144u /* bytes per q4_k super-block */
+#define TFM__Q5_K_BYTES 176u /* bytes per q5_k super-block */
 #define TFM__Q8_MAX 127    /* q8 codes are in [-127, 127]: never -128, so a sign flip stays in range */
 #define TFM__BF16_ROUND 0x7fffu /* f32 -> bf16: add this plus the kept lsb, then truncate */
 
@@ -1801,7 +1802,7 @@ TFM__PRIVATE void tfm__q5_k_to_f32(const unsigned char *src, float *dst, size_t 
 TFM__PRIVATE void tfm__q5_k_from_f32(const float *src, unsigned char *dst, size_t n_blocks) {
     size_t b;
     int j, i, sc[TFM__Q4_K_SUB], mn[TFM__Q4_K_SUB];
-    for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += 176) {
+    for (b = 0; b < n_blocks; b++, src += TFM__QK_K, dst += TFM__Q5_K_BYTES) {
         float scale[TFM__Q4_K_SUB], min[TFM__Q4_K_SUB], max_scale = 0.0f, max_min = 0.0f, d, dmin;
         for (j = 0; j < TFM__Q4_K_SUB; j++) {
             tfm__fit_scale_min(src + 32 * j, 32, 31, &scale[j], &min[j]);
@@ -1814,7 +1815,7 @@ TFM__PRIVATE void tfm__q5_k_from_f32(const float *src, unsigned char *dst, size_
             sc[j] = d > 0.0f ? tfm__round_clamp(scale[j] / d, 0, TFM__Q6_BITS_MAX) : 0;
             mn[j] = dmin > 0.0f ? tfm__round_clamp(min[j] / dmin, 0, TFM__Q6_BITS_MAX) : 0;
         }
-        memset(dst, 0, 176);
+        memset(dst, 0, TFM__Q5_K_BYTES);
         tfm__wr_u16(dst, tfm__f32_to_f16(d));
         tfm__wr_u16(dst + 2, tfm__f32_to_f16(dmin));
         tfm__q4k_pack_scales(sc, mn, dst + 4);
@@ -2618,14 +2619,16 @@ TFM__PRIVATE float tfm__dot_q5_1_scalar(const tfm__tensor *W, int r, const tfm__
 }
 
 /* q4_k: isum = sum_j scale_j (nibbles . x over sub-block j), imin = sum_j min_j (sum of x codes
-   over sub-block j); w = d scale nibble - dmin min, so acc += isum d dx - imin dmin dx. */
+   over sub-block j); w = d scale nibble - dmin min, so acc += isum d dx - imin dmin dx. q5_k:
+   the same with 5-bit codes. */
 TFM__PRIVATE float tfm__dot_q4_k_scalar(const tfm__tensor *W, int r, const tfm__qacts *qa, int t) {
     int8_t x[TFM__QK_K];
-    unsigned char tmp[TFM__Q4_K_BYTES];
+    unsigned char tmp[TFM__Q5_K_BYTES];
+    const bool five = W->dtype == TFM_DTYPE_Q5_K;
     float acc = 0.0f;
     int j, sb, i, sc, mn;
     for (j = 0; j < qa->n_blocks; j++) {
-        const unsigned char *w = tfm__tensor_block(W, r, j, sizeof tmp, tmp);
+        const unsigned char *w = tfm__tensor_block(W, r, j, five ? TFM__Q5_K_BYTES : TFM__Q4_K_BYTES, tmp);
         int32_t isum = 0, imin = 0;
         float dx = tfm__qa_scale(qa, t, j);
         tfm__qa_codes(qa, t, j, x);
@@ -2633,29 +2636,8 @@ TFM__PRIVATE float tfm__dot_q4_k_scalar(const tfm__tensor *W, int r, const tfm__
             const unsigned char *qc = w + 16 + 32 * (sb / 2);
             int32_t dot = 0;
             tfm__q4k_scale(w + 4, sb, &sc, &mn);
-            for (i = 0; i < 32; i++) dot += (sb % 2 ? qc[i] >> 4 : qc[i] & 0xf) * x[32 * sb + i];
-            isum += sc * dot;
-            imin += mn * (tfm__qa_sum(qa, t, j, 2 * sb) + tfm__qa_sum(qa, t, j, 2 * sb + 1));
-        }
-        acc = fmaf((float)isum, tfm__rd_f16(w) * dx, acc);
-        acc = fmaf(-(float)imin, tfm__rd_f16(w + 2) * dx, acc);
-    }
-    return acc;
-}
-
-/* q5_k: as q4_k with 5-bit codes. */
-TFM__PRIVATE float tfm__dot_q5_k_scalar(const unsigned char *w, const tfm__qacts *qa, int t) {
-    int8_t x[TFM__QK_K];
-    float acc = 0.0f;
-    int j, sb, i, sc, mn;
-    for (j = 0; j < qa->n_blocks; j++, w += 176) {
-        int32_t isum = 0, imin = 0;
-        float dx = tfm__qa_scale(qa, t, j);
-        tfm__qa_codes(qa, t, j, x);
-        for (sb = 0; sb < TFM__Q4_K_SUB; sb++) {
-            int32_t dot = 0;
-            tfm__q4k_scale(w + 4, sb, &sc, &mn);
-            for (i = 0; i < 32; i++) dot += tfm__q5k_code(w, 32 * sb + i) * x[32 * sb + i];
+            for (i = 0; i < 32; i++)
+                dot += (five ? tfm__q5k_code(w, 32 * sb + i) : sb % 2 ? qc[i] >> 4 : qc[i] & 0xf) * x[32 * sb + i];
             isum += sc * dot;
             imin += mn * (tfm__qa_sum(qa, t, j, 2 * sb) + tfm__qa_sum(qa, t, j, 2 * sb + 1));
         }
@@ -2717,7 +2699,7 @@ TFM__PRIVATE float tfm__dot_row_scalar(const tfm__mm *m, int r, int b) {
     case TFM_DTYPE_Q4_0: return tfm__dot_q4_0_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q4_K: return tfm__dot_q4_k_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q6_K: return tfm__dot_q6_k_scalar(m->w, r, m->qa, b);
-    case TFM_DTYPE_Q5_K: return tfm__dot_q5_k_scalar(w, m->qa, b);
+    case TFM_DTYPE_Q5_K: return tfm__dot_q4_k_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q5_0: return tfm__dot_q4_0_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_Q5_1: return tfm__dot_q5_1_scalar(m->w, r, m->qa, b);
     case TFM_DTYPE_COUNT: break;
@@ -3886,7 +3868,7 @@ TFM__PRIVATE float tfm__neon_dot_row(const unsigned char *w, tfm_dtype dt, const
             if (mins) acc = fmaf((float)xs[0], tfm__rd_f16(b + 2) * dx, acc);
         } else if (dt == TFM_DTYPE_Q4_K || dt == TFM_DTYPE_Q5_K) {
             bool five = dt == TFM_DTYPE_Q5_K;
-            const unsigned char *b = w + (five ? 176u : 144u) * (size_t)j, *qs = b + (five ? 48 : 16);
+            const unsigned char *b = w + (five ? TFM__Q5_K_BYTES : TFM__Q4_K_BYTES) * (size_t)j, *qs = b + (five ? 48 : 16);
             int32_t isum = 0, imin = 0;
             for (c = 0; c < TFM__Q4_K_SUB / 2; c++) {
                 uint8x16_t q0 = vld1q_u8(qs + 32 * c), q1 = vld1q_u8(qs + 16 + 32 * c);
@@ -4832,7 +4814,7 @@ TFM__PRIVATE void tfm__q45_store(const tfm__mm *m, int b, int r, int r1, int S, 
    r1 - 1 + 3 S a row of w). */
 #define TFM__Q45_GEMV(P, T)                                                                               \
     T TFM__ALWAYS_INLINE void tfm__##P##_gemv_q45_rows(const tfm__mm *m, int r0, int r1, int S, const bool five) { \
-        const size_t bb = five ? 176u : 144u;                                                             \
+        const size_t bb = five ? TFM__Q5_K_BYTES : TFM__Q4_K_BYTES;                                       \
         int r, b, j, nb = m->w->cols / TFM__QK_K;                                                         \
         for (r = r0; r < r1; r += S > 1 ? 1 : TFM__Q45_ROWS) {                                            \
             const unsigned char *row[TFM__Q45_ROWS];                                                      \

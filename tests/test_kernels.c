@@ -234,14 +234,17 @@ static void test_matmul(void) {
 }
 
 /* The int16 bounds of the pmaddubsw kernels: every weight at its type's largest code (q8_0
-   -127, q4_0 15, q5_0 / q5_1 31) against activations that quantize to 127 (and -127), where a sum kept
-   in int16 too long would saturate. Every set equal to the scalar twin, and the twin to the
-   exact value (d = 1: a row's sum is cols x code x 127 x d_x). */
+   -127, q4_0 15, q5_0 / q5_1 31; q4_k 15 and q5_k 31 times the largest scale, 63) against
+   activations that quantize to 127 (and -127), where a sum kept in int16 too long would
+   saturate. Every set equal to the scalar twin, and the twin to the exact value (d = 1: a row's
+   sum is cols x code x 127 x d_x). The second byte pair of a block is zeroed (q5_1's m, the
+   k-quants' dmin). */
 static void test_extreme_codes(void) {
     static const struct { tfm_dtype dt; unsigned char fill; int code; } types[] = {
-        {TFM_DTYPE_Q8_0, 0x81, -127}, {TFM_DTYPE_Q4_0, 0xff, 15 - 8}, {TFM_DTYPE_Q5_0, 0xff, 31 - 16}, {TFM_DTYPE_Q5_1, 0x00, 31}};
-    enum { R = 48, C = 416, NB = 17 };
-    size_t xs = C;
+        {TFM_DTYPE_Q8_0, 0x81, -127}, {TFM_DTYPE_Q4_0, 0xff, 15 - 8}, {TFM_DTYPE_Q5_0, 0xff, 31 - 16}, {TFM_DTYPE_Q5_1, 0x00, 31},
+        {TFM_DTYPE_Q4_K, 0xff, 15 * 63}, {TFM_DTYPE_Q5_K, 0xff, 31 * 63}};
+    enum { R = 48, C_MAX = 512, NB = 17 };
+    size_t xs = C_MAX;
     float *x = (float *)malloc((size_t)NB * xs * sizeof(float)), *ref = (float *)malloc((size_t)NB * R * sizeof(float));
     float *y = (float *)malloc((size_t)NB * R * sizeof(float));
     int ti, sign, i, si, nbi;
@@ -249,6 +252,8 @@ static void test_extreme_codes(void) {
         for (sign = -1; sign <= 1; sign += 2) {
             tfm__tensor w, wi;
             size_t bb = (size_t)tfm__dtype_of(types[ti].dt).info.block_bytes, j;
+            int C = tfm__dtype_of(types[ti].dt).info.block_elems == TFM__QK_K ? C_MAX : 416;
+            bool mins = types[ti].dt == TFM_DTYPE_Q5_1 || types[ti].dt == TFM_DTYPE_Q4_K || types[ti].dt == TFM_DTYPE_Q5_K;
             unsigned char *bytes, *ibytes;
             int bad = 0, ran = 0;
             memset(&w, 0, sizeof w);
@@ -256,20 +261,20 @@ static void test_extreme_codes(void) {
             bytes = (unsigned char *)malloc((size_t)R * w.row_bytes);
             memset(bytes, types[ti].fill, (size_t)R * w.row_bytes);
             if (w.dtype == TFM_DTYPE_Q5_1) memset(bytes, 0xff, (size_t)R * w.row_bytes); /* codes 31, m = 0 below */
-            for (j = 0; j < (size_t)R * w.row_bytes; j += bb) { /* d = 1.0 (f16); q5_1's m = 0 */
+            for (j = 0; j < (size_t)R * w.row_bytes; j += bb) { /* d = 1.0 (f16); q5_1's m, the k-quants' dmin = 0 */
                 bytes[j] = 0x00; bytes[j + 1] = 0x3c;
-                if (w.dtype == TFM_DTYPE_Q5_1) bytes[j + 2] = bytes[j + 3] = 0x00;
+                if (mins) bytes[j + 2] = bytes[j + 3] = 0x00;
             }
             w.data = bytes;
             wi = make_ilv(&w, &ibytes);
-            for (i = 0; i < NB * C; i++) x[i] = (float)sign;
+            for (i = 0; i < NB * (int)xs; i++) x[i] = (float)sign;
             for (nbi = 0; nbi < 2; nbi++) {
                 int nb = nbi ? NB : 1;
                 tfm__isa scalar;
                 tfm__isa_get(TFM__SET_SCALAR, &scalar);
                 run_mm(&scalar, &w, x, xs, nb, NULL, ref, R / 2);
                 for (i = 0; i < nb * R; i++) /* codes 127 x d_x = 1/127 per weight: exactly C x code, up to rounding */
-                    bad += fabsf(ref[i] - (float)(sign * types[ti].code * C)) > 1e-3f * (float)C * 127.0f;
+                    bad += fabsf(ref[i] - (float)(sign * types[ti].code * C)) > 1e-3f * (float)C * fmaxf(127.0f, fabsf((float)types[ti].code));
                 for (si = 0; si < TFM__SET_COUNT; si++) {
                     tfm__isa set;
                     if (!tfm__isa_get(si, &set) || !tfm__isa_runs(set.name)) continue;
