@@ -7857,8 +7857,8 @@ typedef struct tfm__kv_span {
    e^x the set's (isa.exp_rows, tfm__exp's bits on every set), the max and the sum in
    TFM__LANES partial results, so that none of it is one long chain: with libm's expf, a running
    max and sum (and tfm__attn_logits scaling the scores one by one), this took 8.6% of a
-   512-token q4_0 prompt on Zen 3 (perf, one thread), about 1% now. Why: turns attention scores into weights that are
-   positive and sum to one. */
+   512-token q4_0 prompt on Zen 3 (perf, one thread), about 1% now. Why: turns attention
+   scores into weights that are positive and sum to one. */
 TFM__PRIVATE void tfm__softmax_inplace(const tfm__isa *isa, float *x, int n) {
     (isa->exp_rows)(x, tfm__max_of(x, n), (size_t)n);
     tfm__scale_rows(x, 1.0f / tfm__norm_sum(x, 0.0f, false, n), n);

@@ -243,8 +243,8 @@ static void test_extreme_codes(void) {
     static const struct { tfm_dtype dt; unsigned char fill; int code; } types[] = {
         {TFM_DTYPE_Q8_0, 0x81, -127}, {TFM_DTYPE_Q4_0, 0xff, 15 - 8}, {TFM_DTYPE_Q5_0, 0xff, 31 - 16}, {TFM_DTYPE_Q5_1, 0x00, 31},
         {TFM_DTYPE_Q4_K, 0xff, 15 * 63}, {TFM_DTYPE_Q5_K, 0xff, 31 * 63}};
-    enum { R = 48, C_MAX = 512, NB = 17 };
-    size_t xs = C_MAX;
+    enum { R = 48, C_Q = 416, C_K = 512, NB = 17 }; /* columns: 13 blocks of 32, 2 super-blocks of 256 */
+    size_t xs = C_K;
     float *x = (float *)malloc((size_t)NB * xs * sizeof(float)), *ref = (float *)malloc((size_t)NB * R * sizeof(float));
     float *y = (float *)malloc((size_t)NB * R * sizeof(float));
     int ti, sign, i, si, nbi;
@@ -252,7 +252,7 @@ static void test_extreme_codes(void) {
         for (sign = -1; sign <= 1; sign += 2) {
             tfm__tensor w, wi;
             size_t bb = (size_t)tfm__dtype_of(types[ti].dt).info.block_bytes, j;
-            int C = tfm__dtype_of(types[ti].dt).info.block_elems == TFM__QK_K ? C_MAX : 416;
+            int C = tfm__dtype_of(types[ti].dt).info.block_elems == TFM__QK_K ? C_K : C_Q;
             bool mins = types[ti].dt == TFM_DTYPE_Q5_1 || types[ti].dt == TFM_DTYPE_Q4_K || types[ti].dt == TFM_DTYPE_Q5_K;
             unsigned char *bytes, *ibytes;
             int bad = 0, ran = 0;
