@@ -5,7 +5,8 @@
 # Skipped, saying so, without x86_64-w64-mingw32-gcc or wine (Debian: gcc-mingw-w64-x86-64,
 # wine64). Built with -march=native like the native tests: mingw-w64's libm fmaf is not a
 # single rounding, so its scalar kernel twin (compiled without FMA instructions) differs from
-# the vector kernels.
+# the vector kernels. A program that prints no summary line at all runs once more, with NOTE
+# lines that show wine's last output; a second such run fails.
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0
 ok() { pass=$((pass + 1)); }
