@@ -11,6 +11,11 @@ cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+# Runs build/win/$1.exe under wine: its output in out, exit code in rc, summary line in line.
+run_exe() {
+  out=$(SHARED="$SHARED" "$WINE" "$W/$1.exe" 2>&1); rc=$?
+  line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+}
 MINGW=x86_64-w64-mingw32-gcc
 WINE=$(command -v wine64 || command -v wine)
 if ! command -v $MINGW > /dev/null || [ -z "$WINE" ]; then
@@ -37,16 +42,14 @@ for t in test_core test_embed test_kernels test_models test_tokenizer test_demo;
   if ! $MINGW -std=c99 -O2 -march=native -Wall -Wextra -Wpedantic -Werror -I. "tests/$t.c" -o "$W/$t.exe" -lm; then
     bad "$t does not build with mingw-w64"; continue
   fi
-  out=$(SHARED="$SHARED" "$WINE" "$W/$t.exe" 2>&1); rc=$?
-  line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+  run_exe "$t"
   if [ -z "$line" ]; then
     # No summary at all: the program never ran to its end. Show what wine printed and run it
     # once more, saying so (a CI run once saw test_demo exit 1 here with no output of its own,
     # then pass in every later run; a failure twice in a row still fails).
     echo "NOTE: $t printed no summary under wine (exit $rc); its last lines:"
     printf '%s\n' "$out" | tail -n 5 | sed 's/^/NOTE:   /'
-    out=$(SHARED="$SHARED" "$WINE" "$W/$t.exe" 2>&1); rc=$?
-    line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+    run_exe "$t"
     [ -z "$line" ] && printf '%s\n' "$out" | tail -n 5 | sed 's/^/NOTE:   /'
   fi
   printf '%s\n' "$out" | grep -E '^FAIL|^SKIP' | head -5
