@@ -3035,6 +3035,16 @@ TFM__PRIVATE int tfm__fmm_rows(size_t row_bytes, int r, size_t l2) {
     return mc < (size_t)r ? r : (int)mc;
 }
 
+/* Rows per pass for n rows in passes of at most mc (a multiple of r): as few passes, alike but
+   the last, so that none is a pass of a few rows that reads every packed token for little work
+   (a task of 128 f16 rows of 1024 columns: 66 + 62, not 126 + 2; Zen 3, Pythia-410M f16
+   prompt, alternating in one process, medians of 30: 1.2% faster with one thread, 1.4% with
+   two). */
+TFM__PRIVATE int tfm__fmm_even_rows(int n, int mc, int r) {
+    int passes = n > 0 ? (n + mc - 1) / mc : 1;
+    return ((n + passes - 1) / passes + r - 1) / r * r;
+}
+
 /* Packing (a set's PACK): a batch of at least TFM__FMM_PACK_MIN_B tokens reads its weights
    and tokens as tfm__fmm_pack lays them out: the tokens packed once per matrix product by the
    set's pack_x (into the session), each pass's rows into task scratch. */
@@ -3063,14 +3073,14 @@ TFM__PRIVATE tfm__fmm_scratch tfm__fmm_carve(unsigned char *scratch, int cols, i
 }
 
 /* n sources (weight rows or tokens, each from its first column) of `steps` steps of 16
-   elements of esz bytes, packed into out part by part: out[part h][step s][source i][its 16 /
+   elements of esz bytes, laid out in out part by part: out[part h][step s][source i][its 16 /
    parts elements], so that a register block reads one part of all its sources as one
    sequential stream. Strided rows and tokens (their strides are often multiples of 4 KiB)
    fall on the same L1 sets and banks and stall the loads: on Zen 3 the AVX2 3 x 4 block from
-   L1 ran f16 69 -> 97 GFLOP/s, f32 41 -> 95, both packed (FMA peak 101). Each source's 16
-   elements are read once, all parts at a time (part by part, each 16 bytes of f16 rows took
-   its own pass over the row pointers: a Pythia-410M f16 prompt's packing, in perf samples
-   per those of the register blocks on Zen 3, 6.5-6.7% -> 3.8-4.3%). */
+   L1 ran f16 69 -> 97 GFLOP/s, f32 41 -> 95, both packed (FMA peak 101). The copy reads each
+   source's 16 elements once and writes all their parts: against one pass over the sources per
+   part, a Pythia-410M f16 prompt's packing on Zen 3 went from 6.5-6.7% to 3.8-4.3% of the
+   register blocks' perf samples. */
 TFM__ALWAYS_INLINE void tfm__fmm_pack(const unsigned char *const *src, const int n, int steps, const int parts,
                                       const size_t esz, unsigned char *out) {
     const size_t pb = (size_t)(TFM__LANES / parts) * esz; /* bytes of a part */
@@ -3363,16 +3373,13 @@ TFM__ALWAYS_INLINE void tfm__fmm_pack(const unsigned char *const *src, const int
     }                                                                                                     \
     /* A batch in passes of tfm__fmm_rows rows (kept in L2) x C tokens x TFM__FMM_KC columns (the         \
        tokens' columns kept in L1), R rows at a time; partial sums wait in scratch between the            \
-       column passes, exactly as they were, so the result is that of one pass. The passes share           \
-       the rows alike: a last pass of a few rows (a task of 128 f16 rows of 1024 columns: 126 + 2)        \
-       would read every packed token for little work (Zen 3, Pythia-410M f16 prompt, alternating in       \
-       one process, medians of 30: 1.2% faster with one thread, 1.4% with two). Packed (the               \
-       tokens packed by the set's pack_x, m->xp, at least TFM__FMM_PACK_MIN_B of them), each              \
-       pass's rows are first packed into scratch, and both are read as sequential streams. */             \
+       column passes, exactly as they were, so the result is that of one pass; the passes share           \
+       the rows alike (tfm__fmm_even_rows). Packed (the tokens packed by the set's pack_x, m->xp,         \
+       at least TFM__FMM_PACK_MIN_B of them), each pass's rows are first packed into scratch, and         \
+       both are read as sequential streams. */                                                            \
     T TFM__PRIVATE void tfm__##P##_mm_##W(const tfm__mm *m, int r0, int r1, unsigned char *scratch) {     \
         enum { PL = TFM__LANES / TFM__PARTS_##P };                                                        \
         int n16 = m->w->cols / TFM__LANES * TFM__LANES, mc = tfm__fmm_rows(m->w->row_bytes, R, TFM__FMM_L2_##P); \
-        int n_pass = r1 > r0 ? (r1 - r0 + mc - 1) / mc : 1;                                               \
         tfm__fmm_scratch sc = tfm__fmm_carve(scratch, m->w->cols, C, PACK);                               \
         float *buf = TFM__CAST(float *, TFM__CAST(void *, sc.acc)); /* [mc / R][R][C][16] */              \
         bool packed = PACK && m->xp && m->n_b >= TFM__FMM_PACK_MIN_B;                                     \
@@ -3383,7 +3390,7 @@ TFM__ALWAYS_INLINE void tfm__fmm_pack(const unsigned char *const *src, const int
             tfm__##P##_gemv_##W(m, r0, r1);                                                               \
             return;                                                                                       \
         }                                                                                                 \
-        mc = ((r1 - r0 + n_pass - 1) / n_pass + R - 1) / R * R; /* passes alike, none of a few rows */    \
+        mc = tfm__fmm_even_rows(r1 - r0, mc, R);                                                          \
         for (rc = r0; rc < r1; rc = re) {                                                                 \
             /* Packed, the next pass's rows (one run in the file) are prefetched a share at a time over   \
                this pass's blocks, so that packing them does not wait on memory: on Zen 3, alternating    \
